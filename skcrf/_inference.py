@@ -1,0 +1,262 @@
+"""Batched inference for linear-chain CRFs: forward-backward and Viterbi.
+
+Kernels are plain functions on arrays in the packed time-major layout of
+:mod:`skcrf._packing`: ``emissions`` has one row per token in packed order,
+``batch_sizes[t]`` sequences are active at step ``t`` and the sequences still
+active at step ``t + 1`` are the first rows of block ``t``. The recursion over
+time is one small dense matrix product per step for all sequences at once.
+
+Conventions
+-----------
+- ``emissions[r, j]``: score of label ``j`` at packed row ``r`` (``X @ W``).
+- ``transitions[i, j]``: score of label ``i`` followed by label ``j``. There
+  are no start or end transitions (as in CRFsuite).
+- The score of a labelling is the sum of its emissions and transitions;
+  ``p(y | x) = exp(score(y)) / Z(x)``.
+"""
+
+from typing import NamedTuple
+
+import numpy as np
+from scipy.special import logsumexp
+
+# Upper bound on the elements of the (rows, L, L) temporaries of Viterbi and
+# the log-domain fallback, so thousands of labels do not exhaust memory.
+_MAX_BLOCK_ELEMENTS = 1 << 22
+
+
+class ForwardBackwardResult(NamedTuple):
+    """Output of :func:`forward_backward`.
+
+    Attributes
+    ----------
+    log_partition : ndarray of shape (n_sequences,)
+        ``log Z`` of each sequence, in packed (sorted) sequence order.
+    marginals : ndarray of shape (n_tokens, n_labels)
+        ``p(y_t = j | x)`` for each packed row; rows sum to 1.
+    transition_marginals : ndarray of shape (n_labels, n_labels)
+        ``sum_t p(y_{t-1} = i, y_t = j | x)`` summed over all sequences.
+    """
+
+    log_partition: np.ndarray
+    marginals: np.ndarray
+    transition_marginals: np.ndarray
+
+
+def _steps(batch_sizes):
+    """Yield ``(t, lo, hi)``: step ``t`` is packed rows ``lo:hi``."""
+    lo = 0
+    for t, size in enumerate(batch_sizes):
+        yield t, lo, lo + int(size)
+        lo += int(size)
+
+
+def forward_backward(emissions, transitions, batch_sizes):
+    """Marginals and log partition functions of a packed batch.
+
+    Scaled forward-backward in the probability domain: the emission scores are
+    exponentiated after subtracting a per-row shift, the transition scores
+    after subtracting their maximum, and each forward step is normalized to sum
+    to one; ``log Z`` is the sum of the logs of the normalizers plus the
+    shifts. The shift is each row's mean (one BLAS call, where a row maximum
+    costs a slow short-axis reduction); if that overflows, the row maxima are
+    used, and if a normalizer still underflows (scores spanning more than ~700
+    nats along every path) the batch is recomputed in the log domain.
+
+    Parameters
+    ----------
+    emissions : ndarray of shape (n_tokens, n_labels)
+    transitions : ndarray of shape (n_labels, n_labels)
+    batch_sizes : ndarray of shape (max_length,)
+
+    Returns
+    -------
+    ForwardBackwardResult
+    """
+    n_tokens, n_labels = emissions.shape
+    if n_tokens == 0:
+        return ForwardBackwardResult(
+            np.zeros(0), np.zeros((0, n_labels)), np.zeros((n_labels, n_labels))
+        )
+    trans_max = transitions.max()
+    exp_trans = np.exp(transitions - trans_max)
+    steps = list(_steps(batch_sizes))
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        for row_shift in (_row_mean, _row_max):
+            shift = row_shift(emissions)
+            psi = np.exp(emissions - shift[:, None])
+            alpha, scale = _scaled_forward(psi, exp_trans, steps)
+            if np.all(np.isfinite(scale)) and np.all(scale > 0):
+                break
+        else:
+            return _forward_backward_log(emissions, transitions, batch_sizes)
+
+    log_scale = np.log(scale) + shift
+    log_scale[int(batch_sizes[0]) :] += trans_max  # every step after the first
+    log_partition = np.bincount(
+        _row_sequence(batch_sizes), weights=log_scale, minlength=int(batch_sizes[0])
+    )
+
+    # beta is scaled by the same normalizers, so alpha * beta are the marginals;
+    # weighted_{t} = psi_t * beta_t / scale_t serves beta_{t-1} and the
+    # transition sum.
+    psi /= scale[:, None]
+    exp_trans_t = np.ascontiguousarray(exp_trans.T)
+    beta = np.empty_like(psi)
+    transition_sum = np.zeros_like(exp_trans)
+    _, lo, hi = steps[-1]
+    beta[lo:hi] = 1.0
+    for (_, lo, hi), (_, next_lo, next_hi) in zip(steps[-2::-1], steps[:0:-1]):
+        n_next = next_hi - next_lo
+        weighted = np.multiply(psi[next_lo:next_hi], beta[next_lo:next_hi])
+        np.matmul(weighted, exp_trans_t, out=beta[lo : lo + n_next])
+        beta[lo + n_next : hi] = 1.0
+        transition_sum += alpha[lo : lo + n_next].T @ weighted
+    marginals = np.multiply(alpha, beta, out=alpha)
+    return ForwardBackwardResult(log_partition, marginals, transition_sum * exp_trans)
+
+
+def _row_mean(emissions):
+    return emissions @ np.full(emissions.shape[1], 1.0 / emissions.shape[1], emissions.dtype)
+
+
+def _row_max(emissions):
+    return emissions.max(axis=1)
+
+
+def _scaled_forward(psi, exp_trans, steps):
+    """Normalized forward variables and the per-row normalizers."""
+    alpha = np.empty_like(psi)
+    scale = np.empty(len(psi), dtype=psi.dtype)
+    ones = np.ones(psi.shape[1], dtype=psi.dtype)
+    prev_lo = 0
+    for t, lo, hi in steps:
+        block = alpha[lo:hi]
+        if t == 0:
+            block[...] = psi[lo:hi]
+        else:
+            np.matmul(alpha[prev_lo : prev_lo + hi - lo], exp_trans, out=block)
+            block *= psi[lo:hi]
+        np.matmul(block, ones, out=scale[lo:hi])
+        block *= (1.0 / scale[lo:hi])[:, None]
+        prev_lo = lo
+    return alpha, scale
+
+
+def _row_sequence(batch_sizes):
+    """Packed sequence position of each packed row."""
+    return np.concatenate([np.arange(int(size)) for size in batch_sizes])
+
+
+def _forward_backward_log(emissions, transitions, batch_sizes):
+    """Log-domain forward-backward: slower, for scores no scaling can hold."""
+    n_tokens, n_labels = emissions.shape
+    log_alpha = np.empty_like(emissions)
+    log_beta = np.empty_like(emissions)
+    steps = list(_steps(batch_sizes))
+    prev_lo = 0
+    for t, lo, hi in steps:
+        log_alpha[lo:hi] = emissions[lo:hi]
+        if t > 0:
+            prev = log_alpha[prev_lo : prev_lo + hi - lo]
+            log_alpha[lo:hi] += _log_matmul(prev, transitions)
+        prev_lo = lo
+    _, lo, hi = steps[-1]
+    log_beta[lo:hi] = 0.0
+    for (_, lo, hi), (_, next_lo, next_hi) in zip(steps[-2::-1], steps[:0:-1]):
+        n_next = next_hi - next_lo
+        ahead = emissions[next_lo:next_hi] + log_beta[next_lo:next_hi]
+        log_beta[lo : lo + n_next] = _log_matmul(ahead, transitions.T)
+        log_beta[lo + n_next : hi] = 0.0
+
+    # log Z of a sequence is logsumexp of log_alpha at its last row.
+    row_sequence = _row_sequence(batch_sizes)
+    n_sequences = int(batch_sizes[0])
+    lengths = np.bincount(row_sequence, minlength=n_sequences)
+    offsets = np.concatenate([[0], np.cumsum(batch_sizes)])
+    last_rows = offsets[lengths - 1] + np.arange(n_sequences)
+    log_partition = logsumexp(log_alpha[last_rows], axis=1)
+    row_log_z = log_partition[row_sequence]
+    marginals = np.exp(log_alpha + log_beta - row_log_z[:, None])
+
+    transition_marginals = np.zeros_like(transitions)
+    for (_, lo, hi), (_, next_lo, next_hi) in zip(steps[:-1], steps[1:]):
+        n_next = next_hi - next_lo
+        ahead = emissions[next_lo:next_hi] + log_beta[next_lo:next_hi]
+        ahead -= row_log_z[next_lo:next_hi, None]
+        for start, stop in _row_blocks(n_next, n_labels):
+            pair = (
+                log_alpha[lo + start : lo + stop, :, None]
+                + transitions
+                + ahead[start:stop, None, :]
+            )
+            transition_marginals += np.exp(pair).sum(axis=0)
+    return ForwardBackwardResult(log_partition, marginals, transition_marginals)
+
+
+def _row_blocks(n_rows, n_labels):
+    """Split rows so a (rows, L, L) temporary stays under the memory bound."""
+    block = max(1, _MAX_BLOCK_ELEMENTS // (n_labels * n_labels))
+    return [(start, min(start + block, n_rows)) for start in range(0, n_rows, block)]
+
+
+def _log_matmul(log_a, log_b):
+    """``log(exp(log_a) @ exp(log_b))`` without overflow."""
+    out = np.empty((log_a.shape[0], log_b.shape[1]), dtype=log_a.dtype)
+    for start, stop in _row_blocks(log_a.shape[0], log_b.shape[0]):
+        out[start:stop] = logsumexp(log_a[start:stop, :, None] + log_b, axis=1)
+    return out
+
+
+def viterbi(emissions, transitions, batch_sizes):
+    """Most probable labelling of every sequence of a packed batch.
+
+    Ties go to the lowest label index, as in CRFsuite.
+
+    Parameters
+    ----------
+    emissions : ndarray of shape (n_tokens, n_labels)
+    transitions : ndarray of shape (n_labels, n_labels)
+    batch_sizes : ndarray of shape (max_length,)
+
+    Returns
+    -------
+    path : ndarray of shape (n_tokens,)
+        Label index of each packed row.
+    best_score : ndarray of shape (n_sequences,)
+        Score of the best labelling, in packed (sorted) sequence order.
+    """
+    n_tokens, n_labels = emissions.shape
+    best = np.empty_like(emissions)
+    backpointer = np.empty((n_tokens, n_labels), dtype=np.intp)
+    steps = list(_steps(batch_sizes))
+    prev_lo = 0
+    for t, lo, hi in steps:
+        if t == 0:
+            best[lo:hi] = emissions[lo:hi]
+            continue
+        for start, stop in _row_blocks(hi - lo, n_labels):
+            candidates = best[prev_lo + start : prev_lo + stop, :, None] + transitions
+            arg = candidates.argmax(axis=1)
+            backpointer[lo + start : lo + stop] = arg
+            best[lo + start : lo + stop] = np.take_along_axis(
+                candidates, arg[:, None, :], axis=1
+            )[:, 0, :]
+        best[lo:hi] += emissions[lo:hi]
+        prev_lo = lo
+
+    path = np.empty(n_tokens, dtype=np.intp)
+    n_sequences = int(batch_sizes[0]) if len(batch_sizes) else 0
+    best_score = np.empty(n_sequences, dtype=emissions.dtype)
+    # A sequence ends at step t when it is active at t but not at t + 1.
+    for (t, lo, hi), n_next in zip(
+        reversed(steps), [0] + [int(s) for s in batch_sizes[:0:-1]]
+    ):
+        if n_next:
+            next_lo = hi
+            rows = np.arange(n_next)
+            path[lo : lo + n_next] = backpointer[next_lo + rows, path[next_lo : next_lo + n_next]]
+        ending = best[lo + n_next : hi]
+        path[lo + n_next : hi] = ending.argmax(axis=1)
+        best_score[n_next : hi - lo] = ending.max(axis=1)
+    return path, best_score

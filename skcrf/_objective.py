@@ -1,0 +1,267 @@
+"""The CRF training objective: regularized negative log-likelihood and gradient.
+
+Conventions
+-----------
+The model has ``n_attributes`` attributes (DictVectorizer columns) and
+``n_labels`` labels. Its parameters are the weights of the features that
+*exist* (see :func:`select_features`), in one flat vector::
+
+    w = [state weights..., transition weights...]
+
+- state weights: ``W.ravel()[state_index]`` of a dense ``(n_attributes,
+  n_labels)`` array ``W``; ``state_index`` is sorted, so state features are
+  ordered by attribute, then label.
+- transition weights: ``T.ravel()[transition_index]`` of a dense ``(n_labels,
+  n_labels)`` array ``T`` (``T[i, j]``: label ``i`` followed by ``j``).
+
+Entries of ``W`` and ``T`` outside the index are 0 (those features do not
+exist) and never change.
+
+The objective is CRFsuite's::
+
+    f(w) = -sum_sequences log p(y | x) + c2 * ||w||^2
+
+(a sum, not a mean; ``c2 * ||w||^2``, not ``c2 / 2``). The L1 term
+``c1 * ||w||_1`` is not part of it: OWL-QN handles it in the optimizer.
+"""
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+from typing import NamedTuple
+
+import numpy as np
+import scipy.sparse as sp
+
+from ._inference import forward_backward
+from ._packing import pack
+
+
+class FeatureIndex(NamedTuple):
+    """Which features exist, and their value sums over the training data.
+
+    Attributes
+    ----------
+    state_index : ndarray of int
+        Flat indices into an ``(n_attributes, n_labels)`` array.
+    transition_index : ndarray of int
+        Flat indices into an ``(n_labels, n_labels)`` array.
+    observed : ndarray of float
+        Value sum of each feature over the training data (the observed
+        counts), in the flat parameter order.
+    """
+
+    state_index: np.ndarray
+    transition_index: np.ndarray
+    observed: np.ndarray
+
+    @property
+    def n_states(self):
+        return len(self.state_index)
+
+    @property
+    def n_parameters(self):
+        return len(self.state_index) + len(self.transition_index)
+
+
+def select_features(
+    X,
+    labels,
+    lengths,
+    n_labels,
+    *,
+    all_possible_states=False,
+    all_possible_transitions=False,
+    min_freq=0.0,
+):
+    """The features of the model, as CRFsuite chooses them.
+
+    A state feature (attribute, label) exists when the attribute is stored for
+    a token with that label (explicit zeros, such as a ``False`` value, count
+    as occurrences), or for every pair when ``all_possible_states``; likewise
+    a transition feature exists when the label pair occurs, or always when
+    ``all_possible_transitions``. A feature is then kept when the sum of its
+    values over the training data is at least ``min_freq`` (so with the
+    default 0, a feature whose values sum to a negative number is dropped, as
+    in CRFsuite).
+
+    Parameters
+    ----------
+    X : sparse matrix of shape (n_tokens, n_attributes)
+        Token features in flat order, explicit zeros still stored.
+    labels : ndarray of int, shape (n_tokens,)
+        Label index of each token.
+    lengths : ndarray of int, shape (n_sequences,)
+    n_labels : int
+
+    Returns
+    -------
+    FeatureIndex
+    """
+    n_tokens, n_attributes = X.shape
+    one_hot = sp.csr_matrix(
+        (np.ones(n_tokens), labels, np.arange(n_tokens + 1)), shape=(n_tokens, n_labels)
+    )
+    X = sp.csr_matrix(X)
+    state_sum = (X.T @ one_hot).toarray().ravel()
+    if all_possible_states:
+        state_exists = np.ones(n_attributes * n_labels, dtype=bool)
+    else:
+        pattern = sp.csr_matrix(
+            (np.ones_like(X.data), X.indices, X.indptr), shape=X.shape
+        )
+        state_exists = (pattern.T @ one_hot).toarray().ravel() > 0
+    state_index = np.flatnonzero(state_exists & (state_sum >= min_freq))
+
+    transition_sum = np.zeros(n_labels * n_labels)
+    is_first = np.zeros(n_tokens, dtype=bool)
+    is_first[np.cumsum(lengths)[lengths > 0] - lengths[lengths > 0]] = True
+    follows = np.flatnonzero(~is_first)
+    np.add.at(transition_sum, labels[follows - 1] * n_labels + labels[follows], 1.0)
+    if all_possible_transitions:
+        transition_exists = np.ones(n_labels * n_labels, dtype=bool)
+    else:
+        transition_exists = transition_sum > 0
+    transition_index = np.flatnonzero(transition_exists & (transition_sum >= min_freq))
+
+    observed = np.concatenate([state_sum[state_index], transition_sum[transition_index]])
+    return FeatureIndex(state_index, transition_index, observed)
+
+
+def unpack_weights(w, features, n_attributes, n_labels):
+    """Dense ``(W, T)`` arrays from the flat parameter vector."""
+    W = np.zeros(n_attributes * n_labels, dtype=w.dtype)
+    W[features.state_index] = w[: features.n_states]
+    T = np.zeros(n_labels * n_labels, dtype=w.dtype)
+    T[features.transition_index] = w[features.n_states :]
+    return W.reshape(n_attributes, n_labels), T.reshape(n_labels, n_labels)
+
+
+def pack_weights(W, T, features):
+    """Flat parameter vector from dense ``(W, T)`` arrays."""
+    return np.concatenate([W.ravel()[features.state_index], T.ravel()[features.transition_index]])
+
+
+def effective_n_threads(n_jobs):
+    """Threads to use for ``n_jobs`` (None means 1, negative counts back from all cores)."""
+    if n_jobs is None:
+        return 1
+    n_cpus = os.cpu_count() or 1
+    if n_jobs < 0:
+        return max(1, n_cpus + 1 + n_jobs)
+    return max(1, int(n_jobs))
+
+
+def split_sequences(lengths, n_shards):
+    """Deal sequences into shards of similar size and length profile.
+
+    Sequences are sorted by length and dealt round-robin, so every shard gets
+    a similar number of tokens and of forward-backward steps.
+    """
+    order = np.argsort(-np.asarray(lengths), kind="stable")
+    n_shards = max(1, min(n_shards, len(order)))
+    return [np.sort(order[k::n_shards]) for k in range(n_shards)]
+
+
+class _Shard:
+    """The sequences one thread evaluates: packed features and layout."""
+
+    def __init__(self, X, lengths, sequences):
+        starts = np.concatenate([[0], np.cumsum(lengths)])
+        rows = np.concatenate(
+            [np.arange(starts[i], starts[i + 1]) for i in sequences]
+            or [np.zeros(0, dtype=np.intp)]
+        )
+        self.layout = pack(lengths[sequences])
+        packed = X[rows[self.layout.flat_index]]
+        packed.eliminate_zeros()  # zeros still define features, but cost time here
+        self.X = packed
+        # X.T of a CSR matrix is a CSC view; its product with a C-ordered
+        # dense matrix streams through the rows, faster than a CSR transpose.
+        self.XT = packed.T
+
+    def expected_counts(self, W, T):
+        emissions = self.X @ W
+        result = forward_backward(emissions, T, self.layout.batch_sizes)
+        return (
+            result.log_partition.sum(),
+            self.XT @ result.marginals,
+            result.transition_marginals,
+        )
+
+
+class CRFObjective:
+    """Negative log-likelihood of a training set, with its gradient.
+
+    Built once per fit: the sequences are dealt into ``n_threads`` shards,
+    each shard's feature matrix reordered into the packed layout with its
+    explicit zeros dropped. An evaluation runs every shard (two sparse
+    products and one forward-backward) on its own thread: scipy's sparse
+    products and numpy's array operations release the GIL.
+
+    Parameters
+    ----------
+    X : sparse matrix of shape (n_tokens, n_attributes), flat order
+    lengths : ndarray of int, shape (n_sequences,)
+    n_labels : int
+    features : FeatureIndex
+    c2 : float
+        L2 coefficient: adds ``c2 * ||w||^2``.
+    n_threads : int
+    """
+
+    def __init__(self, X, lengths, n_labels, features, *, c2=0.0, n_threads=1):
+        X = sp.csr_matrix(X)
+        lengths = np.asarray(lengths, dtype=np.intp)
+        self.n_attributes = X.shape[1]
+        self.n_labels = n_labels
+        self.features = features
+        self.c2 = c2
+        self._shards = [
+            _Shard(X, lengths, sequences)
+            for sequences in split_sequences(lengths, n_threads)
+        ]
+        self._pool = (
+            ThreadPoolExecutor(len(self._shards)) if len(self._shards) > 1 else None
+        )
+
+    @property
+    def n_parameters(self):
+        return self.features.n_parameters
+
+    def loss_gradient(self, w):
+        """Objective value and gradient at ``w`` (one forward-backward).
+
+        Parameters
+        ----------
+        w : ndarray of shape (n_parameters,)
+
+        Returns
+        -------
+        loss : float
+        gradient : ndarray of shape (n_parameters,)
+        """
+        features = self.features
+        W, T = unpack_weights(w, features, self.n_attributes, self.n_labels)
+        if self._pool is None:
+            parts = [shard.expected_counts(W, T) for shard in self._shards]
+        else:
+            parts = list(self._pool.map(lambda shard: shard.expected_counts(W, T), self._shards))
+
+        loss = sum(log_z for log_z, _, _ in parts) - w @ features.observed
+        gradient = np.concatenate(
+            [
+                sum(states.ravel()[features.state_index] for _, states, _ in parts),
+                sum(pairs for _, _, pairs in parts).ravel()[features.transition_index],
+            ]
+        )
+        gradient -= features.observed
+        if self.c2:
+            loss += self.c2 * (w @ w)
+            gradient += 2.0 * self.c2 * w
+        return float(loss), gradient
+
+    def close(self):
+        """Stop the worker threads."""
+        if self._pool is not None:
+            self._pool.shutdown()
+            self._pool = None

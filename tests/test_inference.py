@@ -1,0 +1,147 @@
+"""Inference kernels against brute-force enumeration of every labelling."""
+
+import itertools
+
+import numpy as np
+import pytest
+from scipy.special import logsumexp
+
+from skcrf._inference import _forward_backward_log, forward_backward, viterbi
+from skcrf._packing import pack
+
+
+def brute_force(emissions, transitions):
+    """log Z, marginals, transition marginals and best path of one sequence."""
+    length, n_labels = emissions.shape
+    paths = np.array(list(itertools.product(range(n_labels), repeat=length)))
+    scores = emissions[np.arange(length), paths].sum(axis=1)
+    if length > 1:
+        scores += transitions[paths[:, :-1], paths[:, 1:]].sum(axis=1)
+    log_z = logsumexp(scores)
+    prob = np.exp(scores - log_z)
+    marginals = np.zeros((length, n_labels))
+    pair = np.zeros((n_labels, n_labels))
+    for path, p in zip(paths, prob):
+        marginals[np.arange(length), path] += p
+        for a, b in zip(path[:-1], path[1:]):
+            pair[a, b] += p
+    # itertools.product enumerates in lexicographic order, so the first
+    # maximum is the lexicographically smallest best path.
+    best = paths[np.argmax(scores)]
+    return log_z, marginals, pair, best, scores.max()
+
+
+def random_batch(rng, lengths, n_labels, scale=1.0):
+    emissions = [rng.normal(scale=scale, size=(n, n_labels)) for n in lengths]
+    transitions = rng.normal(scale=scale, size=(n_labels, n_labels))
+    return emissions, transitions
+
+
+def packed(emissions, lengths):
+    layout = pack(lengths)
+    flat = np.concatenate(emissions) if emissions else np.zeros((0, 1))
+    return layout, flat[layout.flat_index]
+
+
+@pytest.mark.parametrize("n_labels", [2, 3, 4])
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("kernel", [forward_backward, _forward_backward_log])
+def test_forward_backward_matches_brute_force(n_labels, seed, kernel):
+    rng = np.random.default_rng(seed)
+    lengths = [3, 1, 5, 2, 4, 5]
+    emissions, transitions = random_batch(rng, lengths, n_labels)
+    layout, packed_emissions = packed(emissions, lengths)
+
+    result = kernel(packed_emissions, transitions, layout.batch_sizes)
+
+    marginals = layout.to_flat(result.marginals)
+    log_z = np.empty(len(lengths))
+    log_z[layout.order] = result.log_partition
+    expected_pairs = np.zeros((n_labels, n_labels))
+    start = 0
+    for i, em in enumerate(emissions):
+        bf_log_z, bf_marginals, bf_pairs, _, _ = brute_force(em, transitions)
+        assert log_z[i] == pytest.approx(bf_log_z, rel=1e-12, abs=1e-12)
+        np.testing.assert_allclose(marginals[start : start + len(em)], bf_marginals, atol=1e-12)
+        expected_pairs += bf_pairs
+        start += len(em)
+    np.testing.assert_allclose(result.transition_marginals, expected_pairs, atol=1e-12)
+
+
+@pytest.mark.parametrize("n_labels", [2, 3, 4])
+@pytest.mark.parametrize("seed", range(3))
+def test_viterbi_matches_brute_force(n_labels, seed):
+    rng = np.random.default_rng(100 + seed)
+    lengths = [2, 5, 1, 4, 3, 5]
+    emissions, transitions = random_batch(rng, lengths, n_labels)
+    layout, packed_emissions = packed(emissions, lengths)
+
+    path, best_score = viterbi(packed_emissions, transitions, layout.batch_sizes)
+
+    flat_path = layout.to_flat(path)
+    score = np.empty(len(lengths))
+    score[layout.order] = best_score
+    start = 0
+    for i, em in enumerate(emissions):
+        _, _, _, bf_path, bf_score = brute_force(em, transitions)
+        np.testing.assert_array_equal(flat_path[start : start + len(em)], bf_path)
+        assert score[i] == pytest.approx(bf_score, rel=1e-12)
+        start += len(em)
+
+
+def test_viterbi_ties_go_to_lowest_label():
+    # All scores equal: every path ties, the all-zeros path must win.
+    layout = pack([3, 2])
+    path, _ = viterbi(np.zeros((5, 3)), np.zeros((3, 3)), layout.batch_sizes)
+    assert path.tolist() == [0] * 5
+
+
+def test_empty_sequences_and_empty_batch():
+    rng = np.random.default_rng(0)
+    layout = pack([0, 3, 0])
+    em = rng.normal(size=(3, 2))
+    tr = rng.normal(size=(2, 2))
+    result = forward_backward(em[layout.flat_index], tr, layout.batch_sizes)
+    assert layout.per_sequence(np.ones(3)).tolist() == [0.0, 3.0, 0.0]
+    assert result.log_partition.shape == (1,)
+    np.testing.assert_allclose(result.marginals.sum(axis=1), 1.0)
+
+    empty = pack([])
+    result = forward_backward(np.zeros((0, 2)), tr, empty.batch_sizes)
+    assert result.marginals.shape == (0, 2)
+    path, score = viterbi(np.zeros((0, 2)), tr, empty.batch_sizes)
+    assert path.shape == (0,) and score.shape == (0,)
+
+
+def test_extreme_scores_stay_finite_and_agree_with_log_domain():
+    # Transition scores spanning thousands of nats underflow the scaled
+    # recursion; the kernel must fall back to the log domain.
+    rng = np.random.default_rng(1)
+    lengths = [4, 3]
+    emissions, _ = random_batch(rng, lengths, 3, scale=1e3)
+    transitions = np.array([[0.0, -3000.0, 10.0], [-3000.0, 0.0, 5.0], [2000.0, -10.0, 0.0]])
+    layout, packed_emissions = packed(emissions, lengths)
+    result = forward_backward(packed_emissions, transitions, layout.batch_sizes)
+    assert np.all(np.isfinite(result.log_partition))
+    np.testing.assert_allclose(result.marginals.sum(axis=1), 1.0, atol=1e-9)
+    start = 0
+    log_z = np.empty(2)
+    log_z[layout.order] = result.log_partition
+    for i, em in enumerate(emissions):
+        bf_log_z = brute_force(em, transitions)[0]
+        assert log_z[i] == pytest.approx(bf_log_z, rel=1e-12)
+        start += len(em)
+
+
+def test_long_sequence_is_finite():
+    rng = np.random.default_rng(2)
+    n_labels = 5
+    emissions = rng.normal(scale=50.0, size=(5000, n_labels))
+    transitions = rng.normal(scale=10.0, size=(n_labels, n_labels))
+    layout = pack([5000])
+    result = forward_backward(emissions, transitions, layout.batch_sizes)
+    assert np.all(np.isfinite(result.marginals))
+    np.testing.assert_allclose(result.marginals.sum(axis=1), 1.0, atol=1e-9)
+    log_result = _forward_backward_log(emissions, transitions, layout.batch_sizes)
+    assert result.log_partition[0] == pytest.approx(log_result.log_partition[0], rel=1e-10)
+    np.testing.assert_allclose(result.marginals, log_result.marginals, atol=1e-8)
