@@ -1,0 +1,401 @@
+"""Turn raw token sequences into per-token feature dicts.
+
+:class:`SequenceFeaturizer` is the usual first step of a pipeline ending in
+a CRF: it maps ``[["John", "lives", "in", "Paris"], ...]`` (or sequences of
+``(word, pos, ...)`` tuples) to the list-of-lists-of-dicts input that the
+tagger expects.
+"""
+
+import numbers
+from collections.abc import Mapping
+
+import numpy as np
+from sklearn.base import BaseEstimator, TransformerMixin
+
+from ._compat import Interval, _fit_context
+
+__all__ = ["SequenceFeaturizer", "word_shape"]
+
+
+def word_shape(word, *, collapse=False):
+    """Return the orthographic shape of ``word``.
+
+    Upper-case letters map to ``'X'``, other letters to ``'x'``, digits to
+    ``'d'``; any other character is kept as is.  Runs of the same shape
+    character are cut to 4 (``"Washington"`` -> ``'Xxxxx'``), or to 1 when
+    ``collapse=True`` (``'Xx'``).
+
+    Parameters
+    ----------
+    word : str
+        The word.
+    collapse : bool, default=False
+        Whether to collapse every run of the same shape character to one.
+
+    Returns
+    -------
+    shape : str
+        The shape string (empty for an empty word).
+
+    Examples
+    --------
+    >>> from skcrf._featurizer import word_shape
+    >>> word_shape("Paris"), word_shape("1984"), word_shape("Paris", collapse=True)
+    ('Xxxxx', 'dddd', 'Xx')
+    >>> word_shape("U.S.-based"), word_shape("Washington")
+    ('X.X.-xxxx', 'Xxxxx')
+    """
+    max_run = 1 if collapse else 4
+    out = []
+    last = None
+    run = 0
+    for ch in word:
+        if ch.isdigit():
+            s = "d"
+        elif ch.isupper():
+            s = "X"
+        elif ch.isalpha():
+            s = "x"
+        else:
+            s = ch
+        if s == last:
+            run += 1
+        else:
+            last = s
+            run = 1
+        if run <= max_run:
+            out.append(s)
+    return "".join(out)
+
+
+def _column_value(value):
+    """Normalise an extra-column value to str, bool, int or float."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real):
+        return float(value)
+    return str(value)
+
+
+def _describe(obj):
+    """Short type description for error messages."""
+    return type(obj).__name__
+
+
+def _check_X(X):
+    """Validate the outer structure of X and return it as a list of lists.
+
+    Each returned sequence is a list of ``(word, columns)`` pairs; the
+    original sequences are returned as well (for ``feature_func``).
+    """
+    if isinstance(X, (str, bytes)):
+        raise TypeError(
+            "X must be a list of sequences (lists of tokens); got a single "
+            f"{_describe(X)} — wrap a single sentence as [sentence.split()]"
+        )
+    if isinstance(X, Mapping):
+        raise TypeError(
+            "X must be a list of sequences (lists of tokens); got a "
+            f"{_describe(X)}"
+        )
+    try:
+        X = list(X)
+    except TypeError:
+        raise TypeError(
+            "X must be a list of sequences (lists of tokens); got "
+            f"{_describe(X)}"
+        ) from None
+    if X and all(isinstance(seq, str) for seq in X):
+        raise TypeError(
+            "X must be a list of sequences (lists of tokens); got a list of "
+            "str — wrap a single sentence as [sentence]"
+        )
+    parsed = []
+    for i, seq in enumerate(X):
+        if not isinstance(seq, (list, tuple, np.ndarray)):
+            raise TypeError(
+                f"X must be a list of sequences (lists of tokens); sequence "
+                f"{i} is a {_describe(seq)}"
+            )
+        tokens = []
+        for j, tok in enumerate(seq):
+            if isinstance(tok, str):
+                tokens.append((str(tok), ()))
+                continue
+            if isinstance(tok, (tuple, list)):
+                if len(tok) == 0:
+                    raise ValueError(
+                        f"token {j} of sequence {i} is an empty {_describe(tok)};"
+                        " a tuple token must start with the word"
+                    )
+                if not isinstance(tok[0], str):
+                    raise TypeError(
+                        f"token {j} of sequence {i}: the first element (the "
+                        f"word) must be a str, got {_describe(tok[0])}"
+                    )
+                tokens.append((str(tok[0]), tuple(tok[1:])))
+                continue
+            hint = ""
+            if isinstance(tok, Mapping):
+                hint = (
+                    " (X looks already featurized; pass it to the tagger "
+                    "directly)"
+                )
+            raise TypeError(
+                f"token {j} of sequence {i} must be a str or a tuple/list "
+                f"(word, extra columns...); got {_describe(tok)}{hint}"
+            )
+        parsed.append(tokens)
+    return X, parsed
+
+
+class SequenceFeaturizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None):
+    """Map token sequences to per-token feature dicts for a CRF.
+
+    A stateless transformer: ``fit`` only validates the parameters, and
+    ``transform`` can be called without fitting.  Put it in front of the
+    tagger with :func:`~sklearn.pipeline.make_pipeline` so that its
+    parameters (e.g. ``sequencefeaturizer__window``) can be grid-searched.
+
+    Parameters
+    ----------
+    feature_func : callable or None, default=None
+        ``feature_func(sequence, i) -> dict`` returning the features of token
+        ``i`` of ``sequence`` (the sequence exactly as passed in ``X``).  When
+        given it replaces the built-in template, and ``window``,
+        ``affix_length`` and ``lowercase`` are ignored.  It must be a
+        module-level function for the featurizer to be picklable.
+    window : int, default=1
+        Number of neighbouring tokens on each side whose features are added
+        with an offset prefix (``'-1:'``, ``'+1:'``, ``'-2:'`` ...).
+    affix_length : int, default=3
+        Longest prefix and suffix feature.  0 disables affix features.
+    lowercase : bool, default=True
+        Whether the word identity feature is lowercased.  It is named
+        ``'word.lower'`` when lowercased and ``'word'`` otherwise.  Affixes
+        are taken from the same (possibly lowercased) form.
+
+    See Also
+    --------
+    word_shape : The shape function used by the template.
+
+    Notes
+    -----
+    A token is a ``str`` (the word) or a tuple/list ``(word, col1, col2,
+    ...)``.  With the built-in template, token ``i`` of a sequence of ``n``
+    tokens gets these features:
+
+    - ``'bias'``: 1.0;
+    - ``'word.lower'`` (``'word'`` if ``lowercase=False``): the word;
+    - ``'shape'``: :func:`word_shape`, e.g. ``'Xxxxx'``, ``'dd'``;
+    - ``'shape.short'``: collapsed shape, e.g. ``'Xx'``, ``'d'``;
+    - ``'prefix1'`` ... ``'prefixK'`` and ``'suffix1'`` ... ``'suffixK'``
+      for ``K = min(affix_length, len(word))``;
+    - booleans ``'is_title'``, ``'is_upper'``, ``'is_digit'``,
+      ``'has_hyphen'``, ``'has_digit'``;
+    - ``'col1'``, ``'col2'``, ...: the extra columns (strings stay strings,
+      numbers and booleans stay numeric, anything else goes through
+      ``str``), so a POS column becomes the CRF feature ``'col1=NN'``;
+    - ``'BOS'`` (True) on the first token, ``'EOS'`` (True) on the last;
+    - for each offset ``d`` in ``-window..-1, 1..window`` with ``i + d``
+      inside the sequence, the neighbour's ``'word.lower'``, ``'shape'``,
+      ``'is_title'``, ``'is_upper'`` and ``'colK'`` prefixed by ``'-1:'``,
+      ``'+2:'``, etc.;
+    - for an offset with ``|d| >= 2`` that falls outside the sequence,
+      ``'-2:BOS'`` / ``'+2:EOS'`` (True).  (``'-1:BOS'`` would duplicate
+      ``'BOS'``, so it is not emitted.)
+
+    The output is deterministic: same input, same dicts in the same key
+    order.
+
+    Examples
+    --------
+    >>> from skcrf._featurizer import SequenceFeaturizer
+    >>> feats = SequenceFeaturizer(affix_length=2).fit_transform(
+    ...     [["I", "saw", "Paris"]])
+    >>> len(feats), len(feats[0])
+    (1, 3)
+    >>> f = feats[0][2]
+    >>> f["word.lower"], f["shape"], f["shape.short"], f["suffix2"], f["is_title"]
+    ('paris', 'Xxxxx', 'Xx', 'is', True)
+    >>> f["-1:word.lower"], f["EOS"], "+1:word.lower" in f
+    ('saw', True, False)
+
+    Tuple tokens carry extra columns, here a POS tag:
+
+    >>> feats = SequenceFeaturizer().transform([[("I", "PRP"), ("ran", "VBD")]])
+    >>> feats[0][1]["col1"], feats[0][1]["-1:col1"]
+    ('VBD', 'PRP')
+
+    A custom feature function replaces the template:
+
+    >>> def my_features(sequence, i):
+    ...     return {"word": sequence[i], "first": i == 0}
+    >>> SequenceFeaturizer(feature_func=my_features).transform(
+    ...     [["Hi", "there"]])
+    [[{'word': 'Hi', 'first': True}, {'word': 'there', 'first': False}]]
+    """
+
+    _parameter_constraints: dict = {
+        "feature_func": [callable, None],
+        "window": [Interval(numbers.Integral, 0, None, closed="left")],
+        "affix_length": [Interval(numbers.Integral, 0, None, closed="left")],
+        "lowercase": ["boolean"],
+    }
+
+    def __init__(self, *, feature_func=None, window=1, affix_length=3, lowercase=True):
+        self.feature_func = feature_func
+        self.window = window
+        self.affix_length = affix_length
+        self.lowercase = lowercase
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.requires_fit = False
+        tags.input_tags.two_d_array = False
+        tags.input_tags.string = True
+        tags.transformer_tags.preserves_dtype = []
+        return tags
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y=None):
+        """Validate the parameters and the structure of ``X``.
+
+        The featurizer learns nothing from the data.
+
+        Parameters
+        ----------
+        X : list of sequences
+            Each sequence is a list of tokens; a token is a str or a
+            tuple/list ``(word, col1, ...)``.
+        y : None
+            Ignored; present for pipeline compatibility.
+
+        Returns
+        -------
+        self : SequenceFeaturizer
+            This featurizer.
+        """
+        _check_X(X)
+        return self
+
+    def transform(self, X):
+        """Map every token of every sequence to a feature dict.
+
+        Parameters
+        ----------
+        X : list of sequences
+            Each sequence is a list of tokens; a token is a str or a
+            tuple/list ``(word, col1, ...)``.
+
+        Returns
+        -------
+        X_features : list of list of dict
+            One dict per token (str keys; str, bool, int or float values),
+            with the same sequence lengths as ``X``.
+        """
+        self._validate_params()
+        return self._transform(X)
+
+    def fit_transform(self, X, y=None, **fit_params):
+        """Validate the parameters and transform ``X``.
+
+        Parameters
+        ----------
+        X : list of sequences
+            Each sequence is a list of tokens; a token is a str or a
+            tuple/list ``(word, col1, ...)``.
+        y : None
+            Ignored; present for pipeline compatibility.
+        **fit_params : dict
+            Ignored.
+
+        Returns
+        -------
+        X_features : list of list of dict
+            One dict per token, with the same sequence lengths as ``X``.
+        """
+        self._validate_params()
+        return self._transform(X)
+
+    # -- implementation -------------------------------------------------
+
+    def _transform(self, X):
+        raw, parsed = _check_X(X)
+        if self.feature_func is not None:
+            return [self._apply_feature_func(seq, i) for i, seq in enumerate(raw)]
+        return [self._featurize_sequence(tokens) for tokens in parsed]
+
+    def _apply_feature_func(self, seq, i):
+        out = []
+        for j in range(len(seq)):
+            feats = self.feature_func(seq, j)
+            if not isinstance(feats, dict):
+                if isinstance(feats, Mapping):
+                    feats = dict(feats)
+                else:
+                    raise TypeError(
+                        f"feature_func must return a dict; for token {j} of "
+                        f"sequence {i} it returned {_describe(feats)}"
+                    )
+            for key in feats:
+                if not isinstance(key, str):
+                    raise TypeError(
+                        f"feature_func returned a non-str key {key!r} "
+                        f"({_describe(key)}) for token {j} of sequence {i}"
+                    )
+            out.append(feats)
+        return out
+
+    def _token_features(self, word, cols):
+        """Features of one token on its own (no context, no prefix)."""
+        form = word.lower() if self.lowercase else word
+        word_key = "word.lower" if self.lowercase else "word"
+        feats = {
+            "bias": 1.0,
+            word_key: form,
+            "shape": word_shape(word),
+            "shape.short": word_shape(word, collapse=True),
+        }
+        for k in range(1, min(self.affix_length, len(form)) + 1):
+            feats[f"prefix{k}"] = form[:k]
+        for k in range(1, min(self.affix_length, len(form)) + 1):
+            feats[f"suffix{k}"] = form[-k:]
+        feats["is_title"] = word.istitle()
+        feats["is_upper"] = word.isupper()
+        feats["is_digit"] = word.isdigit()
+        feats["has_hyphen"] = "-" in word
+        feats["has_digit"] = any(ch.isdigit() for ch in word)
+        for c, value in enumerate(cols, start=1):
+            feats[f"col{c}"] = _column_value(value)
+        return feats
+
+    def _featurize_sequence(self, tokens):
+        n = len(tokens)
+        base = [self._token_features(word, cols) for word, cols in tokens]
+        word_key = "word.lower" if self.lowercase else "word"
+        context_keys = (word_key, "shape", "is_title", "is_upper")
+        out = []
+        for i in range(n):
+            feats = dict(base[i])
+            if i == 0:
+                feats["BOS"] = True
+            if i == n - 1:
+                feats["EOS"] = True
+            for d in (*range(-self.window, 0), *range(1, self.window + 1)):
+                j = i + d
+                prefix = f"{d:+d}:"
+                if 0 <= j < n:
+                    nb = base[j]
+                    for key in context_keys:
+                        feats[prefix + key] = nb[key]
+                    for c in range(1, len(tokens[j][1]) + 1):
+                        key = f"col{c}"
+                        feats[prefix + key] = nb[key]
+                elif abs(d) >= 2:
+                    feats[prefix + ("BOS" if d < 0 else "EOS")] = True
+            out.append(feats)
+        return out
+
