@@ -1,0 +1,137 @@
+"""Part-of-speech tagging of the NLTK Penn Treebank sample with skcrf.
+
+Trains a CRFTagger on the first 80% of the treebank sentences (the Treebank
+task), prints the test accuracy, a per-tag classification report, the most
+informative state features and transitions, and tags a sentence.
+
+    python examples/treebank_pos.py
+    python examples/treebank_pos.py --sentence "The cat sat on the mat ."
+    python examples/treebank_pos.py --plot          # learning curve + heatmap PNGs
+
+The data comes from NLTK's data path; when it is missing the script calls
+nltk.download('treebank'). Without network access, set NLTK_DATA to a folder
+that holds corpora/treebank.zip.
+"""
+
+import argparse
+import sys
+import time
+from collections import Counter
+
+from skcrf import CRFTagger
+from skcrf.datasets import load_treebank, treebank_sentence_features, treebank_token_features
+from skcrf.metrics import flat_accuracy_score, flat_classification_report
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--c1", type=float, default=0.1)
+    parser.add_argument("--c2", type=float, default=0.1)
+    parser.add_argument("--max-iterations", type=int, default=100)
+    parser.add_argument("--n-jobs", type=int, default=-1)
+    parser.add_argument(
+        "--max-sentences", type=int, default=None,
+        help="use only this many training and test sentences (a quick run)",
+    )
+    parser.add_argument(
+        "--sentence", default="The quick brown fox jumps over the lazy dog .",
+        help="a sentence to tag (words separated by spaces)",
+    )
+    parser.add_argument("--top", type=int, default=10, help="features to show")
+    parser.add_argument("--plot", action="store_true", help="save PNG figures")
+    parser.add_argument("--plot-prefix", default="treebank_pos")
+    return parser.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    try:
+        train, test = load_treebank()
+    except LookupError as exc:
+        sys.exit(str(exc))
+    if args.max_sentences:
+        train, test = train[: args.max_sentences], test[: args.max_sentences]
+    X_train, y_train = treebank_sentence_features(train)
+    X_test, y_test = treebank_sentence_features(test)
+    print(f"train: {len(X_train)} sentences, {sum(map(len, X_train))} tokens; "
+          f"test: {len(X_test)} sentences, {sum(map(len, X_test))} tokens")
+
+    tagger = CRFTagger(
+        c1=args.c1,
+        c2=args.c2,
+        max_iterations=args.max_iterations,
+        all_possible_transitions=True,
+        n_jobs=args.n_jobs,
+    )
+    start = time.perf_counter()
+    tagger.fit(X_train, y_train, X_dev=X_test, y_dev=y_test)
+    fit_seconds = time.perf_counter() - start
+    log = tagger.training_log_
+    print(f"fit: {fit_seconds:.1f} s, {tagger.n_iter_} iterations, "
+          f"final loss {log.last_iteration['loss']:.2f}, stopped: {tagger.status_.name}")
+
+    y_pred = tagger.predict(X_test)
+    print(f"test token accuracy: {flat_accuracy_score(y_test, y_pred):.4f}\n")
+    print(flat_classification_report(y_test, y_pred, digits=3, zero_division=0))
+
+    show_features(tagger, args.top)
+
+    words = args.sentence.split()
+    tags = tagger.predict_single([treebank_token_features(words, i) for i in range(len(words))])
+    print("tagged:", " ".join(f"{w}/{t}" for w, t in zip(words, tags)))
+
+    if args.plot:
+        save_plots(tagger, args.plot_prefix)
+
+
+def show_features(tagger, top):
+    states = Counter(tagger.state_features_)
+    transitions = Counter(tagger.transition_features_)
+    print(f"Top {top} state features:")
+    for (attribute, label), weight in states.most_common(top):
+        print(f"  {weight:8.3f}  {label:6} {attribute}")
+    print(f"Top {top} negative state features:")
+    for (attribute, label), weight in states.most_common()[: -top - 1 : -1]:
+        print(f"  {weight:8.3f}  {label:6} {attribute}")
+    print(f"Top {top} transitions:")
+    for (label_from, label_to), weight in transitions.most_common(top):
+        print(f"  {weight:8.3f}  {label_from:6} -> {label_to}")
+    print()
+
+
+def save_plots(tagger, prefix):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    iterations = tagger.training_log_.iterations
+    nums = [it["num"] for it in iterations]
+    fig, loss_axis = plt.subplots(figsize=(7, 4))
+    loss_axis.plot(nums, [it["loss"] for it in iterations], color="tab:blue")
+    loss_axis.set_yscale("log")
+    loss_axis.set_xlabel("L-BFGS iteration")
+    loss_axis.set_ylabel("training objective", color="tab:blue")
+    dev_axis = loss_axis.twinx()
+    dev_axis.plot(nums, [it["dev_accuracy"] for it in iterations], color="tab:orange")
+    dev_axis.set_ylabel("test token accuracy", color="tab:orange")
+    dev_axis.set_ylim(0.8, 1.0)
+    fig.tight_layout()
+    fig.savefig(f"{prefix}_learning_curve.png", dpi=120)
+
+    labels = [str(label) for label in tagger.classes_]
+    fig, axis = plt.subplots(figsize=(11, 10))
+    limit = abs(tagger.transition_).max() or 1.0
+    image = axis.imshow(tagger.transition_, cmap="RdBu_r", vmin=-limit, vmax=limit)
+    axis.set_xticks(range(len(labels)), labels, rotation=90, fontsize=7)
+    axis.set_yticks(range(len(labels)), labels, fontsize=7)
+    axis.set_xlabel("to")
+    axis.set_ylabel("from")
+    fig.colorbar(image, ax=axis, shrink=0.8, label="transition weight")
+    fig.tight_layout()
+    fig.savefig(f"{prefix}_transitions.png", dpi=120)
+    print(f"saved {prefix}_learning_curve.png and {prefix}_transitions.png")
+
+
+if __name__ == "__main__":
+    main()
