@@ -229,6 +229,9 @@ def viterbi(emissions, transitions, batch_sizes):
     n_tokens, n_labels = emissions.shape
     best = np.empty_like(emissions)
     backpointer = np.empty((n_tokens, n_labels), dtype=np.intp)
+    # candidates[r, j, i] = best[r, i] + transitions[i, j]: the reduction over
+    # the previous label i runs along the last, contiguous axis.
+    transitions_t = np.ascontiguousarray(transitions.T)
     steps = list(_steps(batch_sizes))
     prev_lo = 0
     for t, lo, hi in steps:
@@ -236,12 +239,12 @@ def viterbi(emissions, transitions, batch_sizes):
             best[lo:hi] = emissions[lo:hi]
             continue
         for start, stop in _row_blocks(hi - lo, n_labels):
-            candidates = best[prev_lo + start : prev_lo + stop, :, None] + transitions
-            arg = candidates.argmax(axis=1)
+            candidates = best[prev_lo + start : prev_lo + stop, None, :] + transitions_t
+            arg = candidates.argmax(axis=2)
             backpointer[lo + start : lo + stop] = arg
             best[lo + start : lo + stop] = np.take_along_axis(
-                candidates, arg[:, None, :], axis=1
-            )[:, 0, :]
+                candidates, arg[:, :, None], axis=2
+            )[:, :, 0]
         best[lo:hi] += emissions[lo:hi]
         prev_lo = lo
 

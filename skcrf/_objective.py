@@ -31,6 +31,7 @@ from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
+from threadpoolctl import ThreadpoolController
 
 from ._inference import forward_backward
 from ._packing import pack
@@ -220,9 +221,12 @@ class CRFObjective:
             _Shard(X, lengths, sequences)
             for sequences in split_sequences(lengths, n_threads)
         ]
-        self._pool = (
-            ThreadPoolExecutor(len(self._shards)) if len(self._shards) > 1 else None
-        )
+        self._pool = None
+        if len(self._shards) > 1:
+            self._pool = ThreadPoolExecutor(len(self._shards))
+            # The shards' small matrix products gain nothing from BLAS threads,
+            # which would only compete with the shard threads.
+            self._blas = ThreadpoolController()
 
     @property
     def n_parameters(self):
@@ -245,7 +249,10 @@ class CRFObjective:
         if self._pool is None:
             parts = [shard.expected_counts(W, T) for shard in self._shards]
         else:
-            parts = list(self._pool.map(lambda shard: shard.expected_counts(W, T), self._shards))
+            with self._blas.limit(limits=1, user_api="blas"):
+                parts = list(
+                    self._pool.map(lambda shard: shard.expected_counts(W, T), self._shards)
+                )
 
         loss = sum(log_z for log_z, _, _ in parts) - w @ features.observed
         gradient = np.concatenate(
