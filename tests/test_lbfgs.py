@@ -7,6 +7,12 @@ import pytest
 
 from skcrf._lbfgs import (
     IterationInfo,
+    _cubic_minimizer,
+    _cubic_minimizer_safeguarded,
+    _Interval,
+    _quadratic_minimizer,
+    _secant_minimizer,
+    _update_trial_interval,
     LBFGSResult,
     LBFGSStatus,
     minimize_lbfgs,
@@ -196,6 +202,52 @@ def test_two_loop_recovers_newton_direction_on_quadratic():
     gamma = ys[3] / (y_mem[3] @ y_mem[3])
     d = two_loop_direction(g, s_mem, y_mem, ys, 3, 4, gamma)
     np.testing.assert_allclose(d, -np.linalg.solve(a, g), rtol=1e-8, atol=1e-10)
+
+
+def test_interpolation_helpers_find_known_minimizers():
+    # t^3 - 3t has its local minimum at 1; (t - 1)^2 and its derivative too.
+    assert _cubic_minimizer(0.0, 0.0, -3.0, 2.0, 2.0, 9.0) == pytest.approx(1.0)
+    assert _quadratic_minimizer(0.0, 1.0, -2.0, 3.0, 4.0) == pytest.approx(1.0)
+    assert _secant_minimizer(0.0, -2.0, 3.0, 4.0) == pytest.approx(1.0)
+    # -t + 0.1 t^2 keeps decreasing past v = 1; its minimiser is 5.
+    assert _cubic_minimizer_safeguarded(
+        0.0, 0.0, -1.0, 1.0, -0.9, -0.8, 0.5, 7.0) == pytest.approx(5.0)
+    # No minimiser beyond v and theta < 0: go to the upper bound.
+    assert _cubic_minimizer_safeguarded(0.0, 0.0, -1.0, 1.0, -0.2, -0.5, 0.5, 7.0) == 7.0
+
+
+def test_trial_interval_update_keeps_new_step_inside_66_percent():
+    # Bracketed in [0, 4]; the trial t = 1 has a lower value and a smaller
+    # slope of the same sign (case 3): both interpolants point to 5, clipped
+    # to tmax = 4, then to 66% of the way from the new best step 1 to 4.
+    iv = _Interval(0.0, 0.0, -1.0, 4.0, 1.0, 2.0, bracketed=True)
+    new_t, error = _update_trial_interval(iv, 1.0, -0.9, -0.8, 0.0, 4.0)
+    assert error is None
+    assert (iv.x, iv.fx, iv.dx) == (1.0, -0.9, -0.8)
+    assert (iv.y, iv.bracketed) == (4.0, True)
+    assert new_t == pytest.approx(1.0 + 0.66 * 3.0)
+
+
+def test_trial_interval_update_case1_brackets():
+    # A higher value at t = 4: the minimiser is bracketed in [0, 4].
+    iv = _Interval(0.0, 0.0, -1.0, 0.0, 0.0, -1.0)
+    new_t, error = _update_trial_interval(iv, 4.0, 10.0, 20.0, 0.0, 20.0)
+    assert error is None and iv.bracketed
+    assert (iv.x, iv.y, iv.fy) == (0.0, 4.0, 10.0)
+    assert 0.0 < new_t < 0.66 * 4.0
+
+
+@pytest.mark.parametrize(
+    "t, dx, tmin, tmax, status",
+    [
+        (5.0, -1.0, 0.0, 4.0, LBFGSStatus.OUT_OF_INTERVAL),
+        (2.0, 1.0, 0.0, 4.0, LBFGSStatus.INCREASE_GRADIENT),
+        (2.0, -1.0, 4.0, 0.0, LBFGSStatus.INCORRECT_TMINMAX),
+    ],
+)
+def test_trial_interval_update_errors(t, dx, tmin, tmax, status):
+    iv = _Interval(0.0, 0.0, dx, 4.0, 1.0, 2.0, bracketed=True)
+    assert _update_trial_interval(iv, t, 0.0, 0.0, tmin, tmax)[1] is status
 
 
 def make_l1_least_squares(c1):
@@ -677,3 +729,18 @@ def test_iterates_match_crfsuite(tmp_path, c1, c2, linesearch, seed, scale):
     theirs = np.array([[weights.get((f"a{a}", f"L{k}"), 0.0) for k in range(n_labels)]
                        for a in range(n_attrs)])
     np.testing.assert_allclose(w, theirs, atol=2e-6)
+
+
+@pytest.mark.parametrize("num_memories", [1, 3])
+def test_negative_curvature_pairs_are_skipped(num_memories):
+    # -cos(x) is concave on (pi/2, 3pi/2): from x = 2.5 the first Armijo step
+    # lands near 1.5 where the slope is larger, so y.s < 0. Such pairs must
+    # not enter the memory (the metric would stop being positive definite).
+    def fun(x):
+        return float(np.sum(-np.cos(x))), np.sin(x)
+
+    x0 = np.array([2.5, 2.4, -2.6])
+    res = minimize_lbfgs(fun, x0, linesearch="BacktrackingArmijo", epsilon=1e-9,
+                         period=0, num_memories=num_memories, max_iterations=200)
+    assert res.status is LBFGSStatus.CONVERGED, res.message
+    np.testing.assert_allclose(res.x, 0.0, atol=1e-8)
