@@ -280,6 +280,34 @@ default='MoreThuente'
         self.training_log_ = log
         return self
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        # Input is a list of sequences of feature dicts, not an array; the
+        # target is a list of label sequences. Not a ClassifierMixin: that
+        # would make integer ``cv`` stratify on y, which sequences cannot.
+        tags.input_tags.two_d_array = False
+        tags.input_tags.dict = True
+        tags.target_tags.required = True
+        return tags
+
+    # -- persistence -------------------------------------------------------
+
+    def save(self, path):
+        """Save the fitted model to ``path`` without pickle.
+
+        See :func:`skcrf.io.save_model` for the format; the write is atomic.
+        """
+        from .io import save_model
+
+        save_model(self, path)
+
+    @classmethod
+    def load(cls, path):
+        """Load a model saved by :meth:`save` (never unpickles)."""
+        from .io import load_model
+
+        return load_model(path, cls=cls)
+
     # -- prediction --------------------------------------------------------
 
     def _emissions(self, X, name="X"):
