@@ -1,7 +1,9 @@
 """skcrf: a scikit-learn compatible linear-chain CRF for sequence labelling."""
 
-from ._featurizer import SequenceFeaturizer
-from ._tagger import CRFTagger
-
 __version__ = "0.1.0.dev0"
-__all__ = ["CRFTagger", "SequenceFeaturizer"]
+
+from . import io, metrics  # noqa: E402
+from ._featurizer import SequenceFeaturizer  # noqa: E402
+from ._tagger import CRFTagger  # noqa: E402
+
+__all__ = ["CRFTagger", "SequenceFeaturizer", "io", "metrics"]

@@ -11,6 +11,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._compat import Interval, StrOptions, _fit_context
 from ._inference import forward_backward, viterbi
+from .io import load_model, save_model
 from ._lbfgs import minimize_lbfgs
 from ._objective import (
     CRFObjective,
@@ -297,15 +298,11 @@ default='MoreThuente'
 
         See :func:`skcrf.io.save_model` for the format; the write is atomic.
         """
-        from .io import save_model
-
         save_model(self, path)
 
     @classmethod
     def load(cls, path):
         """Load a model saved by :meth:`save` (never unpickles)."""
-        from .io import load_model
-
         return load_model(path, cls=cls)
 
     # -- prediction --------------------------------------------------------
