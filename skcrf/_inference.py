@@ -51,23 +51,34 @@ def _steps(batch_sizes):
         lo += int(size)
 
 
-def forward_backward(emissions, transitions, batch_sizes):
+# Largest spread (in nats) of shifted scores the probability domain holds:
+# exp(700) and exp(-700) times the number of labels stay normal floats.
+_MAX_SPREAD = 700.0
+
+
+def forward_backward(emissions, transitions, batch_sizes, *, overwrite_emissions=False):
     """Marginals and log partition functions of a packed batch.
 
-    Scaled forward-backward in the probability domain: the emission scores are
-    exponentiated after subtracting a per-row shift, the transition scores
-    after subtracting their maximum, and each forward step is normalized to sum
-    to one; ``log Z`` is the sum of the logs of the normalizers plus the
-    shifts. The shift is each row's mean (one BLAS call, where a row maximum
-    costs a slow short-axis reduction); if that overflows, the row maxima are
-    used, and if a normalizer still underflows (scores spanning more than ~700
-    nats along every path) the batch is recomputed in the log domain.
+    Scaled forward-backward in the probability domain: the emission scores
+    are exponentiated after subtracting a per-row shift, the transition
+    scores after subtracting their maximum, and each forward step is
+    normalized to sum to one; ``log Z`` is the sum of the logs of the
+    normalizers plus the shifts, and ``alpha * beta`` are the marginals.
+
+    The shift is each row's mean (one BLAS call; a row maximum is a slow
+    short-axis reduction). Both are safe while the shifted emissions stay
+    below ``_MAX_SPREAD`` and the transition scores span less than it: then
+    no exponential overflows and every normalizer is at least
+    ``exp(-_MAX_SPREAD) / n_labels``. Wider emissions use the row maxima;
+    wider transitions (thousands of nats) the log domain.
 
     Parameters
     ----------
     emissions : ndarray of shape (n_tokens, n_labels)
     transitions : ndarray of shape (n_labels, n_labels)
     batch_sizes : ndarray of shape (max_length,)
+    overwrite_emissions : bool, default=False
+        Reuse the emissions' memory (their values are lost).
 
     Returns
     -------
@@ -79,56 +90,24 @@ def forward_backward(emissions, transitions, batch_sizes):
             np.zeros(0), np.zeros((0, n_labels)), np.zeros((n_labels, n_labels))
         )
     trans_max = transitions.max()
+    if trans_max - transitions.min() > _MAX_SPREAD:
+        return _forward_backward_log(emissions, transitions, batch_sizes)
+
+    shift = emissions @ np.full(n_labels, 1.0 / n_labels, dtype=emissions.dtype)
+    psi = emissions if overwrite_emissions else np.empty_like(emissions)
+    np.subtract(emissions, shift[:, None], out=psi)
+    if psi.max() > _MAX_SPREAD:
+        psi += shift[:, None]  # back to the emissions (to rounding)
+        shift = psi.max(axis=1)
+        psi -= shift[:, None]
+    np.exp(psi, out=psi)
     exp_trans = np.exp(transitions - trans_max)
     steps = list(_steps(batch_sizes))
-    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-        for row_shift in (_row_mean, _row_max):
-            shift = row_shift(emissions)
-            psi = np.exp(emissions - shift[:, None])
-            alpha, scale = _scaled_forward(psi, exp_trans, steps)
-            if np.all(np.isfinite(scale)) and np.all(scale > 0):
-                break
-        else:
-            return _forward_backward_log(emissions, transitions, batch_sizes)
 
-    log_scale = np.log(scale) + shift
-    log_scale[int(batch_sizes[0]) :] += trans_max  # every step after the first
-    log_partition = np.bincount(
-        _row_sequence(batch_sizes), weights=log_scale, minlength=int(batch_sizes[0])
-    )
-
-    # beta is scaled by the same normalizers, so alpha * beta are the marginals;
-    # weighted_{t} = psi_t * beta_t / scale_t serves beta_{t-1} and the
-    # transition sum.
-    psi /= scale[:, None]
-    exp_trans_t = np.ascontiguousarray(exp_trans.T)
-    beta = np.empty_like(psi)
-    transition_sum = np.zeros_like(exp_trans)
-    _, lo, hi = steps[-1]
-    beta[lo:hi] = 1.0
-    for (_, lo, hi), (_, next_lo, next_hi) in zip(steps[-2::-1], steps[:0:-1]):
-        n_next = next_hi - next_lo
-        weighted = np.multiply(psi[next_lo:next_hi], beta[next_lo:next_hi])
-        np.matmul(weighted, exp_trans_t, out=beta[lo : lo + n_next])
-        beta[lo + n_next : hi] = 1.0
-        transition_sum += alpha[lo : lo + n_next].T @ weighted
-    marginals = np.multiply(alpha, beta, out=alpha)
-    return ForwardBackwardResult(log_partition, marginals, transition_sum * exp_trans)
-
-
-def _row_mean(emissions):
-    return emissions @ np.full(emissions.shape[1], 1.0 / emissions.shape[1], emissions.dtype)
-
-
-def _row_max(emissions):
-    return emissions.max(axis=1)
-
-
-def _scaled_forward(psi, exp_trans, steps):
-    """Normalized forward variables and the per-row normalizers."""
+    # Forward: alpha[t] = normalize((alpha[t-1] @ exp_trans) * psi[t]).
     alpha = np.empty_like(psi)
-    scale = np.empty(len(psi), dtype=psi.dtype)
-    ones = np.ones(psi.shape[1], dtype=psi.dtype)
+    scale = np.empty(n_tokens, dtype=psi.dtype)
+    ones = np.ones(n_labels, dtype=psi.dtype)
     prev_lo = 0
     for t, lo, hi in steps:
         block = alpha[lo:hi]
@@ -140,7 +119,33 @@ def _scaled_forward(psi, exp_trans, steps):
         np.matmul(block, ones, out=scale[lo:hi])
         block *= (1.0 / scale[lo:hi])[:, None]
         prev_lo = lo
-    return alpha, scale
+
+    log_scale = np.log(scale)
+    log_scale += shift
+    log_scale[int(batch_sizes[0]) :] += trans_max  # every step after the first
+    log_partition = np.bincount(
+        _row_sequence(batch_sizes), weights=log_scale, minlength=int(batch_sizes[0])
+    )
+
+    # Backward, scaled by the same normalizers, with beta kept for two steps
+    # only: once block t+1 has served the transition sum, alpha there turns
+    # into the marginals in place.
+    psi /= scale[:, None]
+    exp_trans_t = np.ascontiguousarray(exp_trans.T)
+    transition_sum = np.zeros_like(exp_trans)
+    beta_next = np.ones((int(batch_sizes[0]), n_labels), dtype=psi.dtype)
+    beta = np.empty_like(beta_next)
+    for (_, lo, hi), (_, next_lo, next_hi) in zip(steps[-2::-1], steps[:0:-1]):
+        n_next = next_hi - next_lo
+        # psi[t+1] * beta[t+1] / scale[t+1]
+        weighted = np.multiply(psi[next_lo:next_hi], beta_next[:n_next])
+        np.matmul(weighted, exp_trans_t, out=beta[:n_next])
+        beta[n_next : hi - lo] = 1.0
+        transition_sum += alpha[lo : lo + n_next].T @ weighted
+        alpha[next_lo:next_hi] *= beta_next[:n_next]
+        beta, beta_next = beta_next, beta
+    alpha[: int(batch_sizes[0])] *= beta_next
+    return ForwardBackwardResult(log_partition, alpha, transition_sum * exp_trans)
 
 
 def _row_sequence(batch_sizes):

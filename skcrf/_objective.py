@@ -99,19 +99,19 @@ def select_features(
     FeatureIndex
     """
     n_tokens, n_attributes = X.shape
-    one_hot = sp.csr_matrix(
-        (np.ones(n_tokens), labels, np.arange(n_tokens + 1)), shape=(n_tokens, n_labels)
-    )
     X = sp.csr_matrix(X)
-    state_sum = (X.T @ one_hot).toarray().ravel()
+    # One key per stored entry (explicit zeros included): attribute * L + label.
+    key_type = np.int32 if n_attributes * n_labels < 2**31 else np.int64
+    keys = X.indices.astype(key_type) * key_type(n_labels)
+    keys += np.repeat(labels.astype(key_type), np.diff(X.indptr))
     if all_possible_states:
-        state_exists = np.ones(n_attributes * n_labels, dtype=bool)
+        state_index = np.arange(n_attributes * n_labels)
+        state_sum = np.bincount(keys, weights=X.data, minlength=n_attributes * n_labels)
     else:
-        pattern = sp.csr_matrix(
-            (np.ones_like(X.data), X.indices, X.indptr), shape=X.shape
-        )
-        state_exists = (pattern.T @ one_hot).toarray().ravel() > 0
-    state_index = np.flatnonzero(state_exists & (state_sum >= min_freq))
+        state_index, inverse = np.unique(keys, return_inverse=True)
+        state_sum = np.bincount(inverse, weights=X.data, minlength=len(state_index))
+    kept = state_sum >= min_freq
+    state_index, state_sum = state_index[kept], state_sum[kept]
 
     transition_sum = np.zeros(n_labels * n_labels)
     is_first = np.zeros(n_tokens, dtype=bool)
@@ -124,7 +124,7 @@ def select_features(
         transition_exists = transition_sum > 0
     transition_index = np.flatnonzero(transition_exists & (transition_sum >= min_freq))
 
-    observed = np.concatenate([state_sum[state_index], transition_sum[transition_index]])
+    observed = np.concatenate([state_sum, transition_sum[transition_index]])
     return FeatureIndex(state_index, transition_index, observed)
 
 
@@ -180,14 +180,13 @@ class _Shard:
         # dense matrix streams through the rows, faster than a CSR transpose.
         self.XT = packed.T
 
-    def expected_counts(self, W, T):
-        emissions = self.X @ W
-        result = forward_backward(emissions, T, self.layout.batch_sizes)
-        return (
-            result.log_partition.sum(),
-            self.XT @ result.marginals,
-            result.transition_marginals,
+    def expected_counts(self, W, T, state_index):
+        """log Z summed, expected state counts at ``state_index``, and pair counts."""
+        result = forward_backward(
+            self.X @ W, T, self.layout.batch_sizes, overwrite_emissions=True
         )
+        expected_states = (self.XT @ result.marginals).ravel()[state_index]
+        return result.log_partition.sum(), expected_states, result.transition_marginals
 
 
 class CRFObjective:
@@ -246,18 +245,19 @@ class CRFObjective:
         """
         features = self.features
         W, T = unpack_weights(w, features, self.n_attributes, self.n_labels)
+        def evaluate(shard):
+            return shard.expected_counts(W, T, features.state_index)
+
         if self._pool is None:
-            parts = [shard.expected_counts(W, T) for shard in self._shards]
+            parts = [evaluate(shard) for shard in self._shards]
         else:
             with self._blas.limit(limits=1, user_api="blas"):
-                parts = list(
-                    self._pool.map(lambda shard: shard.expected_counts(W, T), self._shards)
-                )
+                parts = list(self._pool.map(evaluate, self._shards))
 
         loss = sum(log_z for log_z, _, _ in parts) - w @ features.observed
         gradient = np.concatenate(
             [
-                sum(states.ravel()[features.state_index] for _, states, _ in parts),
+                sum(states for _, states, _ in parts),
                 sum(pairs for _, _, pairs in parts).ravel()[features.transition_index],
             ]
         )

@@ -133,6 +133,31 @@ def test_extreme_scores_stay_finite_and_agree_with_log_domain():
         start += len(em)
 
 
+@pytest.mark.parametrize("overwrite", [False, True])
+def test_wide_emissions_use_row_maxima(overwrite):
+    # Emission scores spanning ~1e4 nats overflow a mean shift.
+    rng = np.random.default_rng(3)
+    lengths = [4, 2, 3]
+    emissions, transitions = random_batch(rng, lengths, 3, scale=1.0)
+    emissions = [em * np.array([1.0, 5e3, -5e3]) for em in emissions]
+    layout, packed_emissions = packed(emissions, lengths)
+    original = packed_emissions.copy()
+    result = forward_backward(
+        packed_emissions, transitions, layout.batch_sizes, overwrite_emissions=overwrite
+    )
+    if not overwrite:
+        np.testing.assert_array_equal(packed_emissions, original)
+    marginals = layout.to_flat(result.marginals)
+    log_z = np.empty(len(lengths))
+    log_z[layout.order] = result.log_partition
+    start = 0
+    for i, em in enumerate(emissions):
+        bf_log_z, bf_marginals, _, _, _ = brute_force(em, transitions)
+        assert log_z[i] == pytest.approx(bf_log_z, rel=1e-12)
+        np.testing.assert_allclose(marginals[start : start + len(em)], bf_marginals, atol=1e-12)
+        start += len(em)
+
+
 def test_long_sequence_is_finite():
     rng = np.random.default_rng(2)
     n_labels = 5
