@@ -1,0 +1,99 @@
+"""Smoke tests of the example scripts on a small slice of the treebank.
+
+Each example runs as a user would run it (``python examples/NAME.py ...``) in
+a subprocess, with ``--max-sentences 60`` and few iterations, so each takes a
+few seconds. They need the NLTK treebank sample: the ``treebank`` fixture
+skips them when it is missing, except in CI where that is a failure.
+"""
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+TIMEOUT = 120  # seconds per example; a quick run takes a few
+
+QUICK = ["--max-sentences", "60", "--max-iterations", "20"]
+
+
+def run_example(name, *args):
+    """Run ``examples/name`` with ``args``; return its stdout (exit code 0)."""
+    env = dict(os.environ)  # keeps NLTK_DATA
+    # Import skcrf from this checkout, installed or not.
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    env["MPLBACKEND"] = "Agg"
+    completed = subprocess.run(
+        [sys.executable, str(EXAMPLES / name), *args],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=TIMEOUT,
+    )
+    assert completed.returncode == 0, (
+        f"{name} exited with {completed.returncode}\n"
+        f"--- stdout ---\n{completed.stdout}\n--- stderr ---\n{completed.stderr}"
+    )
+    return completed.stdout
+
+
+def accuracy(stdout, label="test token accuracy"):
+    match = re.search(rf"^{label}: ([0-9.]+)$", stdout, flags=re.MULTILINE)
+    assert match, f"no '{label}' line in:\n{stdout}"
+    return float(match.group(1))
+
+
+@pytest.mark.treebank
+def test_treebank_pos(treebank):
+    stdout = run_example("treebank_pos.py", *QUICK, "--n-jobs", "1", "--top", "3")
+    assert "train: 60 sentences" in stdout
+    assert 0.5 < accuracy(stdout) <= 1.0
+    assert "Top 3 state features:" in stdout and "Top 3 transitions:" in stdout
+    assert re.search(r"^tagged: The/\S+ quick/\S+", stdout, flags=re.MULTILINE)
+
+
+@pytest.mark.treebank
+def test_treebank_pos_plots(treebank, tmp_path):
+    pytest.importorskip("matplotlib")
+    prefix = tmp_path / "tb"
+    stdout = run_example("treebank_pos.py", *QUICK, "--n-jobs", "1",
+                         "--plot", "--plot-prefix", str(prefix))
+    for suffix in ("_learning_curve.png", "_transitions.png"):
+        path = Path(f"{prefix}{suffix}")
+        assert path.is_file() and path.stat().st_size > 0, path
+        assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "saved" in stdout
+
+
+@pytest.mark.treebank
+def test_grid_search(treebank):
+    stdout = run_example("grid_search.py", *QUICK, "--n-jobs", "2", "--cv", "2",
+                         "--c1", "0", "0.1", "--c2", "0.01", "1")
+    assert "4 candidates x 2 folds = 8 fits" in stdout
+    assert re.search(r"^rank\s+c1\s+c2\s+accuracy \(mean ± std\)", stdout, flags=re.MULTILINE)
+    table = re.findall(r"^\s+(\d)\s+(\S+)\s+(\S+)\s+([0-9.]+) ± ", stdout, flags=re.MULTILINE)
+    assert sorted(int(rank) for rank, *_ in table) == [1, 2, 3, 4]
+    assert table[0][0] == "1"  # best first
+    assert re.search(r"^best params: \{'c1': .*, 'c2': .*\}", stdout, flags=re.MULTILINE)
+    assert 0.5 < accuracy(stdout) <= 1.0
+    assert re.search(r"^test macro +precision [0-9.]+ +recall [0-9.]+ +F1 [0-9.]+$",
+                     stdout, flags=re.MULTILINE)
+    assert "test sentence accuracy:" in stdout
+
+
+@pytest.mark.treebank
+def test_pipeline(treebank):
+    stdout = run_example("pipeline.py", *QUICK, "--n-jobs", "2", "--cv", "2",
+                         "--window", "0", "1", "--c2", "0.1")
+    assert "grid search: 2 candidates x 2 folds" in stdout
+    assert re.search(r"^best params: \{'crftagger__c2': 0.1, 'sequencefeaturizer__window': [01]\}",
+                     stdout, flags=re.MULTILINE)
+    assert 0.5 < accuracy(stdout) <= 1.0
+    assert re.search(r"^tagged: The/\S+ quick/\S+", stdout, flags=re.MULTILINE)
+
+
+@pytest.mark.parametrize("name", ["treebank_pos.py", "grid_search.py", "pipeline.py"])
+def test_help(name):
+    stdout = run_example(name, "--help")
+    assert "--max-sentences" in stdout
