@@ -66,11 +66,10 @@ def forward_backward(emissions, transitions, batch_sizes, *, overwrite_emissions
     normalizers plus the shifts, and ``alpha * beta`` are the marginals.
 
     The shift is each row's mean (one BLAS call; a row maximum is a slow
-    short-axis reduction). Both are safe while the shifted emissions stay
-    below ``_MAX_SPREAD`` and the transition scores span less than it: then
-    no exponential overflows and every normalizer is at least
-    ``exp(-_MAX_SPREAD) / n_labels``. Wider emissions use the row maxima;
-    wider transitions (thousands of nats) the log domain.
+    short-axis reduction), or the row maximum when the scores are wide. Both
+    are safe while a row's emission spread plus the transition spread stays
+    below ``_MAX_SPREAD``; wider scores (hundreds of nats, only seen with
+    extreme weights or feature values) are handled in the log domain.
 
     Parameters
     ----------
@@ -89,16 +88,21 @@ def forward_backward(emissions, transitions, batch_sizes, *, overwrite_emissions
         return ForwardBackwardResult(
             np.zeros(0), np.zeros((0, n_labels)), np.zeros((n_labels, n_labels))
         )
+    # A forward or backward message spans up to a row's emission spread plus
+    # the transition spread; beyond _MAX_SPREAD it would underflow or
+    # overflow. The global spread bounds the row spreads cheaply; row spreads
+    # are computed only when that bound is too wide.
     trans_max = transitions.max()
-    if trans_max - transitions.min() > _MAX_SPREAD:
-        return _forward_backward_log(emissions, transitions, batch_sizes)
-
+    trans_spread = trans_max - transitions.min()
     shift = emissions @ np.full(n_labels, 1.0 / n_labels, dtype=emissions.dtype)
     psi = emissions if overwrite_emissions else np.empty_like(emissions)
     np.subtract(emissions, shift[:, None], out=psi)
-    if psi.max() > _MAX_SPREAD:
+    if psi.max() - psi.min() + trans_spread > _MAX_SPREAD:
+        row_spread = (psi.max(axis=1) - psi.min(axis=1)).max()
         psi += shift[:, None]  # back to the emissions (to rounding)
-        shift = psi.max(axis=1)
+        if row_spread + trans_spread > _MAX_SPREAD:
+            return _forward_backward_log(psi, transitions, batch_sizes)
+        shift = psi.max(axis=1)  # the row mean may sit too far below the max
         psi -= shift[:, None]
     np.exp(psi, out=psi)
     exp_trans = np.exp(transitions - trans_max)

@@ -246,7 +246,11 @@ class CRFObjective:
         features = self.features
         W, T = unpack_weights(w, features, self.n_attributes, self.n_labels)
         def evaluate(shard):
-            return shard.expected_counts(W, T, features.state_index)
+            # A line search's trial point may overflow: the optimizer sees the
+            # non-finite loss and backs off, so numpy's warnings are noise. The
+            # error state is per thread, hence set here, in the worker.
+            with np.errstate(over="ignore", invalid="ignore"):
+                return shard.expected_counts(W, T, features.state_index)
 
         if self._pool is None:
             parts = [evaluate(shard) for shard in self._shards]
@@ -254,17 +258,18 @@ class CRFObjective:
             with self._blas.limit(limits=1, user_api="blas"):
                 parts = list(self._pool.map(evaluate, self._shards))
 
-        loss = sum(log_z for log_z, _, _ in parts) - w @ features.observed
-        gradient = np.concatenate(
-            [
-                sum(states for _, states, _ in parts),
-                sum(pairs for _, _, pairs in parts).ravel()[features.transition_index],
-            ]
-        )
-        gradient -= features.observed
-        if self.c2:
-            loss += self.c2 * (w @ w)
-            gradient += 2.0 * self.c2 * w
+        with np.errstate(over="ignore", invalid="ignore"):
+            loss = sum(log_z for log_z, _, _ in parts) - w @ features.observed
+            gradient = np.concatenate(
+                [
+                    sum(states for _, states, _ in parts),
+                    sum(pairs for _, _, pairs in parts).ravel()[features.transition_index],
+                ]
+            )
+            gradient -= features.observed
+            if self.c2:
+                loss += self.c2 * (w @ w)
+                gradient += 2.0 * self.c2 * w
         return float(loss), gradient
 
     def close(self):

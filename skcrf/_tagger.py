@@ -2,6 +2,7 @@
 
 import time
 import warnings
+from collections.abc import Mapping
 from numbers import Integral, Real
 
 import numpy as np
@@ -12,7 +13,7 @@ from sklearn.utils.validation import check_is_fitted
 from ._compat import Interval, StrOptions, _fit_context
 from ._inference import forward_backward, viterbi
 from .io import load_model, save_model
-from ._lbfgs import minimize_lbfgs
+from ._lbfgs import LBFGSResult, LBFGSStatus, minimize_lbfgs
 from ._objective import (
     CRFObjective,
     effective_n_threads,
@@ -21,7 +22,13 @@ from ._objective import (
 )
 from ._packing import pack
 from ._training_log import TrainingLog
-from ._vectorize import check_labels, check_sequences, encode_labels, vectorize
+from ._vectorize import (
+    check_emissions,
+    check_labels,
+    check_sequences,
+    encode_labels,
+    vectorize,
+)
 
 
 class CRFTagger(BaseEstimator):
@@ -244,19 +251,29 @@ default='MoreThuente'
             clock[0] = time.perf_counter()
 
         try:
-            result = minimize_lbfgs(
-                objective.loss_gradient,
-                np.zeros(features.n_parameters),
-                c1=self.c1,
-                num_memories=self.num_memories,
-                epsilon=self.epsilon,
-                period=self.period,
-                delta=self.delta,
-                max_iterations=self.max_iterations or None,
-                linesearch=self.linesearch,
-                max_linesearch=self.max_linesearch,
-                callback=record,
-            )
+            if features.n_parameters == 0:
+                # No feature exists (say, only empty tokens in one-token
+                # sequences): the objective is constant, nothing to optimize.
+                loss, gradient = objective.loss_gradient(np.zeros(0))
+                result = LBFGSResult(
+                    x=np.zeros(0), fun=loss, grad=gradient,
+                    status=LBFGSStatus.ALREADY_MINIMIZED, n_iter=0, n_evals=1,
+                    message="The model has no features: nothing to optimize.",
+                )
+            else:
+                result = minimize_lbfgs(
+                    objective.loss_gradient,
+                    np.zeros(features.n_parameters),
+                    c1=self.c1,
+                    num_memories=self.num_memories,
+                    epsilon=self.epsilon,
+                    period=self.period,
+                    delta=self.delta,
+                    max_iterations=self.max_iterations or None,
+                    linesearch=self.linesearch,
+                    max_linesearch=self.max_linesearch,
+                    callback=record,
+                )
         finally:
             objective.close()
         log.finish(result.status, result.message)
@@ -312,7 +329,9 @@ default='MoreThuente'
         check_is_fitted(self)
         matrix, lengths, _ = vectorize(X, self.vectorizer_, name=name)
         layout = pack(lengths)
-        return matrix[layout.flat_index] @ self.coef_, layout
+        emissions = matrix[layout.flat_index] @ self.coef_
+        check_emissions(emissions, layout, name)
+        return emissions, layout
 
     def _split(self, flat, layout):
         """Split a flat per-token list into one list per sequence."""
@@ -413,8 +432,10 @@ default='MoreThuente'
 
 def _check_single(xseq):
     """Reject a list of sequences passed where one sequence is expected."""
-    if isinstance(xseq, (str, bytes, dict)):
-        raise TypeError(f"xseq must be one sequence (a list of tokens); got {type(xseq).__name__}.")
+    if isinstance(xseq, (str, bytes, Mapping)) or not hasattr(xseq, "__len__"):
+        raise TypeError(
+            f"xseq must be one sequence (a list of tokens); got {type(xseq).__name__}."
+        )
     for j, token in enumerate(xseq):
         if isinstance(token, (list, tuple)) and token and isinstance(token[0], dict):
             raise TypeError(

@@ -8,16 +8,52 @@ sequence 0, then sequence 1, and so on.
 
 Every check names the place of the problem (``X[i][j]``, the feature key) so a
 user can find it in their data; nothing invalid reaches the numerical code.
+
+What is accepted
+----------------
+- ``X`` (and ``y``): a list, tuple, numpy array or other sized, indexable
+  container of sequences. Generators and other one-shot iterators are
+  rejected with a message saying to pass ``list(X)``: a consumed generator
+  would otherwise give silently empty predictions. Sets and dicts are
+  rejected (a set has no order; a dict is one token).
+- A sequence ``X[i]``: a sized, indexable container of tokens (possibly
+  empty). A str, a dict or a generator is rejected.
+- A token ``X[i][j]``: a mapping of str keys to str, bool, int, float
+  (finite), nested mappings, or lists/sets of str; or a list or tuple of
+  feature names (str). Nesting deeper than :data:`MAX_NESTING` levels (a dict
+  that contains itself, for instance) is rejected.
+- Labels: any hashable value except NaN (NaN is not equal to itself, so it
+  could never be predicted or scored). Labels equal under ``==`` (``1``,
+  ``1.0`` and ``True``) are one label, as in a dict.
 """
 
 import math
 import numbers
-from collections.abc import Mapping, Sequence
+import reprlib
+from collections.abc import Iterator, Mapping, Sequence
 
 import numpy as np
 from sklearn.feature_extraction import DictVectorizer
 
-_SCALAR_FAST_TYPES = (str, bool, int)
+_SCALAR_FAST_TYPES = (str, bool)
+_MAX_INT = int(np.finfo(np.float64).max)  # larger ints overflow a float
+
+#: Deepest nesting of dicts inside a token that is accepted.
+MAX_NESTING = 100
+
+_repr = reprlib.Repr()
+_repr.maxstring = 60
+_repr.maxother = 60
+_repr.maxlist = _repr.maxtuple = _repr.maxset = _repr.maxdict = 6
+
+
+def _short(obj):
+    """A repr of ``obj`` short enough for an error message."""
+    return _repr.repr(obj)
+
+
+def _type_name(obj):
+    return type(obj).__name__
 
 
 def check_sequences(X, name="X", single_hint=True):
@@ -30,14 +66,17 @@ def check_sequences(X, name="X", single_hint=True):
         How to call ``X`` in error messages.
     single_hint : bool
         Whether to suggest ``predict_single`` when ``X`` looks like one sequence.
+
+    Returns
+    -------
+    list
+        The sequences of ``X`` (each left as given: list, tuple or array).
     """
-    if isinstance(X, (str, bytes, Mapping)) or not _is_sequence(X):
-        raise TypeError(
-            f"{name} must be a list of sequences (lists of tokens); "
-            f"got {type(X).__name__}."
-        )
-    sequences = list(X)
+    _check_container(X, name, "a list of sequences (lists of tokens)")
+    sequences = X if type(X) is list else list(X)
     for i, seq in enumerate(sequences):
+        if type(seq) is list:
+            continue  # the common case
         if isinstance(seq, Mapping):
             hint = (
                 " It looks like a single sequence: pass [sequence], or use "
@@ -49,12 +88,41 @@ def check_sequences(X, name="X", single_hint=True):
                 f"{name}[{i}] is a dict (a token), but {name} must be a list of "
                 f"sequences of tokens.{hint}"
             )
-        if isinstance(seq, (str, bytes)) or not _is_sequence(seq):
+        if isinstance(seq, (str, bytes)):
             raise TypeError(
-                f"{name}[{i}] must be a sequence (a list of tokens); "
-                f"got {type(seq).__name__}."
+                f"{name}[{i}] is a {_type_name(seq)} ({_short(seq)}), but a sequence "
+                "must be a list of tokens (dicts of features or lists of feature "
+                "names). If these are raw words, turn them into features first "
+                "(for example with skcrf.SequenceFeaturizer)."
             )
+        _check_container(seq, f"{name}[{i}]", "a sequence (a list of tokens)")
     return sequences
+
+
+def _check_container(obj, where, what):
+    """Raise if ``obj`` is not a sized, ordered, indexable container."""
+    if obj is None or isinstance(obj, (str, bytes, Mapping, set, frozenset)):
+        raise TypeError(f"{where} must be {what}; got {_type_name(obj)}{_value_hint(obj)}.")
+    if isinstance(obj, Iterator) or not _is_sequence(obj):
+        hint = (
+            f" Generators and other one-shot iterators are not accepted: pass "
+            f"list(...) instead."
+            if isinstance(obj, Iterator)
+            else ""
+        )
+        raise TypeError(f"{where} must be {what}; got {_type_name(obj)}.{hint}")
+    if isinstance(obj, np.ndarray) and obj.ndim == 0:
+        raise TypeError(f"{where} must be {what}; got a 0-dimensional numpy array.")
+
+
+def _value_hint(obj):
+    if obj is None:
+        return ""
+    if isinstance(obj, (str, bytes)):
+        return f" ({_short(obj)})"
+    if isinstance(obj, Mapping):
+        return " (a dict is one token)"
+    return " (a set has no order)"
 
 
 def _is_sequence(obj):
@@ -84,46 +152,69 @@ def token_features(token, i, j, name="X"):
             value_type = type(value)
             if value_type in _SCALAR_FAST_TYPES:
                 continue
-            if value_type is float and math.isfinite(value):
+            if value_type is float:
+                if math.isfinite(value):
+                    continue
+            elif value_type is int and -_MAX_INT <= value <= _MAX_INT:
                 continue
             break
         else:
             return token  # the common case: already flat and valid
         flat = {}
-        _add_mapping(flat, token, "", i, j, name)
+        _add_mapping(flat, token, "", i, j, name, 0)
         return flat
     if isinstance(token, Mapping):
         flat = {}
-        _add_mapping(flat, token, "", i, j, name)
+        _add_mapping(flat, token, "", i, j, name, 0)
         return flat
     if isinstance(token, (list, tuple)):
         flat = {}
         for feature in token:
             if not isinstance(feature, str):
-                raise TypeError(
-                    f"{name}[{i}][{j}]: a token given as a list must hold feature "
-                    f"names (str); found {type(feature).__name__} {feature!r}."
-                )
+                raise TypeError(_list_token_message(token, feature, i, j, name))
             flat[feature] = flat.get(feature, 0.0) + 1.0
         return flat
     if isinstance(token, str):
         raise TypeError(
-            f"{name}[{i}][{j}] is a str ({token!r}); a token must be a dict of "
-            "features or a list of feature names. If you passed a single "
-            f"sequence, wrap it in a list: [sequence]."
+            f"{name}[{i}][{j}] is a str ({_short(token)}), but a token must be a dict "
+            "of features or a list of feature names. If you passed one sequence "
+            "whose tokens are lists of feature names, pass [sequence] (or use "
+            "predict_single for one sequence); if these are raw words, turn them "
+            "into features first."
         )
     raise TypeError(
         f"{name}[{i}][{j}] must be a dict of features or a list of feature "
-        f"names; got {type(token).__name__}."
+        f"names; got {_type_name(token)} ({_short(token)})."
     )
 
 
-def _add_mapping(flat, mapping, prefix, i, j, name):
+def _list_token_message(token, feature, i, j, name):
+    where = f"{name}[{i}][{j}]"
+    if isinstance(feature, (Mapping, list, tuple)):
+        return (
+            f"{where} is a {_type_name(token)} holding {_type_name(feature)}s: it "
+            "looks like a sequence of tokens, not a token, so the input is nested "
+            "one level too deep. Pass a list of sequences to predict / "
+            "predict_marginals and one sequence to predict_single."
+        )
+    return (
+        f"{where}: a token given as a list must hold feature names (str); found "
+        f"{_type_name(feature)} {_short(feature)}."
+    )
+
+
+def _add_mapping(flat, mapping, prefix, i, j, name, depth):
+    if depth >= MAX_NESTING:
+        raise ValueError(
+            f"{name}[{i}][{j}]: feature {_short(prefix[:-1])} is nested more than "
+            f"{MAX_NESTING} dicts deep (does a dict contain itself?)."
+        )
     for key, value in mapping.items():
         if not isinstance(key, str):
+            inside = f" inside feature {prefix[:-1]!r}" if prefix else ""
             raise TypeError(
                 f"{name}[{i}][{j}]: feature keys must be str; found "
-                f"{type(key).__name__} {key!r}."
+                f"{_type_name(key)} {_short(key)}{inside}."
             )
         full_key = prefix + key
         if isinstance(value, str):
@@ -131,29 +222,34 @@ def _add_mapping(flat, mapping, prefix, i, j, name):
         elif isinstance(value, (bool, np.bool_)):
             _add(flat, full_key, float(value))
         elif isinstance(value, numbers.Real):
-            number = float(value)
+            try:
+                number = float(value)
+            except OverflowError:
+                raise ValueError(_too_large_message(name, i, j, full_key, value)) from None
             if not math.isfinite(number):
                 raise ValueError(
-                    f"{name}[{i}][{j}]: feature {full_key!r} has the non-finite "
-                    f"value {value!r}; feature values must be finite numbers."
+                    f"{name}[{i}][{j}]: feature {full_key!r} has the value "
+                    f"{_short(value)}, which is not a finite float; feature values "
+                    "must be finite numbers (no NaN or infinity)."
                 )
             _add(flat, full_key, number)
         elif isinstance(value, Mapping):
-            _add_mapping(flat, value, full_key + ":", i, j, name)
+            _add_mapping(flat, value, full_key + ":", i, j, name, depth + 1)
         elif isinstance(value, (list, set, frozenset)):
             for item in value:
                 if not isinstance(item, str):
                     raise TypeError(
                         f"{name}[{i}][{j}]: feature {full_key!r} is a "
-                        f"{type(value).__name__} holding {type(item).__name__} "
-                        f"{item!r}; a list or set value must hold only str."
+                        f"{_type_name(value)} holding {_type_name(item)} "
+                        f"{_short(item)}; a list or set value must hold only str."
                     )
                 _add(flat, f"{full_key}={item}", 1.0)
         else:
+            none_hint = " (to leave a feature out, omit its key)" if value is None else ""
             raise TypeError(
                 f"{name}[{i}][{j}]: feature {full_key!r} has a value of "
-                f"unsupported type {type(value).__name__} ({value!r}); use str, "
-                "bool, int, float, a dict, or a list or set of str."
+                f"unsupported type {_type_name(value)} ({_short(value)}); use str, "
+                f"bool, int, float, a dict, or a list or set of str{none_hint}."
             )
 
 
@@ -172,7 +268,8 @@ def vectorize(X, vectorizer=None, name="X"):
     ----------
     X : list of sequences of tokens
     vectorizer : DictVectorizer or None
-        Fitted vectorizer to transform with; ``None`` fits a new one.
+        Fitted vectorizer to transform with; ``None`` fits a new one (and then
+        ``X`` must hold at least one token).
     name : str
         How to call ``X`` in error messages.
 
@@ -182,18 +279,30 @@ def vectorize(X, vectorizer=None, name="X"):
     lengths : ndarray of shape (n_sequences,)
     vectorizer : DictVectorizer
     """
-    sequences = check_sequences(X, name=name)
+    fitting = vectorizer is None
+    sequences = check_sequences(X, name=name, single_hint=not fitting and name == "X")
     lengths = np.fromiter((len(seq) for seq in sequences), dtype=np.intp, count=len(sequences))
     tokens = [
         token_features(token, i, j, name)
         for i, seq in enumerate(sequences)
         for j, token in enumerate(seq)
     ]
-    if vectorizer is None:
-        vectorizer = DictVectorizer(dtype=np.float64, separator="=", sparse=True, sort=True)
+    if fitting:
         if not tokens:
-            raise ValueError(f"{name} has no tokens: all sequences are empty.")
+            if not sequences:
+                raise ValueError(
+                    f"{name} is empty: training needs at least one sequence with at "
+                    "least one token."
+                )
+            raise ValueError(
+                f"{name} has no tokens: all {len(sequences)} sequences are empty; "
+                "training needs at least one token."
+            )
+        # Every value is now a str, a bool, a finite float or an int that fits
+        # a float: DictVectorizer cannot fail on it.
+        vectorizer = DictVectorizer(dtype=np.float64, separator="=", sparse=True, sort=True)
         matrix = vectorizer.fit_transform(tokens)
+        _check_sums(matrix, vectorizer, lengths, name)
     elif tokens:
         matrix = vectorizer.transform(tokens)
     else:
@@ -201,6 +310,67 @@ def vectorize(X, vectorizer=None, name="X"):
 
         matrix = csr_array((0, len(vectorizer.feature_names_)), dtype=np.float64)
     return matrix, lengths, vectorizer
+
+
+def _locate(flat_row, lengths):
+    """``(i, j)``: sequence and token of a row in flat order."""
+    ends = np.cumsum(lengths)
+    i = int(np.searchsorted(ends, flat_row, side="right"))
+    return i, int(flat_row - (ends[i] - lengths[i]))
+
+
+def _too_large_message(name, i, j, key, value):
+    return (
+        f"{name}[{i}][{j}]: feature {key!r} has the value {_short(value)}, which is "
+        "too large for a float; feature values must be finite numbers."
+    )
+
+
+def _check_sums(matrix, vectorizer, lengths, name):
+    """Reject training values whose sums overflow (the objective would be inf)."""
+    data = matrix.data
+    if not len(data):
+        return
+    largest = float(np.abs(data).max())
+    if largest * len(data) < 1e300:
+        return  # no sum of values can overflow: the cheap, common case
+    with np.errstate(over="ignore"):
+        sums = np.bincount(matrix.indices, weights=np.abs(data), minlength=matrix.shape[1])
+    bad = np.flatnonzero(~np.isfinite(sums))
+    if len(bad):
+        column = int(bad[0])
+        feature = vectorizer.feature_names_[column]
+        rows = matrix.tocsc()[:, [column]].tocoo()
+        row = int(rows.row[np.argmax(np.abs(rows.data))])
+        i, j = _locate(row, lengths)
+        largest = float(matrix[row, column])
+        raise ValueError(
+            f"The values of feature {feature!r} are too large: the sum of their "
+            "magnitudes over the training data overflows a float (the largest is "
+            f"{largest!r}, at {name}[{i}][{j}]). Scale the feature values down."
+        )
+
+
+def check_emissions(emissions, layout, name="X"):
+    """Raise if label scores overflowed; name the first token concerned.
+
+    Parameters
+    ----------
+    emissions : ndarray of shape (n_tokens, n_labels)
+        ``X @ coef_`` in the packed order of ``layout``.
+    layout : skcrf._packing.PackedLayout
+    name : str
+    """
+    if np.isfinite(emissions).all():
+        return
+    finite = np.isfinite(emissions).all(axis=1)
+    packed_row = int(np.flatnonzero(~finite)[0])
+    i, j = _locate(int(layout.flat_index[packed_row]), layout.lengths)
+    raise ValueError(
+        f"{name}[{i}][{j}]: the label scores of this token are not finite: its "
+        "feature values are too large for the model's weights. Scale the "
+        "feature values down."
+    )
 
 
 def check_labels(y, lengths, name="y"):
@@ -211,28 +381,81 @@ def check_labels(y, lengths, name="y"):
     labels : list
         The labels of all tokens in flat order.
     """
-    if isinstance(y, (str, bytes, Mapping)) or not _is_sequence(y):
-        raise TypeError(
-            f"{name} must be a list of label sequences; got {type(y).__name__}."
-        )
-    if len(y) != len(lengths):
+    x_name = "X" + name[1:] if name.startswith("y") else "X"
+    _check_container(y, name, "a list of label sequences")
+    sequences = y if type(y) is list else list(y)
+    if sequences:
+        first = sequences[0]
+        if isinstance(first, (str, bytes)) or not _is_sequence(first) or isinstance(
+            first, Mapping
+        ):
+            raise TypeError(
+                f"{name} must be a list of label sequences, but {name}[0] is "
+                f"{_type_name(first)} {_short(first)} (is {name} a flat list of "
+                "labels?). Give one list of labels per sequence: "
+                f"{name} = [[label, label, ...], ...]."
+            )
+    if len(sequences) != len(lengths):
         raise ValueError(
-            f"X has {len(lengths)} sequences but {name} has {len(y)} label sequences."
+            f"{x_name} has {len(lengths)} sequences but {name} has {len(sequences)} "
+            "label sequences; they must have one label sequence per sequence."
         )
     labels = []
-    for i, (seq, length) in enumerate(zip(y, lengths)):
-        if isinstance(seq, (str, bytes)) or not _is_sequence(seq) or isinstance(seq, Mapping):
-            raise TypeError(
-                f"{name} must be a list of label sequences, but {name}[{i}] is "
-                f"{type(seq).__name__} {seq!r}. Wrap a flat list of labels per "
-                "sequence: y = [[label, label, ...], ...]."
-            )
+    for i, (seq, length) in enumerate(zip(sequences, lengths)):
+        if type(seq) is not list:
+            if isinstance(seq, (str, bytes, Mapping)) or not (
+                _is_sequence(seq) or isinstance(seq, Iterator)
+            ):
+                raise TypeError(
+                    f"{name} must be a list of label sequences, but {name}[{i}] is "
+                    f"{_type_name(seq)} {_short(seq)}. Give one list of labels per "
+                    f"sequence: {name} = [[label, label, ...], ...]."
+                )
+            _check_container(seq, f"{name}[{i}]", "a label sequence (a list of labels)")
         if len(seq) != length:
             raise ValueError(
-                f"Sequence {i} has {length} tokens in X but {len(seq)} labels in {name}."
+                f"{name}[{i}] has {_count(len(seq), 'label')} but {x_name}[{i}] has "
+                f"{_count(length, 'token')}; every token needs exactly one label."
             )
         labels.extend(seq)
+    _check_label_values(labels, lengths, name)
     return labels
+
+
+def _count(n, noun):
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def _check_label_values(labels, lengths, name):
+    """Labels must be hashable and not NaN; name the first offender."""
+    try:
+        unique = dict.fromkeys(labels)
+    except TypeError:
+        for row, label in enumerate(labels):
+            try:
+                hash(label)
+            except TypeError:
+                i, j = _locate(row, np.asarray(lengths))
+                raise TypeError(
+                    f"{name}[{i}][{j}]: the label {_short(label)} is not hashable; "
+                    "labels must be hashable (str, int, tuple, ...)."
+                ) from None
+        raise
+    for label in unique:
+        if _is_nan(label):
+            row = next(k for k, other in enumerate(labels) if _is_nan(other))
+            i, j = _locate(row, np.asarray(lengths))
+            raise ValueError(
+                f"{name}[{i}][{j}]: the label is NaN; NaN is not equal to itself, "
+                "so it cannot be a label."
+            )
+
+
+def _is_nan(label):
+    try:
+        return bool(label != label)
+    except Exception:  # noqa: BLE001 - a label with an odd __ne__ is not NaN
+        return False
 
 
 def encode_labels(labels, classes=None, name="y"):

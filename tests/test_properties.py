@@ -1,0 +1,376 @@
+"""Property-based tests (hypothesis) of vectorization, inference and CRFTagger.
+
+- random token features (unicode keys, str/bool/int/float values, zeros,
+  negatives, nested dicts, lists of str, feature-name lists) and labels (str,
+  int, mixed): fit and predict never crash, predictions have the right
+  lengths and known labels, marginals are finite and sum to 1;
+- an invalid value anywhere is reported at its place ``X[i][j]``;
+- vectorization loses nothing: a token's row sums to its values;
+- Viterbi finds a path of maximum score, checked by enumerating all paths of
+  small random problems in the packed layout;
+- forward-backward's log Z, marginals and transition marginals equal their
+  brute-force values.
+
+The example counts keep the default run to a few seconds per property; set
+SKCRF_HYPOTHESIS_SCALE (e.g. 20) to multiply them for a longer run. No
+example database is written (``database=None``).
+"""
+
+import itertools
+import math
+import os
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+from scipy.special import logsumexp
+from sklearn.exceptions import ConvergenceWarning
+
+from skcrf import CRFTagger
+from skcrf._inference import forward_backward, viterbi
+from skcrf._packing import pack
+from skcrf._objective import select_features
+from skcrf._vectorize import check_labels, encode_labels, token_features, vectorize
+
+_SCALE = max(1, int(os.environ.get("SKCRF_HYPOTHESIS_SCALE", "1")))
+
+
+def _settings(n):
+    return settings(
+        max_examples=n * _SCALE,
+        deadline=None,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
+
+
+# -- strategies ----------------------------------------------------------------
+
+# unicode text including emoji, combining marks, separators; no surrogates
+text = st.text(max_size=4)
+keys = st.one_of(st.sampled_from(["w", "pos", "ключ", "😀", "e\u0301", ""]), text)
+scalars = st.one_of(
+    text,
+    st.booleans(),
+    st.integers(-1000, 1000),
+    st.just(0),
+    st.just(0.0),
+    st.just(-0.0),
+    st.floats(-1e3, 1e3, allow_nan=False, allow_infinity=False),
+    st.floats(-1e6, 1e6, allow_nan=False, allow_infinity=False),
+    st.lists(text, max_size=3),
+)
+values = st.recursive(
+    scalars, lambda inner: st.dictionaries(keys, inner, max_size=3), max_leaves=6
+)
+dict_tokens = st.dictionaries(keys, values, max_size=4)
+list_tokens = st.lists(st.sampled_from(["a", "b", "bias", "ñ", "😀"]) | text, max_size=4)
+tokens = st.one_of(dict_tokens, dict_tokens, list_tokens)
+sequences = st.lists(tokens, max_size=5)
+label_sets = st.one_of(
+    st.lists(text, min_size=1, max_size=4, unique=True),
+    st.lists(st.integers(-5, 5), min_size=1, max_size=4, unique=True),
+    st.lists(st.one_of(st.sampled_from(["B", "I", "O", "🙂"]), st.integers(0, 3)),
+             min_size=1, max_size=4, unique=True),
+)
+
+
+@st.composite
+def training_data(draw, max_sequences=5):
+    X = draw(st.lists(sequences, min_size=1, max_size=max_sequences))
+    assume(any(X))  # at least one token (all-empty training data is an error)
+    labels = draw(label_sets)
+    y = [[draw(st.sampled_from(labels)) for _ in seq] for seq in X]
+    return X, y
+
+
+def _n_parameters(X, y, **options):
+    """Number of features the model of (X, y) would have."""
+    matrix, lengths, _ = vectorize(X)
+    indices, classes = encode_labels(check_labels(y, lengths))
+    return select_features(matrix, indices, lengths, len(classes), **options).n_parameters
+
+
+def _fit(X, y, **params):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return CRFTagger(max_iterations=15, **params).fit(X, y)
+
+
+def _check_predictions(tagger, X):
+    predicted = tagger.predict(X)
+    assert isinstance(predicted, list) and len(predicted) == len(X)
+    assert [len(p) for p in predicted] == [len(seq) for seq in X]
+    classes = tagger.classes_.tolist()
+    for seq in predicted:
+        for label in seq:
+            assert label in classes
+    marginals = tagger.predict_marginals(X)
+    assert [len(m) for m in marginals] == [len(seq) for seq in X]
+    for seq in marginals:
+        for token in seq:
+            assert list(token) == classes
+            probabilities = np.array(list(token.values()))
+            assert np.isfinite(probabilities).all()
+            assert (probabilities >= 0).all()
+            assert abs(probabilities.sum() - 1.0) <= 1e-9
+
+
+# -- the estimator ---------------------------------------------------------------
+
+
+@_settings(40)
+@given(data=training_data(), X_new=st.lists(sequences, max_size=4),
+       c1=st.sampled_from([0.0, 0.1]), c2=st.sampled_from([0.0, 0.01, 1.0]))
+def test_fit_and_predict_never_crash(data, X_new, c1, c2):
+    X, y = data
+    # a model without any feature cannot be fitted yet: see
+    # test_validation.py::test_training_data_that_gives_no_features
+    assume(_n_parameters(X, y) > 0)
+    tagger = _fit(X, y, c1=c1, c2=c2)
+    assert np.isfinite(tagger.coef_).all() and np.isfinite(tagger.transition_).all()
+    losses = [entry["loss"] for entry in tagger.training_log_.iterations]
+    assert np.isfinite(losses).all()
+    _check_predictions(tagger, X)
+    _check_predictions(tagger, X_new)  # unseen features, empty sequences
+    assert 0.0 <= tagger.score(X, y) <= 1.0
+    for seq in X[:2]:
+        assert tagger.predict_single(seq) == tagger.predict([seq])[0]
+
+
+@_settings(25)
+@given(data=training_data(max_sequences=4))
+def test_options_never_crash(data):
+    X, y = data
+    options = {"all_possible_states": True, "all_possible_transitions": True, "min_freq": 0.5}
+    assume(_n_parameters(X, y, **options) > 0)
+    tagger = _fit(X, y, n_jobs=2, **options)
+    _check_predictions(tagger, X)
+
+
+@_settings(40)
+@given(labels=label_sets, data=st.data())
+def test_labels_come_back_as_given(labels, data):
+    # one distinct word per label: the model can learn the mapping exactly
+    words = [f"w{k}" for k in range(len(labels))]
+    order = data.draw(st.lists(st.integers(0, len(labels) - 1), min_size=1, max_size=8))
+    X = [[{"w": words[k]} for k in order]] + [[{"w": w}] for w in words]
+    y = [[labels[k] for k in order]] + [[label] for label in labels]
+    tagger = _fit(X, y, c2=0.001)
+    assert sorted(map(repr, tagger.classes_.tolist())) == sorted(map(repr, labels))
+    predicted = tagger.predict(X)
+    for seq_pred, seq_true in zip(predicted, y):
+        for a, b in zip(seq_pred, seq_true):
+            assert type(a) is type(b)
+    if len(labels) > 1:
+        assert tagger.score(X, y) == 1.0
+
+
+_BAD_VALUES = [None, float("nan"), np.nan, np.float32("nan"), math.inf, -math.inf,
+               (1, 2), object(), b"x", 1j, 10**400, {1: "x"}, ["x", 3]]
+
+
+@_settings(60)
+@given(X=st.lists(sequences, min_size=1, max_size=4), data=st.data())
+def test_an_invalid_value_is_reported_where_it_is(X, data):
+    places = [(i, j) for i, seq in enumerate(X) for j in range(len(seq))]
+    assume(places)
+    i, j = data.draw(st.sampled_from(places))
+    bad = data.draw(st.sampled_from(_BAD_VALUES))
+    key = data.draw(keys)
+    nested = data.draw(st.booleans())
+    X = [list(seq) for seq in X]
+    X[i][j] = {"ok": 1.0, "n": {key: bad}} if nested else {"ok": 1.0, key: bad}
+    y = [["L"] * len(seq) for seq in X]
+    with pytest.raises((ValueError, TypeError), match=rf"X\[{i}\]\[{j}\]"):
+        vectorize(X)
+    with pytest.raises((ValueError, TypeError), match=rf"X\[{i}\]\[{j}\]"):
+        CRFTagger().fit(X, y)
+
+
+def _expected_row_sum(token):
+    """Sum of a token's feature values: numbers as given, 1 per str and list item."""
+    if isinstance(token, list):
+        return float(len(token))
+    total = []
+
+    def walk(mapping):
+        for value in mapping.values():
+            if isinstance(value, str):
+                total.append(1.0)
+            elif isinstance(value, dict):
+                walk(value)
+            elif isinstance(value, list):
+                total.extend([1.0] * len(value))
+            else:
+                total.append(float(value))
+
+    walk(token)
+    return math.fsum(total)
+
+
+@_settings(100)
+@given(X=st.lists(sequences, min_size=1, max_size=4))
+def test_vectorization_keeps_every_value(X):
+    assume(any(X))
+    matrix, lengths, vectorizer = vectorize(X)
+    assert lengths.tolist() == [len(seq) for seq in X]
+    assert matrix.shape[0] == sum(lengths)
+    assert np.isfinite(matrix.data).all()
+    flat = [token for seq in X for token in seq]
+    row_sums = np.asarray(matrix.sum(axis=1)).ravel()
+    for token, row_sum in zip(flat, row_sums):
+        expected = _expected_row_sum(token)
+        assert row_sum == pytest.approx(expected, rel=1e-9, abs=1e-6)
+    # transforming with the fitted vectorizer gives the same matrix
+    again, _, _ = vectorize(X, vectorizer)
+    assert (again != matrix).nnz == 0
+    # the checked path and the fast path agree
+    for token in flat:
+        if isinstance(token, dict):
+            assert token_features(dict(token), 0, 0) == token_features(token, 0, 0)
+
+
+# -- inference kernels against brute force ---------------------------------------
+
+moderate_scores = st.one_of(
+    st.floats(-5, 5, allow_nan=False),
+    st.floats(-50, 50, allow_nan=False),
+    st.integers(-2, 2).map(float),  # ties
+)
+# beyond exp's range: the rescaling and log-domain fallbacks
+extreme_scores = st.one_of(moderate_scores, st.floats(-800, 800, allow_nan=False))
+
+
+@st.composite
+def packed_problems(draw, scores=extreme_scores, max_labels=4, max_length=5, max_sequences=4):
+    n_labels = draw(st.integers(1, max_labels))
+    lengths = draw(st.lists(st.integers(0, max_length), min_size=1, max_size=max_sequences))
+    n_tokens = sum(lengths)
+    flat = np.array(
+        draw(st.lists(scores, min_size=n_tokens * n_labels, max_size=n_tokens * n_labels)),
+        dtype=float,
+    ).reshape(n_tokens, n_labels)
+    transitions = np.array(
+        draw(st.lists(scores, min_size=n_labels**2, max_size=n_labels**2)), dtype=float
+    ).reshape(n_labels, n_labels)
+    return lengths, flat, transitions
+
+
+def _path_scores(emissions, transitions):
+    """Score of every labelling of one sequence, in itertools.product order."""
+    length, n_labels = emissions.shape
+    paths = list(itertools.product(range(n_labels), repeat=length))
+    totals = []
+    for path in paths:
+        terms = [emissions[t, path[t]] for t in range(length)]
+        terms += [transitions[path[t - 1], path[t]] for t in range(1, length)]
+        totals.append(math.fsum(terms))
+    return paths, np.array(totals)
+
+
+def _sequences_of(lengths, flat):
+    starts = np.concatenate([[0], np.cumsum(lengths)]).astype(int)
+    return [flat[starts[k] : starts[k + 1]] for k in range(len(lengths))]
+
+
+@_settings(150)
+@given(problem=packed_problems())
+def test_viterbi_finds_a_best_path(problem):
+    lengths, flat, transitions = problem
+    layout = pack(lengths)
+    path, best_score = viterbi(flat[layout.flat_index], transitions, layout.batch_sizes)
+    flat_path = layout.to_flat(path)
+    assert len(flat_path) == sum(lengths)
+    per_sequence = _sequences_of(lengths, flat_path)
+    best_by_sequence = {}
+    for k, (emissions, labels) in enumerate(zip(_sequences_of(lengths, flat), per_sequence)):
+        if lengths[k] == 0:
+            continue
+        _, totals = _path_scores(emissions, transitions)
+        best = totals.max()
+        chosen = math.fsum(
+            [emissions[t, labels[t]] for t in range(lengths[k])]
+            + [transitions[labels[t - 1], labels[t]] for t in range(1, lengths[k])]
+        )
+        tolerance = 1e-9 * max(1.0, abs(best), np.abs(emissions).max(), np.abs(transitions).max())
+        assert chosen >= best - tolerance
+        best_by_sequence[k] = best
+    # best_score is in packed order: position p is sequence layout.order[p]
+    assert len(best_score) == len(best_by_sequence)
+    for p, score in enumerate(best_score):
+        best = best_by_sequence[int(layout.order[p])]
+        assert score == pytest.approx(best, rel=1e-9, abs=1e-9)
+
+
+@_settings(150)
+@given(problem=packed_problems(scores=moderate_scores))
+def test_forward_backward_matches_brute_force(problem):
+    _check_forward_backward(*problem)
+
+
+
+
+@_settings(150)
+@given(problem=packed_problems(scores=extreme_scores))
+def test_forward_backward_matches_brute_force_for_extreme_scores(problem):
+    _check_forward_backward(*problem)
+
+
+def _two_label_case(emission):
+    flat = np.zeros((9, 2))
+    flat[2, 1] = emission
+    return [4, 5], flat, np.array([[0.0, 0.0], [581.0, 0.0]])
+
+
+def _four_label_case():
+    flat = np.array([[0, 0, 377.0, 0], [0, 0, 335.0, 0], [0, 0, 0, 0]])
+    transitions = np.zeros((4, 4))
+    transitions[3, 3] = 710.0
+    return [2, 1], flat, transitions
+
+
+@pytest.mark.parametrize(
+    "problem",
+    [_two_label_case(-329.0), _two_label_case(-288.0), _four_label_case()],
+    ids=["spread-581+329", "spread-581+288", "spread-710+377"],
+)
+def test_forward_backward_wide_score_spreads(problem):
+    """Cases hypothesis found (log Z 582.8 instead of 833, inf marginals)."""
+    _check_forward_backward(*problem)
+
+
+def _check_forward_backward(lengths, flat, transitions):
+    layout = pack(lengths)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no overflow or invalid-value warnings
+        result = forward_backward(flat[layout.flat_index], transitions, layout.batch_sizes)
+    marginals = layout.to_flat(result.marginals)
+    assert np.isfinite(result.log_partition).all()
+    assert np.isfinite(marginals).all() and np.isfinite(result.transition_marginals).all()
+    n_labels = transitions.shape[0]
+    expected_pairs = np.zeros((n_labels, n_labels))
+    log_z_by_sequence = {}
+    for k, (emissions, seq_marginals) in enumerate(
+        zip(_sequences_of(lengths, flat), _sequences_of(lengths, marginals))
+    ):
+        if lengths[k] == 0:
+            continue
+        paths, totals = _path_scores(emissions, transitions)
+        log_z = logsumexp(totals)
+        log_z_by_sequence[k] = log_z
+        probabilities = np.exp(totals - log_z)
+        expected = np.zeros_like(emissions)
+        for path, probability in zip(paths, probabilities):
+            expected[np.arange(len(path)), path] += probability
+            for t in range(1, len(path)):
+                expected_pairs[path[t - 1], path[t]] += probability
+        np.testing.assert_allclose(seq_marginals, expected, rtol=0, atol=1e-9)
+        np.testing.assert_allclose(seq_marginals.sum(axis=1), 1.0, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(result.transition_marginals, expected_pairs, rtol=0, atol=1e-8)
+    assert len(result.log_partition) == len(log_z_by_sequence)
+    for p, log_z in enumerate(result.log_partition):
+        expected = log_z_by_sequence[int(layout.order[p])]
+        assert log_z == pytest.approx(expected, rel=1e-10, abs=1e-9)
