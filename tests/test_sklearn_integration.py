@@ -6,10 +6,10 @@ cross_validate with skcrf scorers; KFold / GroupKFold / integer ``cv`` on lists
 of sequences; Pipeline with SequenceFeaturizer (and grid search through it);
 validation / learning curves; X_dev / y_dev as fit parameters (and with metadata
 routing); pickle / joblib round trips without temporary files; the same grid
-search on a dask.distributed cluster. Two expected failures are marked:
+search on a dask.distributed cluster. One expected failure is marked:
 cross_val_predict (a scikit-learn limitation with ragged predictions; the
-workaround is tested) and the global ``transform_output`` config (an skcrf bug,
-the fix is in the xfail reason).
+workaround is tested). A global ``transform_output`` config does not affect
+skcrf (its vectorization does not go through DictVectorizer.transform).
 
 scikit-learn's common checks
 ----------------------------
@@ -674,12 +674,6 @@ def test_out_of_fold_predictions_without_cross_val_predict():
             sum(len(Y[i]) for i in test) for test in result["indices"]["test"]]))
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "skcrf bug: the DictVectorizer inside vectorize() follows the global "
-    "transform_output config, so fit/predict raise 'The transformer outputs a "
-    "scipy sparse matrix'. Fix: run its fit_transform/transform under "
-    "sklearn.config_context(transform_output='default'). Remove this marker "
-    "once fixed."))
 @pytest.mark.parametrize("output", ["pandas", "polars"])
 def test_global_transform_output_config_is_ignored(output):
     pipe = make_pipeline(SequenceFeaturizer(), CRFTagger(c2=0.1))
