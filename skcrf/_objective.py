@@ -31,7 +31,7 @@ from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
-from threadpoolctl import ThreadpoolController
+from threadpoolctl import threadpool_limits  # a scikit-learn dependency
 
 from ._inference import forward_backward
 from ._packing import pack
@@ -220,12 +220,8 @@ class CRFObjective:
             _Shard(X, lengths, sequences)
             for sequences in split_sequences(lengths, n_threads)
         ]
-        self._pool = None
-        if len(self._shards) > 1:
-            self._pool = ThreadPoolExecutor(len(self._shards))
-            # The shards' small matrix products gain nothing from BLAS threads,
-            # which would only compete with the shard threads.
-            self._blas = ThreadpoolController()
+        self._pool = ThreadPoolExecutor(len(self._shards)) if len(self._shards) > 1 else None
+        self._blas_limit = None
 
     @property
     def n_parameters(self):
@@ -255,8 +251,7 @@ class CRFObjective:
         if self._pool is None:
             parts = [evaluate(shard) for shard in self._shards]
         else:
-            with self._blas.limit(limits=1, user_api="blas"):
-                parts = list(self._pool.map(evaluate, self._shards))
+            parts = list(self._pool.map(evaluate, self._shards))
 
         with np.errstate(over="ignore", invalid="ignore"):
             loss = sum(log_z for log_z, _, _ in parts) - w @ features.observed
@@ -272,8 +267,21 @@ class CRFObjective:
                 gradient += 2.0 * self.c2 * w
         return float(loss), gradient
 
+    def __enter__(self):
+        # The forward-backward's small matrix products lose to BLAS threads
+        # (their start-up and spinning cost more than the products, and
+        # compete with the shard threads): one BLAS thread while in use.
+        self._blas_limit = threadpool_limits(limits=1, user_api="blas")
+        return self
+
+    def __exit__(self, *exc_info):
+        self.close()
+
     def close(self):
-        """Stop the worker threads."""
+        """Stop the worker threads and restore BLAS's thread count."""
         if self._pool is not None:
             self._pool.shutdown()
             self._pool = None
+        if self._blas_limit is not None:
+            self._blas_limit.restore_original_limits()
+            self._blas_limit = None

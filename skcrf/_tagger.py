@@ -231,6 +231,7 @@ default='MoreThuente'
             c2=self.c2,
             n_threads=effective_n_threads(self.n_jobs),
         )
+        del matrix  # the objective keeps its own packed copy
         clock = [time.perf_counter()]
 
         def record(info):
@@ -250,7 +251,7 @@ default='MoreThuente'
             log.record(entry)
             clock[0] = time.perf_counter()
 
-        try:
+        with objective:
             if features.n_parameters == 0:
                 # No feature exists (say, only empty tokens in one-token
                 # sequences): the objective is constant, nothing to optimize.
@@ -274,8 +275,6 @@ default='MoreThuente'
                     max_linesearch=self.max_linesearch,
                     callback=record,
                 )
-        finally:
-            objective.close()
         log.finish(result.status, result.message)
         if not result.status.converged:
             warnings.warn(
