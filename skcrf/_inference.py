@@ -118,8 +118,8 @@ def forward_backward(emissions, transitions, batch_sizes, *, overwrite_emissions
         if t == 0:
             block[...] = psi[lo:hi]
         else:
-            np.matmul(alpha[prev_lo : prev_lo + hi - lo], exp_trans, out=block)
-            block *= psi[lo:hi]
+            # not out=block: numpy sees the overlap with alpha and leaves BLAS
+            np.multiply(alpha[prev_lo : prev_lo + hi - lo] @ exp_trans, psi[lo:hi], out=block)
         np.matmul(block, ones, out=scale[lo:hi])
         block *= (1.0 / scale[lo:hi])[:, None]
         prev_lo = lo

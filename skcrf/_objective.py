@@ -34,7 +34,7 @@ import scipy.sparse as sp
 from threadpoolctl import threadpool_limits  # a scikit-learn dependency
 
 from ._inference import forward_backward
-from ._packing import pack
+from ._packing import pack, sequence_rows
 
 
 class FeatureIndex(NamedTuple):
@@ -167,11 +167,7 @@ class _Shard:
     """The sequences one thread evaluates: packed features and layout."""
 
     def __init__(self, X, lengths, sequences):
-        starts = np.concatenate([[0], np.cumsum(lengths)])
-        rows = np.concatenate(
-            [np.arange(starts[i], starts[i + 1]) for i in sequences]
-            or [np.zeros(0, dtype=np.intp)]
-        )
+        rows = sequence_rows(lengths, sequences)
         self.layout = pack(lengths[sequences])
         packed = X[rows[self.layout.flat_index]]
         packed.eliminate_zeros()  # zeros still define features, but cost time here

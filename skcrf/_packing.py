@@ -126,3 +126,20 @@ def pack(lengths):
         flat_index=flat_index,
         sequence_index=sequence_index,
     )
+
+
+def sequence_rows(lengths, sequences):
+    """Flat rows of the tokens of ``sequences`` (indices), in that order.
+
+    Examples
+    --------
+    >>> sequence_rows([2, 3, 1], [2, 0]).tolist()
+    [5, 0, 1]
+    """
+    lengths = np.asarray(lengths, dtype=np.intp)
+    sequences = np.asarray(sequences, dtype=np.intp)
+    starts = np.zeros(len(lengths), dtype=np.intp)
+    np.cumsum(lengths[:-1], out=starts[1:])
+    selected = lengths[sequences]
+    out_starts = np.cumsum(selected) - selected
+    return np.repeat(starts[sequences] - out_starts, selected) + np.arange(selected.sum())

@@ -2,6 +2,7 @@
 
 import time
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Mapping
 from numbers import Integral, Real
 
@@ -18,9 +19,10 @@ from ._objective import (
     CRFObjective,
     effective_n_threads,
     select_features,
+    split_sequences,
     unpack_weights,
 )
-from ._packing import pack
+from ._packing import pack, sequence_rows
 from ._training_log import TrainingLog
 from ._vectorize import (
     check_emissions,
@@ -29,6 +31,9 @@ from ._vectorize import (
     encode_labels,
     vectorize,
 )
+
+# Below this many tokens per thread, a prediction is not worth sharding.
+_TOKENS_PER_THREAD = 2000
 
 
 class CRFTagger(BaseEstimator):
@@ -323,18 +328,46 @@ default='MoreThuente'
 
     # -- prediction --------------------------------------------------------
 
-    def _emissions(self, X, name="X"):
-        """Packed emission scores of ``X`` and its layout."""
-        check_is_fitted(self)
-        matrix, lengths, _ = vectorize(X, self.vectorizer_, name=name)
-        layout = pack(lengths)
-        emissions = matrix[layout.flat_index] @ self.coef_
-        check_emissions(emissions, layout, name)
-        return emissions, layout
+    def _per_token(self, X, kernel):
+        """Run a packed kernel over the sequences of ``X``; per-token results.
 
-    def _split(self, flat, layout):
+        ``kernel(emissions, transitions, batch_sizes)`` returns one row per
+        packed token. Large batches are dealt into ``n_jobs`` shards that run
+        on threads (numpy's kernels release the GIL).
+
+        Returns
+        -------
+        values : ndarray, one row per token in flat order
+        lengths : ndarray of int
+        """
+        check_is_fitted(self)
+        matrix, lengths, _ = vectorize(X, self.vectorizer_, name="X")
+        emissions = matrix @ self.coef_
+        check_emissions(emissions, lengths, name="X")
+        n_threads = min(
+            effective_n_threads(self.n_jobs), max(1, len(emissions) // _TOKENS_PER_THREAD)
+        )
+
+        def run(sequences):
+            layout = pack(lengths[sequences])
+            rows = sequence_rows(lengths, sequences)[layout.flat_index]
+            return rows, kernel(emissions[rows], self.transition_, layout.batch_sizes)
+
+        shards = split_sequences(lengths, n_threads)
+        if len(shards) == 1:
+            results = [run(shards[0])]
+        else:
+            with ThreadPoolExecutor(len(shards)) as pool:
+                results = list(pool.map(run, shards))
+        values = np.empty((len(emissions),) + results[0][1].shape[1:], results[0][1].dtype)
+        for rows, shard_values in results:
+            values[rows] = shard_values
+        return values, lengths
+
+    @staticmethod
+    def _split(flat, lengths):
         """Split a flat per-token list into one list per sequence."""
-        bounds = np.concatenate([[0], np.cumsum(layout.lengths)]).tolist()
+        bounds = np.concatenate([[0], np.cumsum(lengths)]).tolist()
         return [flat[start:stop] for start, stop in zip(bounds[:-1], bounds[1:])]
 
     def predict(self, X):
@@ -349,10 +382,8 @@ default='MoreThuente'
         list of list
             One list of labels per sequence (empty for an empty sequence).
         """
-        emissions, layout = self._emissions(X)
-        path, _ = viterbi(emissions, self.transition_, layout.batch_sizes)
-        labels = self.classes_[layout.to_flat(path)].tolist()
-        return self._split(labels, layout)
+        path, lengths = self._per_token(X, lambda e, t, b: viterbi(e, t, b)[0])
+        return self._split(self.classes_[path].tolist(), lengths)
 
     def predict_single(self, xseq):
         """Labels of one sequence of tokens."""
@@ -371,11 +402,11 @@ default='MoreThuente'
         list of list of dict
             ``result[i][t][label]`` is ``p(y_t = label | x_i)``.
         """
-        emissions, layout = self._emissions(X)
-        result = forward_backward(emissions, self.transition_, layout.batch_sizes)
+        marginals, lengths = self._per_token(
+            X, lambda e, t, b: forward_backward(e, t, b, overwrite_emissions=True).marginals
+        )
         classes = self.classes_.tolist()
-        marginals = [dict(zip(classes, row)) for row in layout.to_flat(result.marginals).tolist()]
-        return self._split(marginals, layout)
+        return self._split([dict(zip(classes, row)) for row in marginals.tolist()], lengths)
 
     def predict_marginals_single(self, xseq):
         """Label marginals of one sequence of tokens."""

@@ -394,21 +394,20 @@ def _check_sums(matrix, vectorizer, lengths, name):
         )
 
 
-def check_emissions(emissions, layout, name="X"):
+def check_emissions(emissions, lengths, name="X"):
     """Raise if label scores overflowed; name the first token concerned.
 
     Parameters
     ----------
     emissions : ndarray of shape (n_tokens, n_labels)
-        ``X @ coef_`` in the packed order of ``layout``.
-    layout : skcrf._packing.PackedLayout
+        ``X @ coef_`` in flat order.
+    lengths : ndarray of int, shape (n_sequences,)
     name : str
     """
     if np.isfinite(emissions).all():
         return
-    finite = np.isfinite(emissions).all(axis=1)
-    packed_row = int(np.flatnonzero(~finite)[0])
-    i, j = _locate(int(layout.flat_index[packed_row]), layout.lengths)
+    row = int(np.flatnonzero(~np.isfinite(emissions).all(axis=1))[0])
+    i, j = _locate(row, lengths)
     raise ValueError(
         f"{name}[{i}][{j}]: the label scores of this token are not finite: its "
         "feature values are too large for the model's weights. Scale the "
