@@ -197,17 +197,15 @@ def measure_evaluation(tagger, data, params, n_jobs, n_calls=EVALUATION_CALLS):
     )
     w = pack_weights(tagger.coef_, tagger.transition_, features)
     n_threads = effective_n_threads(n_jobs)
-    objective = CRFObjective(matrix, lengths, len(classes), features, c2=params["c2"],
-                             n_threads=n_threads)
-    try:
+    # as in fit: the context sets one BLAS thread and closes the shard threads
+    with CRFObjective(matrix, lengths, len(classes), features, c2=params["c2"],
+                      n_threads=n_threads) as objective:
         loss, _ = objective.loss_gradient(w)  # warm-up
         times = []
         for _ in range(n_calls):
             start = time.perf_counter()
             objective.loss_gradient(w)
             times.append(time.perf_counter() - start)
-    finally:
-        objective.close()
     # Sanity check: the objective at the fitted weights is the log's last loss.
     logged = tagger.training_log_.iterations[-1]["loss"]
     recomputed = loss + params["c1"] * float(np.abs(w).sum())
