@@ -60,11 +60,9 @@ def parse_args(argv=None):
 def main(argv=None):
     args = parse_args(argv)
     try:
-        train, test = load_treebank()
+        train, test = load_treebank(max_sentences=args.max_sentences)
     except LookupError as exc:
         sys.exit(str(exc))
-    if args.max_sentences:
-        train, test = train[: args.max_sentences], test[: args.max_sentences]
     X_train, y_train = treebank_sentence_features(train)
     X_test, y_test = treebank_sentence_features(test)
     print(f"train: {len(X_train)} sentences, {sum(map(len, X_train))} tokens; "

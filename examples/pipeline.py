@@ -67,11 +67,9 @@ def words_and_tags(tagged_sentences):
 def main(argv=None):
     args = parse_args(argv)
     try:
-        train, test = load_treebank()
+        train, test = load_treebank(max_sentences=args.max_sentences)
     except LookupError as exc:
         sys.exit(str(exc))
-    if args.max_sentences:
-        train, test = train[: args.max_sentences], test[: args.max_sentences]
     X_train, y_train = words_and_tags(train)
     X_test, y_test = words_and_tags(test)
     print(f"train: {len(X_train)} sentences, {sum(map(len, X_train))} tokens; "

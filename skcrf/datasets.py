@@ -14,7 +14,7 @@ import sys
 __all__ = ["load_treebank", "treebank_sentence_features", "treebank_token_features"]
 
 
-def load_treebank(train_fraction=0.8, download=True):
+def load_treebank(train_fraction=0.8, download=True, max_sentences=None):
     """Tagged sentences of the NLTK treebank sample, split for training.
 
     Parameters
@@ -23,6 +23,8 @@ def load_treebank(train_fraction=0.8, download=True):
         Fraction of sentences, taken from the start, used for training.
     download : bool, default=True
         Whether to call ``nltk.download('treebank')`` when the data is missing.
+    max_sentences : int or None, default=None
+        Keep only the first ``max_sentences`` of each part (a quick run).
 
     Returns
     -------
@@ -47,7 +49,10 @@ def load_treebank(train_fraction=0.8, download=True):
             raise LookupError(_missing_message()) from None
         sentences = list(nltk.corpus.treebank.tagged_sents())
     n_train = int(len(sentences) * train_fraction)
-    return sentences[:n_train], sentences[n_train:]
+    train, test = sentences[:n_train], sentences[n_train:]
+    if max_sentences is not None:
+        train, test = train[:max_sentences], test[:max_sentences]
+    return train, test
 
 
 def _missing_message():
