@@ -1,9 +1,8 @@
 """The public estimator: a linear-chain CRF tagger with scikit-learn's API."""
 
-import time
 import warnings
-from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from numbers import Integral, Real
 
 import numpy as np
@@ -227,7 +226,6 @@ default='MoreThuente'
                 X_dev, y_dev, vectorizer, classes, features, n_attributes
             )
 
-        log = TrainingLog(verbose=self.verbose)
         objective = CRFObjective(
             matrix,
             lengths,
@@ -237,24 +235,10 @@ default='MoreThuente'
             n_threads=effective_n_threads(self.n_jobs),
         )
         del matrix  # the objective keeps its own packed copy
-        clock = [time.perf_counter()]
+        log = TrainingLog(verbose=self.verbose)
 
         def record(info):
-            now = time.perf_counter()
-            entry = {
-                "num": info.k,
-                "loss": float(info.fun),
-                "feature_norm": float(info.xnorm),
-                "error_norm": float(info.gnorm),
-                "active_features": int(np.count_nonzero(info.x)),
-                "linesearch_trials": int(info.n_evals_linesearch),
-                "linesearch_step": float(info.step),
-                "time": now - clock[0],
-            }
-            if dev_accuracy is not None:
-                entry["dev_accuracy"] = dev_accuracy(info.x)
-            log.record(entry)
-            clock[0] = time.perf_counter()
+            log.record_iteration(info, dev_accuracy)
 
         with objective:
             if features.n_parameters == 0:

@@ -1,6 +1,9 @@
 """The training trace of a CRF fit."""
 
 import sys
+import time
+
+import numpy as np
 
 
 class TrainingLog:
@@ -39,6 +42,28 @@ class TrainingLog:
         self.iterations = []
         self.status = None
         self.message = ""
+        self._tick = time.perf_counter()
+
+    def record_iteration(self, info, dev_accuracy=None):
+        """Record an optimizer iteration (an ``IterationInfo``).
+
+        ``time`` is the time since the previous record, not counting the
+        evaluation of ``dev_accuracy(weights)``, a callable, when given.
+        """
+        entry = {
+            "num": info.k,
+            "loss": float(info.fun),
+            "feature_norm": float(info.xnorm),
+            "error_norm": float(info.gnorm),
+            "active_features": int(np.count_nonzero(info.x)),
+            "linesearch_trials": int(info.n_evals_linesearch),
+            "linesearch_step": float(info.step),
+            "time": time.perf_counter() - self._tick,
+        }
+        if dev_accuracy is not None:
+            entry["dev_accuracy"] = dev_accuracy(info.x)
+        self.record(entry)
+        self._tick = time.perf_counter()
 
     def record(self, entry):
         """Append one iteration's dict (and print it when verbose)."""
