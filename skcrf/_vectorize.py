@@ -30,6 +30,7 @@ What is accepted
 import math
 import numbers
 import reprlib
+import weakref
 from array import array
 from collections.abc import Iterator, Mapping, Sequence
 
@@ -38,6 +39,7 @@ import scipy.sparse as sp
 from sklearn.feature_extraction import DictVectorizer
 
 _SCALAR_FAST_TYPES = (str, bool)
+_PLAIN_VALUE_TYPES = {str, bool, int, float}
 _MAX_INT = int(np.finfo(np.float64).max)  # larger ints overflow a float
 
 #: Deepest nesting of dicts inside a token that is accepted.
@@ -284,6 +286,10 @@ def vectorize(X, vectorizer=None, name="X"):
     fitting = vectorizer is None
     sequences = check_sequences(X, name=name, single_hint=not fitting and name == "X")
     lengths = np.fromiter((len(seq) for seq in sequences), dtype=np.intp, count=len(sequences))
+    if not fitting:
+        matrix = _encode_plain(sequences, vectorizer)
+        if matrix is not None:
+            return matrix, lengths, vectorizer
     tokens = [
         token_features(token, i, j, name)
         for i, seq in enumerate(sequences)
@@ -353,6 +359,92 @@ def _encode(tokens, vocabulary, separator, fitting):
         ),
         shape=(len(tokens), len(vocabulary)),
     )
+
+
+def _encode_plain(sequences, vectorizer):
+    """Transform tokens that are plain dicts of str, bool and number values.
+
+    The prediction fast path: one comprehension over all features, string
+    features looked up by (key, value) in a cached two-level table (no
+    ``key=value`` string is built). Returns None, so that the caller takes
+    the general path, as soon as a token is anything else (a list, a nested
+    dict, a list value, a key that is not a str, a non-finite number...):
+    validation and its error messages stay in one place.
+    """
+    tokens = [token for seq in sequences for token in seq]
+    if not tokens or not all(type(token) is dict for token in tokens):
+        return None
+    try:
+        keys = set().union(*tokens)
+    except TypeError:
+        return None
+    if not all(type(key) is str for key in keys):
+        return None
+    by_key, vocabulary = _lookup_tables(vectorizer)
+    none = {}
+    try:
+        indices = np.fromiter(
+            [
+                by_key.get(key, none).get(value, -1)
+                if type(value) is str
+                else vocabulary.get(key, -1)
+                for token in tokens
+                for key, value in token.items()
+            ],
+            dtype=np.int32,
+        )
+        raw_values = [value for token in tokens for value in token.values()]
+        if not set(map(type, raw_values)) <= _PLAIN_VALUE_TYPES:
+            return None
+        values = np.fromiter(
+            [1.0 if type(value) is str else value for value in raw_values],
+            dtype=np.float64,
+            count=len(indices),
+        )
+    except (TypeError, OverflowError):
+        return None  # an unhashable value, or an int too large for a float
+    if not np.isfinite(values).all():
+        return None
+    counts = np.fromiter(map(len, tokens), dtype=np.int64, count=len(tokens))
+    known = indices >= 0
+    if not known.all():
+        rows = np.repeat(np.arange(len(tokens)), counts)
+        counts = np.bincount(rows[known], minlength=len(tokens))
+        indices, values = indices[known], values[known]
+    indptr = np.zeros(len(tokens) + 1, dtype=np.int64)
+    np.cumsum(counts, out=indptr[1:])
+    matrix = sp.csr_matrix(
+        (values, indices, indptr), shape=(len(tokens), len(vectorizer.feature_names_))
+    )
+    matrix.sum_duplicates()
+    return matrix
+
+
+# vectorizer -> (its vocabulary_, {key: {value: column}}), rebuilt when the
+# vocabulary object changes; weak, so models are freed as usual.
+_LOOKUP_CACHE = weakref.WeakKeyDictionary()
+
+
+def _lookup_tables(vectorizer):
+    """``({key: {value: column}}, vocabulary)`` for the string features.
+
+    A feature ``k=v`` is found as ``table[k][v]``. A name with several
+    separators is entered under every split, since the name alone does not
+    say where the key ends; each entry still maps the exact name.
+    """
+    vocabulary = vectorizer.vocabulary_
+    cached = _LOOKUP_CACHE.get(vectorizer)
+    if cached is not None and cached[0] is vocabulary:
+        return cached[1], vocabulary
+    separator = vectorizer.separator
+    by_key = {}
+    for feature, column in vocabulary.items():
+        position = feature.find(separator)
+        while position >= 0:
+            by_key.setdefault(feature[:position], {})[feature[position + len(separator):]] = column
+            position = feature.find(separator, position + 1)
+    _LOOKUP_CACHE[vectorizer] = (vocabulary, by_key)
+    return by_key, vocabulary
 
 
 def _locate(flat_row, lengths):

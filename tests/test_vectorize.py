@@ -67,3 +67,14 @@ def test_global_output_config_does_not_matter():
         again, _, _ = vectorize(X, vectorizer)
     np.testing.assert_array_equal(plain.toarray(), configured.toarray())
     np.testing.assert_array_equal(plain.toarray(), again.toarray())
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_plain_dict_fast_path_equals_general_path(seed):
+    # At predict time plain dict tokens take a fast path; it must agree with
+    # the general path (forced here by a list token in the batch).
+    X = random_tokens(seed)
+    _, _, vectorizer = vectorize(X[: len(X) // 2])
+    fast, _, _ = vectorize(X, vectorizer)
+    general, _, _ = vectorize(X + [[["forces-general-path"]]], vectorizer)
+    np.testing.assert_array_equal(fast.toarray(), general.toarray()[: fast.shape[0]])
