@@ -203,6 +203,48 @@ def _forward_backward_log(emissions, transitions, batch_sizes):
     return ForwardBackwardResult(log_partition, marginals, transition_marginals)
 
 
+# A row whose previous scores leave at most this many labels in the running
+# is reduced over those only (most rows, once the emissions are trained).
+_FEW_CANDIDATES = 8
+
+
+def _viterbi_step(prev, transitions_t, spread, best, backpointer):
+    """One max-product step: for each row r and label j, the best previous
+    label ``argmax_i prev[r, i] + transitions_t[j, i]`` and its score.
+
+    A previous label ``i`` with ``prev[r, i] < max(prev[r]) - spread``
+    (``spread``: max minus min transition score) can never win, nor tie:
+    ``prev[r, i] + T[i, j] <= prev[r, i] + max T < max(prev[r]) + min T``.
+    Rows with few remaining labels are reduced over those, in label order
+    (so ties still go to the lowest label); the others over all labels.
+    """
+    n_rows, n_labels = prev.shape
+    few = np.zeros(n_rows, dtype=bool)
+    if n_labels > 2 * _FEW_CANDIDATES:
+        top = prev.max(axis=1, keepdims=True)
+        # a margin against rounding: pruning less is always safe
+        in_running = prev >= top - (spread + 1e-9 * (1.0 + np.abs(top) + spread))
+        few = np.count_nonzero(in_running, axis=1) <= _FEW_CANDIDATES
+    rows = np.flatnonzero(few)
+    if len(rows):
+        # the labels in the running first, each group in label order
+        labels = np.argsort(~in_running[rows], axis=1, kind="stable")[:, :_FEW_CANDIDATES]
+        candidates = (
+            np.take_along_axis(prev[rows], labels, axis=1)[:, None, :]
+            + transitions_t[:, labels].transpose(1, 0, 2)
+        )
+        arg = candidates.argmax(axis=2)
+        backpointer[rows] = np.take_along_axis(labels, arg, axis=1)
+        best[rows] = np.take_along_axis(candidates, arg[:, :, None], axis=2)[:, :, 0]
+    rest = np.flatnonzero(~few) if len(rows) else None
+    for start, stop in _row_blocks(n_rows if rest is None else len(rest), n_labels):
+        index = slice(start, stop) if rest is None else rest[start:stop]
+        candidates = prev[index, None, :] + transitions_t
+        arg = candidates.argmax(axis=2)
+        backpointer[index] = arg
+        best[index] = np.take_along_axis(candidates, arg[:, :, None], axis=2)[:, :, 0]
+
+
 def _row_blocks(n_rows, n_labels):
     """Split rows so a (rows, L, L) temporary stays under the memory bound."""
     block = max(1, _MAX_BLOCK_ELEMENTS // (n_labels * n_labels))
@@ -241,19 +283,16 @@ def viterbi(emissions, transitions, batch_sizes):
     # candidates[r, j, i] = best[r, i] + transitions[i, j]: the reduction over
     # the previous label i runs along the last, contiguous axis.
     transitions_t = np.ascontiguousarray(transitions.T)
+    spread = float(transitions.max() - transitions.min()) if n_labels else 0.0
     steps = list(_steps(batch_sizes))
     prev_lo = 0
     for t, lo, hi in steps:
         if t == 0:
             best[lo:hi] = emissions[lo:hi]
             continue
-        for start, stop in _row_blocks(hi - lo, n_labels):
-            candidates = best[prev_lo + start : prev_lo + stop, None, :] + transitions_t
-            arg = candidates.argmax(axis=2)
-            backpointer[lo + start : lo + stop] = arg
-            best[lo + start : lo + stop] = np.take_along_axis(
-                candidates, arg[:, :, None], axis=2
-            )[:, :, 0]
+        _viterbi_step(
+            best[prev_lo : prev_lo + hi - lo], transitions_t, spread, best[lo:hi], backpointer[lo:hi]
+        )
         best[lo:hi] += emissions[lo:hi]
         prev_lo = lo
 

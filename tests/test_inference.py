@@ -170,3 +170,63 @@ def test_long_sequence_is_finite():
     log_result = _forward_backward_log(emissions, transitions, layout.batch_sizes)
     assert result.log_partition[0] == pytest.approx(log_result.log_partition[0], rel=1e-10)
     np.testing.assert_allclose(result.marginals, log_result.marginals, atol=1e-8)
+
+
+def reference_viterbi(emissions, transitions):
+    """Plain dynamic programming over one sequence; ties to the lowest label."""
+    delta = emissions[0].copy()
+    back = []
+    for em in emissions[1:]:
+        candidates = delta[:, None] + transitions  # [previous, next]
+        back.append(candidates.argmax(axis=0))
+        delta = candidates.max(axis=0) + em
+    path = [int(delta.argmax())]
+    for pointers in reversed(back):
+        path.append(int(pointers[path[-1]]))
+    return path[::-1], delta.max()
+
+
+@pytest.mark.parametrize("scale", [1.0, 5.0, 50.0])
+@pytest.mark.parametrize("integer", [False, True])
+def test_viterbi_with_many_labels_matches_plain_dynamic_programming(scale, integer):
+    # With many labels and peaked emissions most rows are reduced over a few
+    # candidate labels only; integer scores make exact ties common.
+    rng = np.random.default_rng(int(scale) + 7 * integer)
+    n_labels = 40
+    lengths = [7, 1, 12, 5, 9, 3]
+    emissions, transitions = random_batch(rng, lengths, n_labels, scale=scale)
+    transitions /= scale  # a narrow transition spread: pruning applies
+    if integer:
+        emissions = [np.round(em) for em in emissions]
+        transitions = np.round(transitions * 2)
+    layout, packed_emissions = packed(emissions, lengths)
+    path, best_score = viterbi(packed_emissions, transitions, layout.batch_sizes)
+    flat_path = layout.to_flat(path)
+    score = np.empty(len(lengths))
+    score[layout.order] = best_score
+    start = 0
+    for i, em in enumerate(emissions):
+        expected_path, expected_score = reference_viterbi(em, transitions)
+        assert flat_path[start : start + len(em)].tolist() == expected_path
+        assert score[i] == pytest.approx(expected_score, rel=1e-12)
+        start += len(em)
+
+
+def test_viterbi_keeps_a_label_that_wins_through_its_transition():
+    # Step 0 favours label 0; label 25 trails by 0.9 * (transition spread)
+    # but its transitions are the largest, so it must win every label at
+    # step 1 (it is past the first candidates in label order, so only the
+    # pruning bound keeps it).
+    n_labels, spread = 40, 10.0
+    transitions = np.zeros((n_labels, n_labels))
+    transitions[25, :] = spread
+    emissions = np.full((2, n_labels), -1e3)
+    emissions[0, 0], emissions[0, 25] = 0.0, -0.9 * spread
+    emissions[1, :] = 0.0
+    emissions[1, 3] = 1.0
+    layout = pack([2])
+    path, score = viterbi(emissions, transitions, layout.batch_sizes)
+    assert path.tolist() == [25, 3]
+    assert score[0] == pytest.approx(-0.9 * spread + spread + 1.0)
+    expected_path, _ = reference_viterbi(emissions, transitions)
+    assert expected_path == [25, 3]
