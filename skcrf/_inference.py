@@ -206,6 +206,7 @@ def _forward_backward_log(emissions, transitions, batch_sizes):
 # A row whose previous scores leave at most this many labels in the running
 # is reduced over those only (most rows, once the emissions are trained).
 _FEW_CANDIDATES = 8
+_MIN_PRUNED_ELEMENTS = 2048
 
 
 def _viterbi_step(prev, transitions_t, spread, best, backpointer):
@@ -219,14 +220,15 @@ def _viterbi_step(prev, transitions_t, spread, best, backpointer):
     (so ties still go to the lowest label); the others over all labels.
     """
     n_rows, n_labels = prev.shape
-    few = np.zeros(n_rows, dtype=bool)
-    if n_labels > 2 * _FEW_CANDIDATES:
+    rest = None  # rows reduced over all labels; None: every row
+    # small steps: the pruning's extra numpy calls cost more than they save
+    if n_labels > 2 * _FEW_CANDIDATES and n_rows * n_labels >= _MIN_PRUNED_ELEMENTS:
         top = prev.max(axis=1, keepdims=True)
         # a margin against rounding: pruning less is always safe
         in_running = prev >= top - (spread + 1e-9 * (1.0 + np.abs(top) + spread))
         few = np.count_nonzero(in_running, axis=1) <= _FEW_CANDIDATES
-    rows = np.flatnonzero(few)
-    if len(rows):
+        rows = np.flatnonzero(few)
+        rest = np.flatnonzero(~few)
         # the labels in the running first, each group in label order
         labels = np.argsort(~in_running[rows], axis=1, kind="stable")[:, :_FEW_CANDIDATES]
         candidates = (
@@ -236,7 +238,6 @@ def _viterbi_step(prev, transitions_t, spread, best, backpointer):
         arg = candidates.argmax(axis=2)
         backpointer[rows] = np.take_along_axis(labels, arg, axis=1)
         best[rows] = np.take_along_axis(candidates, arg[:, :, None], axis=2)[:, :, 0]
-    rest = np.flatnonzero(~few) if len(rows) else None
     for start, stop in _row_blocks(n_rows if rest is None else len(rest), n_labels):
         index = slice(start, stop) if rest is None else rest[start:stop]
         candidates = prev[index, None, :] + transitions_t

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from scipy.special import logsumexp
 
+import skcrf._inference
 from skcrf._inference import _forward_backward_log, forward_backward, viterbi
 from skcrf._packing import pack
 
@@ -186,9 +187,16 @@ def reference_viterbi(emissions, transitions):
     return path[::-1], delta.max()
 
 
+@pytest.fixture(params=["pruned", "default"])
+def pruning(request, monkeypatch):
+    """Run with pruning at every step, and with the default size threshold."""
+    if request.param == "pruned":
+        monkeypatch.setattr(skcrf._inference, "_MIN_PRUNED_ELEMENTS", 0)
+
+
 @pytest.mark.parametrize("scale", [1.0, 5.0, 50.0])
 @pytest.mark.parametrize("integer", [False, True])
-def test_viterbi_with_many_labels_matches_plain_dynamic_programming(scale, integer):
+def test_viterbi_with_many_labels_matches_plain_dynamic_programming(scale, integer, pruning):
     # With many labels and peaked emissions most rows are reduced over a few
     # candidate labels only; integer scores make exact ties common.
     rng = np.random.default_rng(int(scale) + 7 * integer)
@@ -212,7 +220,7 @@ def test_viterbi_with_many_labels_matches_plain_dynamic_programming(scale, integ
         start += len(em)
 
 
-def test_viterbi_keeps_a_label_that_wins_through_its_transition():
+def test_viterbi_keeps_a_label_that_wins_through_its_transition(pruning):
     # Step 0 favours label 0; label 25 trails by 0.9 * (transition spread)
     # but its transitions are the largest, so it must win every label at
     # step 1 (it is past the first candidates in label order, so only the
