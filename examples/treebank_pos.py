@@ -16,7 +16,10 @@ that holds corpora/treebank.zip.
 import argparse
 import sys
 import time
+import warnings
 from collections import Counter
+
+from sklearn.exceptions import ConvergenceWarning
 
 from skcrf import CRFTagger
 from skcrf.datasets import load_treebank, treebank_sentence_features, treebank_token_features
@@ -62,10 +65,15 @@ def main(argv=None):
         n_jobs=args.n_jobs,
     )
     start = time.perf_counter()
-    tagger.fit(X_train, y_train, X_dev=X_test, y_dev=y_test)
+    with warnings.catch_warnings():
+        # 100 iterations stop before convergence on purpose (the reference
+        # setting); the status is printed below.
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        tagger.fit(X_train, y_train, X_dev=X_test, y_dev=y_test)
     fit_seconds = time.perf_counter() - start
     log = tagger.training_log_
-    print(f"fit: {fit_seconds:.1f} s, {tagger.n_iter_} iterations, "
+    print(f"fit: {fit_seconds:.1f} s (with the test accuracy logged at every iteration), "
+          f"{tagger.n_iter_} iterations, "
           f"final loss {log.last_iteration['loss']:.2f}, stopped: {tagger.status_.name}")
 
     y_pred = tagger.predict(X_test)
