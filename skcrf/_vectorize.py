@@ -33,6 +33,7 @@ import reprlib
 import weakref
 from array import array
 from collections.abc import Iterator, Mapping, Sequence
+from itertools import repeat
 
 import numpy as np
 import scipy.sparse as sp
@@ -40,6 +41,7 @@ from sklearn.feature_extraction import DictVectorizer
 
 _SCALAR_FAST_TYPES = (str, bool)
 _PLAIN_VALUE_TYPES = {str, bool, int, float}
+_BOOL_VALUES = {True: 1.0, False: 0.0}
 _MAX_INT = int(np.finfo(np.float64).max)  # larger ints overflow a float
 
 #: Deepest nesting of dicts inside a token that is accepted.
@@ -394,13 +396,21 @@ def _encode_plain(sequences, vectorizer):
             dtype=np.int32,
         )
         raw_values = [value for token in tokens for value in token.values()]
-        if not set(map(type, raw_values)) <= _PLAIN_VALUE_TYPES:
+        value_types = set(map(type, raw_values))
+        if not value_types <= _PLAIN_VALUE_TYPES:
             return None
-        values = np.fromiter(
-            [1.0 if type(value) is str else value for value in raw_values],
-            dtype=np.float64,
-            count=len(indices),
-        )
+        if value_types <= {str, bool}:
+            # a lookup in C: strings miss and count 1, as a string feature does
+            values = np.fromiter(
+                map(_BOOL_VALUES.get, raw_values, repeat(1.0)), dtype=np.float64,
+                count=len(indices),
+            )
+        else:
+            values = np.fromiter(
+                [1.0 if type(value) is str else value for value in raw_values],
+                dtype=np.float64,
+                count=len(indices),
+            )
     except (TypeError, OverflowError):
         return None  # an unhashable value, or an int too large for a float
     if not np.isfinite(values).all():

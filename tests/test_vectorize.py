@@ -78,3 +78,13 @@ def test_plain_dict_fast_path_equals_general_path(seed):
     fast, _, _ = vectorize(X, vectorizer)
     general, _, _ = vectorize(X + [[["forces-general-path"]]], vectorizer)
     np.testing.assert_array_equal(fast.toarray(), general.toarray()[: fast.shape[0]])
+
+
+def test_fast_path_with_only_string_and_bool_values():
+    X = [[{"w": "a", "cap": True, "first": False}, {"w": "b", "cap": False}],
+         [{"w": "a", "new": True, "x": "a=b"}]]
+    _, _, vectorizer = vectorize(X)
+    fast, _, _ = vectorize(X, vectorizer)
+    general, _, _ = vectorize(X + [[["forces-general-path"]]], vectorizer)
+    np.testing.assert_array_equal(fast.toarray(), general.toarray()[:3])
+    assert fast.toarray().sum() == 1 + 1 + 0 + 1 + 0 + 1 + 1 + 1
