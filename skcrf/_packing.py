@@ -36,8 +36,6 @@ class PackedLayout:
         Block ``t`` is packed rows ``offsets[t]:offsets[t + 1]``.
     flat_index : ndarray of shape (n_tokens,)
         Flat row of each packed row.
-    sequence_index : ndarray of shape (n_tokens,)
-        Position, in ``order``, of the sequence that owns each packed row.
     """
 
     lengths: np.ndarray
@@ -45,42 +43,12 @@ class PackedLayout:
     batch_sizes: np.ndarray
     offsets: np.ndarray
     flat_index: np.ndarray
-    sequence_index: np.ndarray
-
-    @property
-    def n_tokens(self):
-        return int(self.offsets[-1])
-
-    @property
-    def n_sequences(self):
-        return len(self.lengths)
-
-    def last_rows(self):
-        """Packed row of the last token of each sequence, in ``order``.
-
-        Empty sequences get -1.
-        """
-        sorted_lengths = self.lengths[self.order]
-        rows = np.full(len(sorted_lengths), -1, dtype=np.intp)
-        nonempty = sorted_lengths > 0
-        last_step = sorted_lengths[nonempty] - 1
-        rows[nonempty] = self.offsets[last_step] + np.flatnonzero(nonempty)
-        return rows
 
     def to_flat(self, packed):
         """Reorder packed rows (axis 0) into the user's flat order."""
         flat = np.empty_like(packed)
         flat[self.flat_index] = packed
         return flat
-
-    def per_sequence(self, packed_values):
-        """Sum per-row values over each sequence; returned in the user's order."""
-        sums = np.bincount(
-            self.sequence_index, weights=packed_values, minlength=self.n_sequences
-        )
-        result = np.empty_like(sums)
-        result[self.order] = sums
-        return result
 
 
 def pack(lengths):
@@ -124,7 +92,6 @@ def pack(lengths):
         batch_sizes=batch_sizes.astype(np.intp),
         offsets=offsets,
         flat_index=flat_index,
-        sequence_index=sequence_index,
     )
 
 
