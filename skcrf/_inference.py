@@ -154,7 +154,9 @@ def forward_backward(emissions, transitions, batch_sizes, *, overwrite_emissions
 
 def _row_sequence(batch_sizes):
     """Packed sequence position of each packed row."""
-    return np.concatenate([np.arange(int(size)) for size in batch_sizes])
+    batch_sizes = np.asarray(batch_sizes, dtype=np.intp)
+    block_starts = np.cumsum(batch_sizes) - batch_sizes
+    return np.arange(batch_sizes.sum()) - np.repeat(block_starts, batch_sizes)
 
 
 def _forward_backward_log(emissions, transitions, batch_sizes):

@@ -552,8 +552,10 @@ def _backtracking_owlqn(objective, x0, f0, pg0, d, step, opts):
 # ---------------------------------------------------------------------------
 
 
-def _cubic_minimizer(u, fu, du, v, fv, dv):
-    """Minimiser of the cubic interpolating ``(u, fu, du)`` and ``(v, fv, dv)``."""
+def _cubic_terms(u, fu, du, v, fv, dv):
+    """``(width, theta, a, gamma)`` of the cubic through ``(u, fu, du)`` and
+    ``(v, fv, dv)``: ``gamma`` is the square root of its discriminant (>= 0)
+    and ``a = theta / scale``, the scaled cubic coefficient."""
     width = v - u
     theta = 3.0 * (fu - fv) / width + du + dv
     scale = max(abs(theta), abs(du), abs(dv))
@@ -561,6 +563,12 @@ def _cubic_minimizer(u, fu, du, v, fv, dv):
     # The scaling avoids overflow; the max() guards against a tiny negative
     # discriminant from rounding.
     gamma = scale * math.sqrt(max(0.0, a * a - (du / scale) * (dv / scale)))
+    return width, theta, a, gamma
+
+
+def _cubic_minimizer(u, fu, du, v, fv, dv):
+    """Minimiser of the cubic interpolating ``(u, fu, du)`` and ``(v, fv, dv)``."""
+    width, theta, _, gamma = _cubic_terms(u, fu, du, v, fv, dv)
     if v < u:
         gamma = -gamma
     ratio = (gamma - du + theta) / (2.0 * gamma - du + dv)
@@ -575,11 +583,7 @@ def _cubic_minimizer_safeguarded(u, fu, du, v, fv, dv, lo, hi):
     allowed interval; as in libLBFGS the bound is ``hi`` when the scaled
     cubic coefficient ``theta`` is negative and ``lo`` otherwise.
     """
-    width = v - u
-    theta = 3.0 * (fu - fv) / width + du + dv
-    scale = max(abs(theta), abs(du), abs(dv))
-    a = theta / scale
-    gamma = scale * math.sqrt(max(0.0, a * a - (du / scale) * (dv / scale)))
+    width, theta, a, gamma = _cubic_terms(u, fu, du, v, fv, dv)
     if u < v:
         gamma = -gamma
     ratio = (gamma - dv + theta) / (2.0 * gamma - dv + du)

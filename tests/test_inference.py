@@ -38,6 +38,21 @@ def random_batch(rng, lengths, n_labels, scale=1.0):
     return emissions, transitions
 
 
+def assert_viterbi_matches(emissions, transitions, lengths, reference):
+    """Batched Viterbi against ``reference(em, transitions) -> (path, score)``."""
+    layout, packed_emissions = packed(emissions, lengths)
+    path, best_score = viterbi(packed_emissions, transitions, layout.batch_sizes)
+    flat_path = layout.to_flat(path)
+    score = np.empty(len(lengths))
+    score[layout.order] = best_score
+    start = 0
+    for i, em in enumerate(emissions):
+        expected_path, expected_score = reference(em, transitions)
+        np.testing.assert_array_equal(flat_path[start : start + len(em)], expected_path)
+        assert score[i] == pytest.approx(expected_score, rel=1e-12)
+        start += len(em)
+
+
 def packed(emissions, lengths):
     layout = pack(lengths)
     flat = np.concatenate(emissions) if emissions else np.zeros((0, 1))
@@ -75,19 +90,9 @@ def test_viterbi_matches_brute_force(n_labels, seed):
     rng = np.random.default_rng(100 + seed)
     lengths = [2, 5, 1, 4, 3, 5]
     emissions, transitions = random_batch(rng, lengths, n_labels)
-    layout, packed_emissions = packed(emissions, lengths)
-
-    path, best_score = viterbi(packed_emissions, transitions, layout.batch_sizes)
-
-    flat_path = layout.to_flat(path)
-    score = np.empty(len(lengths))
-    score[layout.order] = best_score
-    start = 0
-    for i, em in enumerate(emissions):
-        _, _, _, bf_path, bf_score = brute_force(em, transitions)
-        np.testing.assert_array_equal(flat_path[start : start + len(em)], bf_path)
-        assert score[i] == pytest.approx(bf_score, rel=1e-12)
-        start += len(em)
+    assert_viterbi_matches(
+        emissions, transitions, lengths, lambda em, tr: brute_force(em, tr)[3:]
+    )
 
 
 def test_viterbi_ties_go_to_lowest_label():
@@ -207,17 +212,7 @@ def test_viterbi_with_many_labels_matches_plain_dynamic_programming(scale, integ
     if integer:
         emissions = [np.round(em) for em in emissions]
         transitions = np.round(transitions * 2)
-    layout, packed_emissions = packed(emissions, lengths)
-    path, best_score = viterbi(packed_emissions, transitions, layout.batch_sizes)
-    flat_path = layout.to_flat(path)
-    score = np.empty(len(lengths))
-    score[layout.order] = best_score
-    start = 0
-    for i, em in enumerate(emissions):
-        expected_path, expected_score = reference_viterbi(em, transitions)
-        assert flat_path[start : start + len(em)].tolist() == expected_path
-        assert score[i] == pytest.approx(expected_score, rel=1e-12)
-        start += len(em)
+    assert_viterbi_matches(emissions, transitions, lengths, reference_viterbi)
 
 
 def test_viterbi_keeps_a_label_that_wins_through_its_transition(pruning):
