@@ -1,0 +1,170 @@
+"""The fitted state of a CRF: one plain structure that every part shares.
+
+The estimator hands a :class:`FittedState` to persistence (npz files, CRFsuite
+files) and gets one back; decoding and the objective read a :class:`CRFModel`.
+Nothing here imports the estimator or the file formats.
+
+Conventions
+-----------
+A model has ``n_attributes`` attributes (the names CRFsuite gives token
+features: ``key:value`` for a string value, ``key`` for a number, nested
+dicts joined by ``:``), ``n_labels`` labels and ``n_features`` features, the
+parameters that training optimizes, in one flat vector::
+
+    w = [state weights..., transition weights...]
+
+- State features are grouped by attribute, in CSR form: the features of
+  attribute ``a`` are ``state_ptr[a]:state_ptr[a + 1]``, each with its label
+  ``state_labels[k]`` (increasing within an attribute) and weight
+  ``state_weights[k]``. A pair (attribute, label) with no feature scores 0.
+- Transition features are the flat indices ``transition_index`` (increasing)
+  into an ``(n_labels, n_labels)`` array ``T``, where ``T[i, j]`` is the
+  score of label ``i`` followed by label ``j``; they have the weights
+  ``transition_weights``. There are no start or end transitions (as in
+  CRFsuite).
+"""
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+
+@dataclass
+class CRFModel:
+    """Labels, attributes, the features that exist and their weights.
+
+    Attributes
+    ----------
+    classes : ndarray of object, shape (n_labels,)
+        The labels, as the user gave them.
+    attributes : list of str, length n_attributes
+        Attribute names, in attribute-id order.
+    state_ptr : ndarray of int64, shape (n_attributes + 1,)
+    state_labels : ndarray of int32, shape (n_states,)
+    state_weights : ndarray of float64, shape (n_states,)
+    transition_index : ndarray of int64, shape (n_transitions,)
+    transition_weights : ndarray of float64, shape (n_transitions,)
+    value_separator : str
+    """
+
+    classes: np.ndarray
+    attributes: list
+    state_ptr: np.ndarray
+    state_labels: np.ndarray
+    state_weights: np.ndarray
+    transition_index: np.ndarray
+    transition_weights: np.ndarray
+    #: Joins a key and its string value in attribute names: ":" as CRFsuite
+    #: does; models of skcrf 0.1 files use "=" (DictVectorizer's default).
+    value_separator: str = ":"
+
+    @property
+    def n_labels(self):
+        return len(self.classes)
+
+    @property
+    def n_attributes(self):
+        return len(self.attributes)
+
+    @property
+    def n_states(self):
+        return len(self.state_labels)
+
+    @property
+    def n_features(self):
+        return len(self.state_labels) + len(self.transition_index)
+
+    @property
+    def weights(self):
+        """The flat parameter vector ``[state weights, transition weights]``."""
+        return np.concatenate([self.state_weights, self.transition_weights])
+
+    def with_weights(self, w):
+        """The same features with the flat parameter vector ``w``."""
+        w = np.asarray(w, dtype=np.float64)
+        return CRFModel(
+            classes=self.classes,
+            attributes=self.attributes,
+            state_ptr=self.state_ptr,
+            state_labels=self.state_labels,
+            state_weights=w[: self.n_states].copy(),
+            transition_index=self.transition_index,
+            transition_weights=w[self.n_states :].copy(),
+            value_separator=self.value_separator,
+        )
+
+    def transition_matrix(self, transition_weights=None):
+        """Dense ``(n_labels, n_labels)`` transition scores (0 where no feature)."""
+        if transition_weights is None:
+            transition_weights = self.transition_weights
+        T = np.zeros(self.n_labels * self.n_labels)
+        T[self.transition_index] = transition_weights
+        return T.reshape(self.n_labels, self.n_labels)
+
+    def state_attributes(self):
+        """Attribute id of every state feature, shape (n_states,)."""
+        return np.repeat(
+            np.arange(self.n_attributes, dtype=np.int64), np.diff(self.state_ptr)
+        )
+
+    def coef(self):
+        """State weights as a CSR matrix of shape (n_attributes, n_labels).
+
+        Every feature of the model is a stored entry, zero weights included.
+        """
+        return sp.csr_matrix(
+            (self.state_weights, self.state_labels, self.state_ptr),
+            shape=(self.n_attributes, self.n_labels),
+        )
+
+    def nonzero(self):
+        """The model reduced to its nonzero weights (what decoding needs).
+
+        Returns
+        -------
+        state_ptr, state_labels, state_weights, transitions
+            CSR arrays of the nonzero state weights (same attributes) and the
+            dense transition matrix.
+        """
+        keep = self.state_weights != 0
+        counts = np.add.reduceat(keep, self.state_ptr[:-1]) if self.n_states else None
+        ptr = np.zeros(self.n_attributes + 1, dtype=np.int64)
+        if self.n_states:
+            # reduceat gives wrong values for empty ranges: mask them.
+            counts = np.where(np.diff(self.state_ptr) > 0, counts, 0)
+            np.cumsum(counts, out=ptr[1:])
+        return (
+            ptr,
+            np.ascontiguousarray(self.state_labels[keep], dtype=np.int32),
+            np.ascontiguousarray(self.state_weights[keep], dtype=np.float64),
+            self.transition_matrix(),
+        )
+
+
+@dataclass
+class FittedState:
+    """Everything a fitted estimator holds, as plain data.
+
+    Attributes
+    ----------
+    params : dict
+        The estimator's ``get_params(deep=False)``.
+    model : CRFModel
+    n_iter : int
+        Optimizer iterations run.
+    status : object
+        How training stopped (an ``LBFGSStatus`` member), or None.
+    training_log : object
+        The ``TrainingLog`` of the fit, or None.
+    extra : dict
+        Further fitted attributes a writer wants to keep (plain values).
+    """
+
+    params: dict
+    model: CRFModel
+    n_iter: int = 0
+    status: Any = None
+    training_log: Any = None
+    extra: dict = field(default_factory=dict)
