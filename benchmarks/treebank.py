@@ -1,61 +1,60 @@
-"""skcrf against sklearn-crfsuite on the Treebank POS task, side by side.
+"""skcrf against sklearn-crfsuite on both Treebank tasks, side by side.
 
-Runs both engines on the same data and settings, alternating them (A B A B ...)
-for every measurement, and writes a Markdown table (also printed to stdout) and
-a JSON file with every figure and the machine it ran on. See
-benchmarks/README.md for what each row means.
+Every measurement runs in a fresh Python process per engine (``_worker.py``),
+the engines alternating (CRFsuite, skcrf n_jobs=1, skcrf n_jobs=2, CRFsuite,
+...) for ``--repeats`` repetitions; the tables show medians and the median of
+the per-repetition ratios. Writes a Markdown report (also printed) and a JSON
+file with every repetition and the machine. See benchmarks/README.md.
 
-    python benchmarks/treebank.py                      # full run, 3 repetitions
-    python benchmarks/treebank.py --quick --json /tmp/tb.json --markdown /tmp/tb.md
+    PYTHONPATH=. python benchmarks/treebank.py                  # both tasks, ~12 min
+    PYTHONPATH=. python benchmarks/treebank.py --quick          # smoke test, ~2 min
 
-skcrf must be importable (``pip install -e .`` or ``PYTHONPATH=.``), and the
-NLTK treebank sample available (``NLTK_DATA``). Progress goes to stderr.
+This process imports nothing heavy on purpose: a child's ``ru_maxrss`` starts
+at its parent's peak. Progress goes to stderr.
 """
 
 import argparse
 import datetime
-import gc
-import importlib.metadata
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
-import warnings
 from pathlib import Path
 
-import numpy as np
-import sklearn_crfsuite
-from sklearn.exceptions import ConvergenceWarning
-from threadpoolctl import threadpool_info
-
-import skcrf
-from skcrf import CRFTagger
-from skcrf.datasets import load_treebank, treebank_sentence_features
-
 HERE = Path(__file__).resolve().parent
+TASKS = ("seed", "window")  # as in _tasks.py (not imported here: see above)
 
-# The settings of each measurement (see treebank-task.md and the README).
 FIT_PARAMS = {"c1": 0.1, "c2": 0.1, "max_iterations": 100, "all_possible_transitions": True}
-CONVERGENCE_PARAMS = {  # to convergence
-    "c1": 0.0, "c2": 1.0, "max_iterations": None, "all_possible_transitions": True,
-}
+CONVERGENCE_PARAMS = {"c1": 0.0, "c2": 1.0, "max_iterations": None,
+                      "all_possible_transitions": True}
+SCALING_TASK = "window"
 SCALING_FACTORS = (1, 2, 4, 8)
 SCALING_ITERATIONS = 10
-SKCRF_N_JOBS = -1
-EVALUATION_CALLS = 15  # direct loss_gradient timings (>= 10)
-PREDICT_CALLS = 5  # whole-test-set predict timings per repetition (median)
-CRFSUITE_LOSS_DECIMALS = 6  # CRFsuite's log prints the loss with "%f"
+SCALING_TOLERANCE = 0.15  # skcrf's time per iteration per token: within ±15% of data ×1
 
-# --quick: a subset of the data and few iterations, 1 repetition (smoke test).
-QUICK_SENTENCES = (300, 100)  # train, test
+# The engines of every measurement, in the order they alternate: name -> (engine, n_jobs).
+CONFIGS = {"crfsuite": ("crfsuite", 1), "skcrf_n1": ("skcrf", 1), "skcrf_n2": ("skcrf", 2)}
+SKCRF_CONFIGS = ("skcrf_n1", "skcrf_n2")
+
+# Targets per task: the least speed ratio (crfsuite time ÷ skcrf time).
+FIT_TARGETS = {"seed": {"skcrf_n1": 3.0, "skcrf_n2": 5.5},
+               "window": {"skcrf_n1": 2.5, "skcrf_n2": 4.5}}
+PREDICT_FIRST_TARGET = 2.0
+PREDICT_SINGLE_TARGET = 1.0
+MEMORY_TARGET = 1.0  # skcrf ÷ crfsuite, at most
+MODEL_SIZE_TARGET = 1.0  # skcrf ÷ crfsuite, at most
+ACCURACY_TOLERANCE = 0.1  # percentage points, either way
+
+# Warn when other processes used more than this many cores on average during the run.
+OTHER_LOAD_WARNING = 0.1
+
 QUICK_FIT_ITERATIONS = 10
-QUICK_CONVERGENCE_ITERATIONS = 300
 QUICK_SCALING_ITERATIONS = 3
+QUICK_SCALING_FACTORS = (1, 2)
 
-ENGINES = ("crfsuite", "skcrf")
 START = time.perf_counter()
 
 
@@ -63,571 +62,371 @@ def progress(message):
     print(f"[{time.perf_counter() - START:7.1f} s] {message}", file=sys.stderr, flush=True)
 
 
-# -- data and engines -------------------------------------------------------
+def machine_busy_s():
+    """CPU seconds all processes of the machine have used (/proc/stat); None elsewhere."""
+    try:
+        with open("/proc/stat") as f:
+            fields = [int(v) for v in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    idle = fields[3] + fields[4]  # idle, iowait
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
 
 
-def load_task(quick=False):
-    """Token features and tags of the Treebank task (a subset with ``quick``)."""
-    train, test = load_treebank()
-    if quick:
-        train, test = train[: QUICK_SENTENCES[0]], test[: QUICK_SENTENCES[1]]
-    X_train, y_train = treebank_sentence_features(train)
-    X_test, y_test = treebank_sentence_features(test)
-    return X_train, y_train, X_test, y_test
+def own_cpu_s():
+    """CPU seconds used by this process and its finished children."""
+    import resource
+    return sum(resource.getrusage(who).ru_utime + resource.getrusage(who).ru_stime
+               for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
 
 
-def make_model(engine, params, n_jobs=SKCRF_N_JOBS):
-    """An unfitted model of ``engine`` with the CRFsuite parameters ``params``."""
-    if engine == "crfsuite":
-        return sklearn_crfsuite.CRF(algorithm="lbfgs", **params)
-    return CRFTagger(n_jobs=n_jobs, **params)
+def other_load(busy_start, own_start, wall_s):
+    """Mean number of cores that other processes kept busy during the benchmark."""
+    busy_end = machine_busy_s()
+    if busy_start is None or busy_end is None:
+        return None
+    return max(0.0, (busy_end - busy_start) - (own_cpu_s() - own_start)) / wall_s
 
 
-def n_tokens(X):
-    return sum(len(seq) for seq in X)
-
-
-def token_accuracy(predicted, y):
-    pairs = [(p, t) for pseq, tseq in zip(predicted, y) for p, t in zip(pseq, tseq)]
-    return sum(p == t for p, t in pairs) / len(pairs)
-
-
-def timed_fit(engine, params, X, y, n_jobs=SKCRF_N_JOBS):
-    """Fit a fresh model; return it and the wall time of ``fit``."""
-    gc.collect()
-    model = make_model(engine, params, n_jobs)
-    start = time.perf_counter()
-    model.fit(X, y)
-    return model, time.perf_counter() - start
-
-
-def log_summary(model, fit_s):
-    """Figures from a fitted model's ``training_log_`` (same keys in both engines)."""
-    iterations = model.training_log_.iterations
-    iteration_s = sum(entry["time"] for entry in iterations)
-    evaluations = 1 + sum(entry["linesearch_trials"] for entry in iterations)  # + the initial one
-    return {
-        "fit_s": fit_s,
-        "iterations": len(iterations),
-        "evaluations": evaluations,
-        "iteration_time_sum_s": iteration_s,
-        "setup_s": fit_s - iteration_s,  # vectorization etc. before iteration 1, and finishing
-        "s_per_iteration": iteration_s / len(iterations),
-        "s_per_evaluation": fit_s / evaluations,
-        "final_loss": iterations[-1]["loss"],
-    }
-
-
-# -- one function per measurement -------------------------------------------
-
-
-def measure_fit(engine, data, params, n_jobs=SKCRF_N_JOBS):
-    """Fit time, iterations and evaluations, and test token accuracy."""
-    X_train, y_train, X_test, y_test = data
-    model, fit_s = timed_fit(engine, params, X_train, y_train, n_jobs)
-    result = log_summary(model, fit_s)
-    result["accuracy"] = token_accuracy(model.predict(X_test), y_test)
-    return result, model
-
-
-def time_to_loss(model, setup_s, target_loss):
-    """Seconds and iterations a fit took to reach ``target_loss``, from its log.
-
-    Setup time plus the cumulative iteration time up to the first iteration
-    whose loss is at or below the target; (None, None) if it never was.
-    CRFsuite logs its loss rounded to 6 decimals, so the loss is compared at
-    that precision.
-    """
-    elapsed = setup_s
-    for entry in model.training_log_.iterations:
-        elapsed += entry["time"]
-        if round(entry["loss"], CRFSUITE_LOSS_DECIMALS) <= target_loss:
-            return elapsed, entry["num"]
-    return None, None
-
-
-def measure_convergence(engine, data, params, reference=None):
-    """Fit to convergence; for skcrf also the time to reach CRFsuite's final loss.
-
-    ``reference`` is the result of the CRFsuite run. The time to its final
-    loss is read from the training log of the timed fit (no callback), with
-    the setup time (fit wall time minus the sum of iteration times) added.
-    If skcrf's own stopping tests end the fit above that loss, a second fit
-    with them disabled (epsilon=0, delta=0, at most twice CRFsuite's
-    iterations; the same path, continued) measures it instead, and
-    ``time_to_target_fit`` says so.
-    """
-    X_train, y_train = data[:2]
-    model, fit_s = timed_fit(engine, params, X_train, y_train)
-    result = log_summary(model, fit_s)
-    if reference is None:
-        return result
-    target = reference["final_loss"]
-    seconds, iterations = time_to_loss(model, result["setup_s"], target)
-    how = "same settings"
-    if seconds is None:
-        progress(f"  {engine} stopped at loss {result['final_loss']:.6f} above the target "
-                 f"{target:.6f}: fitting again without the stopping tests")
-        del model
-        longer = dict(params, epsilon=0.0, delta=0.0, max_iterations=2 * reference["iterations"])
-        model, longer_s = timed_fit(engine, longer, X_train, y_train)
-        longer_setup = log_summary(model, longer_s)["setup_s"]
-        seconds, iterations = time_to_loss(model, longer_setup, target)
-        how = "stopping tests disabled" if seconds is not None else "not reached"
-    result.update(target_loss=target, time_to_target_s=seconds, iterations_to_target=iterations,
-                  time_to_target_fit=how)
-    return result
-
-
-def measure_evaluation(tagger, data, params, n_jobs, n_calls=EVALUATION_CALLS):
-    """Seconds per skcrf objective+gradient evaluation, timed directly.
-
-    Builds the ``CRFObjective`` of the training data as ``CRFTagger.fit`` does
-    (private API) and times ``loss_gradient`` at the fitted weights of
-    ``tagger`` (nonzero), ``n_calls`` times after one warm-up call.
-    """
-    from skcrf._objective import CRFObjective, effective_n_threads, pack_weights, select_features
-    from skcrf._vectorize import check_labels, encode_labels, vectorize
-
-    X_train, y_train = data[:2]
-    matrix, lengths, _ = vectorize(X_train, tagger.vectorizer_)
-    labels, classes = encode_labels(check_labels(y_train, lengths), tagger.classes_)
-    features = select_features(
-        matrix, labels, lengths, len(classes),
-        all_possible_transitions=params.get("all_possible_transitions", False),
-    )
-    w = pack_weights(tagger.coef_, tagger.transition_, features)
-    n_threads = effective_n_threads(n_jobs)
-    # as in fit: the context sets one BLAS thread and closes the shard threads
-    with CRFObjective(matrix, lengths, len(classes), features, c2=params["c2"],
-                      n_threads=n_threads) as objective:
-        loss, _ = objective.loss_gradient(w)  # warm-up
-        times = []
-        for _ in range(n_calls):
-            start = time.perf_counter()
-            objective.loss_gradient(w)
-            times.append(time.perf_counter() - start)
-    # Sanity check: the objective at the fitted weights is the log's last loss.
-    logged = tagger.training_log_.iterations[-1]["loss"]
-    recomputed = loss + params["c1"] * float(np.abs(w).sum())
-    return {
-        "n_jobs": n_jobs,
-        "n_threads": n_threads,
-        "calls": n_calls,
-        "median_s": statistics.median(times),
-        "min_s": min(times),
-        "times_s": times,
-        "loss_check": {"logged": logged, "recomputed": recomputed},
-    }
-
-
-def measure_predict(model, X_test):
-    """Tagging throughput, features included: whole test set, then one sentence at a time."""
-    tokens = n_tokens(X_test)
-    model.predict(X_test[:10])  # warm-up
-    gc.collect()
-    batch_times = []
-    for _ in range(PREDICT_CALLS):  # one call is ~0.1 s: the median of a few
-        start = time.perf_counter()
-        model.predict(X_test)
-        batch_times.append(time.perf_counter() - start)
-    batch_s = statistics.median(batch_times)
-    latencies = []
-    for xseq in X_test:
-        start = time.perf_counter()
-        model.predict_single(xseq)
-        latencies.append(time.perf_counter() - start)
-    return {
-        "tokens": tokens,
-        "batch_s": batch_s,
-        "batch_times_s": batch_times,
-        "batch_tokens_per_s": tokens / batch_s,
-        "single_median_s": statistics.median(latencies),
-        "single_total_s": sum(latencies),
-        "single_tokens_per_s": tokens / sum(latencies),
-    }
-
-
-def measure_memory(engine, params, quick):
-    """Peak memory added by ``fit``, in a fresh Python process (see _memory_worker.py)."""
-    command = [
-        sys.executable, str(HERE / "_memory_worker.py"), engine,
-        "--params", json.dumps(params), "--n-jobs", str(SKCRF_N_JOBS),
-    ] + (["--quick"] if quick else [])
-    out = subprocess.run(command, check=True, capture_output=True, text=True)
+def worker(job):
+    """Run one job of ``_worker.py`` in a fresh process; its JSON result."""
+    out = subprocess.run([sys.executable, str(HERE / "_worker.py"), json.dumps(job)],
+                         capture_output=True, text=True)
+    if out.returncode != 0:
+        sys.stderr.write(out.stderr)
+        raise RuntimeError(f"benchmark job failed: {job}")
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def measure_scaling(engine, data, factor, params):
-    """Seconds per iteration with the training set replicated ``factor`` times."""
-    X_train, y_train = data[:2]
-    X, y = X_train * factor, y_train * factor  # the same dicts, referenced again
-    model, fit_s = timed_fit(engine, params, X, y)
-    result = log_summary(model, fit_s)
-    result["factor"] = factor
-    result["tokens"] = n_tokens(X)
-    result["s_per_iteration_per_100k_tokens"] = result["s_per_iteration"] / (result["tokens"] / 1e5)
-    del model
-    return result
-
-
-# -- alternation, summaries --------------------------------------------------
-
-
-def alternate(repeats, label, runs):
-    """Run ``runs`` (name -> zero-argument function) in turn, ``repeats`` times.
-
-    Returns name -> list of results, one per repetition. A function may return
-    ``(result, extra)``; only ``result`` is kept (``extra`` of the last
-    repetition is returned in a second dict, e.g. the fitted models).
-    """
-    results = {name: [] for name in runs}
-    extras = {}
+def alternate(repeats, label, job):
+    """``job`` (a dict) for every config in turn, ``repeats`` times: name -> [results]."""
+    results = {name: [] for name in CONFIGS}
     for rep in range(repeats):
-        for name, run in runs.items():
+        for name, (engine, n_jobs) in CONFIGS.items():
             progress(f"{label}: {name} (repetition {rep + 1}/{repeats})")
-            out = run()
-            if isinstance(out, tuple):
-                out, extras[name] = out
-            results[name].append(out)
-    return results, extras
+            results[name].append(worker(dict(job, engine=engine, n_jobs=n_jobs)))
+    return results
 
 
-def median_of(runs, key):
-    values = [run[key] for run in runs]
-    if any(v is None for v in values):
-        return None
-    return statistics.median(values)
+# -- rows ---------------------------------------------------------------------
 
 
-def pair_ratios(a_runs, b_runs, a_key, b_key=None, invert=False):
-    """Per-repetition ratios a/b (b/a with ``invert``); None where a value is missing."""
-    b_key = b_key or a_key
-    ratios = []
-    for a, b in zip(a_runs, b_runs):
-        x, y = a[a_key], b[b_key]
-        if x is None or y is None or (y if not invert else x) == 0:
-            ratios.append(None)
-        else:
-            ratios.append(y / x if invert else x / y)
-    return ratios
+def median(values):
+    return None if not values or any(v is None for v in values) else statistics.median(values)
 
 
-def median_ratio(ratios):
-    if not ratios or any(r is None for r in ratios):
-        return None
-    return statistics.median(ratios)
+def row(label, unit, crfsuite, skcrf, ratio=None, ratio_pairs=None, target=None, met=None,
+        fmt="{:.3f}", ratio_fmt="{:.2f}×"):
+    return {"label": label, "unit": unit, "crfsuite": crfsuite, "skcrf": skcrf, "ratio": ratio,
+            "ratio_pairs": ratio_pairs, "target": target, "met": met, "format": fmt,
+            "ratio_format": ratio_fmt}
 
 
-def row(label, unit, crfsuite, skcrf_value, ratio=None, ratios=None, target=None, met=None,
-        fmt="{:.3f}", missing="—"):
-    """One table row: ``fmt`` prints its values, ``missing`` stands for None."""
-    return {
-        "label": label, "unit": unit, "crfsuite": crfsuite, "skcrf": skcrf_value,
-        "ratio": ratio, "ratio_pairs": ratios, "target": target, "met": met,
-        "format": fmt, "missing": missing,
-    }
+def compare(label, unit, runs, name, value, kind, target=None, fmt="{:.3f}"):
+    """A row comparing ``value(run)`` of CRFsuite and of skcrf config ``name``, pair by pair.
 
-
-def speed_row(label, unit, a_runs, a_key, b_runs, b_key=None, target=None, invert=False,
-              fmt="{:.3f}", missing="—"):
-    """A row of two timings (or throughputs, with ``invert``) and their per-pair ratio.
-
-    Times: ratio crfsuite / skcrf. Throughputs (``invert``): skcrf / crfsuite.
-    Either way a ratio above 1 means skcrf is faster. ``target`` is the least
-    ratio that meets the target.
+    ``kind``: 'time' (ratio crfsuite ÷ skcrf, target = least ratio), 'rate'
+    (skcrf ÷ crfsuite, least ratio), 'size' (skcrf ÷ crfsuite, greatest
+    ratio), 'points' (skcrf − crfsuite, target = tolerance either way) or
+    None (no ratio).
     """
-    ratios = pair_ratios(a_runs, b_runs, a_key, b_key, invert=invert)
-    ratio = median_ratio(ratios)
-    met = None if target is None else (ratio is not None and ratio >= target)
-    return row(label, unit, median_of(a_runs, a_key), median_of(b_runs, b_key or a_key),
-               ratio, ratios, None if target is None else f"≥ {target:g}×", met, fmt, missing)
+    a = [value(r) for r in runs["crfsuite"]]
+    b = [value(r) for r in runs[name]]
+    pairs = None
+    if kind == "time":
+        pairs = [x / y for x, y in zip(a, b)]
+    elif kind in ("rate", "size"):
+        pairs = [y / x for x, y in zip(a, b)]
+    elif kind == "points":
+        pairs = [y - x for x, y in zip(a, b)]
+    ratio = median(pairs) if pairs else None
+    met, target_text = None, None
+    if target is not None:
+        if kind == "size":
+            met, target_text = ratio <= target, f"≤ {target:g}×"
+        elif kind == "points":
+            met, target_text = abs(ratio) <= target, f"±{target:g} pt"
+        else:
+            met, target_text = ratio >= target, f"≥ {target:g}×"
+    return row(label, unit, median(a), median(b), ratio, pairs, target_text, met, fmt,
+               "{:+.2f} pt" if kind == "points" else "{:.2f}×")
 
 
-def build_rows(m):
-    """The table rows from the measurements ``m`` (medians over repetitions)."""
+def task_rows(task, runs):
+    """The rows of one task's table from its ``run`` results (name -> repetitions)."""
     rows = []
-    fit = m["fit"]
-    rows.append(speed_row(f"fit, {m['fit_label']}: time", "s", fit["crfsuite"], "fit_s",
-                          fit["skcrf"], target=3))
-    rows.append(speed_row(f"fit, {m['fit_label']}: time, skcrf n_jobs=1", "s", fit["crfsuite"],
-                          "fit_s", fit["skcrf_n_jobs_1"]))
-    diffs = [100 * (b["accuracy"] - a["accuracy"]) for a, b in zip(fit["crfsuite"], fit["skcrf"])]
-    diff = statistics.median(diffs)
-    rows.append(row("test token accuracy", "%", 100 * median_of(fit["crfsuite"], "accuracy"),
-                    100 * median_of(fit["skcrf"], "accuracy"), diff, diffs,
-                    "≥ −0.1 pt", diff >= -0.1, fmt="{:.2f}"))
-
-    if "convergence" in m:
-        conv = m["convergence"]
-        rows.append(speed_row("time to CRFsuite's converged objective (c1=0, c2=1)", "s",
-                              conv["crfsuite"], "fit_s", conv["skcrf"], "time_to_target_s",
-                              target=3, missing="not reached"))
-        rows.append(speed_row("full convergence (c1=0, c2=1): time", "s", conv["crfsuite"],
-                              "fit_s", conv["skcrf"]))
-        for key, label, fmt in (("iterations", "iterations", "{:.0f}"),
-                                ("final_loss", "final loss", "{:.6f}")):
-            rows.append(row(f"full convergence: {label}", "", median_of(conv["crfsuite"], key),
-                            median_of(conv["skcrf"], key), fmt=fmt))
-
-    rows.append(speed_row("fit time ÷ objective evaluations", "s", fit["crfsuite"],
-                          "s_per_evaluation", fit["skcrf"]))
-    for ev in m["evaluation"]:
-        rows.append(row(f"objective+gradient evaluation, direct (skcrf n_jobs={ev['n_jobs']})", "s",
-                        None, ev["median_s"]))
-    rows.append(speed_row("time per iteration (Σ iteration times ÷ iterations)", "s",
-                          fit["crfsuite"], "s_per_iteration", fit["skcrf"]))
-
-    pred = m["predict"]
-    rows.append(speed_row("predict, whole test set", "tokens/s", pred["crfsuite"],
-                          "batch_tokens_per_s", pred["skcrf"], target=1, invert=True,
-                          fmt="{:,.0f}"))
-    rows.append(speed_row("predict_single, median latency per sentence", "ms",
-                          [{"v": 1e3 * r["single_median_s"]} for r in pred["crfsuite"]], "v",
-                          [{"v": 1e3 * r["single_median_s"]} for r in pred["skcrf"]]))
-    rows.append(speed_row("predict_single, one sentence at a time", "tokens/s", pred["crfsuite"],
-                          "single_tokens_per_s", pred["skcrf"], invert=True, fmt="{:,.0f}"))
-
-    if "memory" in m:
-        mem = m["memory"]
-        ratios = pair_ratios(mem["crfsuite"], mem["skcrf"], "fit_peak_mb", invert=True)
-        ratio = median_ratio(ratios)
-        rows.append(row("fit peak memory (above the loaded data)", "MB",
-                        median_of(mem["crfsuite"], "fit_peak_mb"),
-                        median_of(mem["skcrf"], "fit_peak_mb"), ratio, ratios, "≤ 2×",
-                        ratio is not None and ratio <= 2, fmt="{:.1f}"))
-
-    if "scaling" in m:
-        for factor, runs in m["scaling"].items():
-            tokens = runs["crfsuite"][0]["tokens"]
-            rows.append(speed_row(f"time per iteration per 100k tokens, data ×{factor} "
-                                  f"({tokens:,} tokens)", "s", runs["crfsuite"],
-                                  "s_per_iteration_per_100k_tokens", runs["skcrf"]))
+    jobs = {name: f"skcrf n_jobs={CONFIGS[name][1]}" for name in SKCRF_CONFIGS}
+    iterations = runs["crfsuite"][0]["job"]["params"]["max_iterations"]
+    for name in SKCRF_CONFIGS:
+        rows.append(compare(f"fit, {iterations} iterations ({jobs[name]})", "s", runs, name,
+                            lambda r: r["fit_s"], "time", FIT_TARGETS[task][name]))
+    for name in SKCRF_CONFIGS:
+        rows.append(compare(f"time per iteration, logged ({jobs[name]})", "s", runs, name,
+                            lambda r: r["s_per_iteration"], "time"))
+    for name in SKCRF_CONFIGS:
+        rows.append(compare(f"predict, whole test set, first call after fit ({jobs[name]})", "s",
+                            runs, name, lambda r: r["predict_first_s"], "time",
+                            PREDICT_FIRST_TARGET))
+    for name in SKCRF_CONFIGS:
+        rows.append(compare(f"predict, whole test set, median of later calls ({jobs[name]})",
+                            "s", runs, name, lambda r: median(r["predict_later_s"]), "time"))
+    for name in SKCRF_CONFIGS:
+        rows.append(compare(f"predict_single, each test sentence alone ({jobs[name]})",
+                            "tokens/s", runs, name,
+                            lambda r: r["test_tokens"] / r["predict_single_total_s"], "rate",
+                            PREDICT_SINGLE_TARGET, fmt="{:,.0f}"))
+    for name in SKCRF_CONFIGS:
+        rows.append(compare(f"fit peak memory above the loaded data ({jobs[name]})", "MB", runs,
+                            name, lambda r: r["fit_peak_mb"], "size", MEMORY_TARGET,
+                            fmt="{:.1f}"))
+    rows.append(compare(f"saved model file ({jobs['skcrf_n1']})", "kB", runs, "skcrf_n1",
+                        lambda r: r["model_bytes"] / 1e3, "size", MODEL_SIZE_TARGET,
+                        fmt="{:,.0f}"))
+    for name in SKCRF_CONFIGS:
+        rows.append(compare(f"test token accuracy ({jobs[name]})", "%", runs, name,
+                            lambda r: 100 * r["accuracy"], "points", ACCURACY_TOLERANCE,
+                            fmt="{:.2f}"))
+    rows.append(compare(f"final loss after {iterations} iterations ({jobs['skcrf_n1']})", "",
+                        runs, "skcrf_n1", lambda r: r["final_loss"], None, fmt="{:.4f}"))
     return rows
 
 
-def markdown(results):
-    """The results as a Markdown document: a header, the table, the legend."""
-    mach = results["machine"]
-    data = results["data"]
-    lines = [
-        "# skcrf vs sklearn-crfsuite on the Treebank POS task",
-        "",
-        f"{results['created']} · {mach['cpu_model']}, {mach['logical_cores']} logical cores · "
-        f"skcrf n_jobs={results['settings']['skcrf_n_jobs']} "
-        f"({results['settings']['skcrf_n_threads']} threads) · "
-        f"medians of {results['repeats']} alternated repetition(s)"
-        + (" · **QUICK MODE: a data subset, few iterations; not representative**"
-           if results["quick"] else ""),
-        "",
-        f"Data: {data['train_sentences']:,} training sentences ({data['train_tokens']:,} tokens), "
-        f"{data['test_sentences']:,} test sentences ({data['test_tokens']:,} tokens). "
-        "Versions: " + ", ".join(f"{k} {v}" for k, v in mach["versions"].items()) + ". "
-        "BLAS: " + "; ".join(f"{lib.get('internal_api')} {lib.get('version')} "
-                              f"({lib.get('num_threads')} threads)"
-                              for lib in mach["threadpools"]) + ".",
-        "",
-        "| measure | unit | sklearn-crfsuite | skcrf | ratio | target | met |",
-        "|---|---|--:|--:|--:|---|---|",
-    ]
+def time_to_loss(curve, setup_s, target):
+    """Setup time + logged iteration times up to the first loss at or below ``target``.
 
-    def cell(value, r):
-        return r["missing"] if value is None else r["format"].format(value)
+    CRFsuite logs its loss to 6 decimals, so losses are compared at that precision.
+    """
+    elapsed = setup_s
+    for loss, seconds in curve:
+        elapsed += seconds
+        if round(loss, 6) <= target:
+            return elapsed
+    return None
 
-    for r in results["rows"]:
-        ratio = ("—" if r["ratio"] is None else
-                 (f"{r['ratio']:+.2f} pt" if r["unit"] == "%" else f"{r['ratio']:.2f}×"))
+
+def convergence_rows(runs):
+    """Time for skcrf to reach the final loss of the CRFsuite run it is paired with."""
+    rows = []
+    for name in SKCRF_CONFIGS:
+        for ref, run in zip(runs["crfsuite"], runs[name]):
+            run["time_to_target_s"] = time_to_loss(run["curve"], run["setup_s"],
+                                                   ref["final_loss"])
+        a = [r["fit_s"] for r in runs["crfsuite"]]
+        b = [r["time_to_target_s"] for r in runs[name]]
+        pairs = [None if y is None else x / y for x, y in zip(a, b)]
+        rows.append(row(f"time to CRFsuite's converged loss, c1=0, c2=1 "
+                        f"(skcrf n_jobs={CONFIGS[name][1]}; — = not reached)", "s",
+                        median(a), median(b), median(pairs), pairs))
+    return rows
+
+
+def spread(runs, name):
+    """Max ÷ min over the data sizes of config ``name``'s time per iteration per token,
+    and whether every size is within ±SCALING_TOLERANCE of the first (×1)."""
+    values = [median([r["us_per_iteration_per_token"] for r in by_config[name]])
+              for by_config in runs.values()]
+    within = all(abs(v / values[0] - 1) <= SCALING_TOLERANCE for v in values)
+    return max(values) / min(values), within
+
+
+def scaling_rows(scaling):
+    rows = []
+    for name in SKCRF_CONFIGS:
+        for factor, runs in scaling.items():
+            tokens = runs["crfsuite"][0]["tokens"]
+            rows.append(compare(f"data ×{factor} ({tokens:,} tokens), skcrf n_jobs="
+                                f"{CONFIGS[name][1]}", "µs/token", runs, name,
+                                lambda r: r["us_per_iteration_per_token"], "time"))
+    crfsuite_spread, _ = spread(scaling, "crfsuite")
+    for name in SKCRF_CONFIGS:
+        skcrf_spread, within = spread(scaling, name)
+        rows.append(row(f"max ÷ min over the sizes, skcrf n_jobs={CONFIGS[name][1]}", "",
+                        crfsuite_spread, skcrf_spread,
+                        target=f"skcrf: each size within ±{100 * SCALING_TOLERANCE:g}% of ×1",
+                        met=within, fmt="{:.2f}"))
+    return rows
+
+
+# -- report -------------------------------------------------------------------
+
+
+def table(rows):
+    lines = ["| measure | unit | sklearn-crfsuite | skcrf | ratio | target | met |",
+             "|---|---|--:|--:|--:|---|---|"]
+
+    def cell(value, fmt):
+        return "—" if value is None else fmt.format(value)
+
+    for r in rows:
         met = "—" if r["met"] is None else ("met" if r["met"] else "**not met**")
-        lines.append(
-            f"| {r['label']} | {r['unit']} | {cell(r['crfsuite'], r)} | {cell(r['skcrf'], r)} | "
-            f"{ratio} | {r['target'] or '—'} | {met} |"
-        )
-    settings = results["settings"]
-    lines += [
-        "",
-        "Settings (CRFsuite parameters, the same for both engines): fit "
-        + params_text(settings["fit"]) + "; convergence " + params_text(settings["convergence"])
-        + "; scaling " + params_text(settings["scaling"]) + ".",
-    ]
-    conv = results["measurements"].get("convergence")
-    if conv:
-        hows = [run["time_to_target_fit"] for run in conv["skcrf"]]
-        if any(how != "same settings" for how in hows):
-            lines.append(
-                "Time to CRFsuite's objective: skcrf's own stopping tests ended its fit above "
-                "CRFsuite's final loss, so the time was read from a fit with them disabled "
-                f"(per repetition: {', '.join(hows)}).")
-    lines += [
-        "",
-        "Ratios are medians of per-repetition ratios. Times: sklearn-crfsuite ÷ skcrf; "
-        "throughputs: skcrf ÷ sklearn-crfsuite (above 1: skcrf is faster, in both). "
-        "Memory: skcrf ÷ sklearn-crfsuite. Accuracy: skcrf − sklearn-crfsuite in points. "
-        "See benchmarks/README.md.",
-        "",
-        f"Total benchmark time: {results['runtime_s']:.0f} s.",
-    ]
-    return "\n".join(lines) + "\n"
+        lines.append(f"| {r['label']} | {r['unit']} | {cell(r['crfsuite'], r['format'])} | "
+                     f"{cell(r['skcrf'], r['format'])} | {cell(r['ratio'], r['ratio_format'])} | "
+                     f"{r['target'] or '—'} | {met} |")
+    return lines
 
 
 def params_text(params):
     return ", ".join(f"{key}={value}" for key, value in params.items())
 
 
-# -- the machine ---------------------------------------------------------------
+def markdown(results):
+    mach, settings = results["machine"], results["settings"]
+    lines = [
+        "# skcrf vs sklearn-crfsuite on the Treebank POS tasks",
+        "",
+        f"{results['created']} · {mach['cpu_model']}, {mach['logical_cores']} logical cores · "
+        f"each engine in its own fresh process · medians of {results['repeats']} alternated "
+        "repetition(s)"
+        + (" · **QUICK MODE: a data slice, few iterations; the figures mean nothing**"
+           if results["quick"] else ""),
+        "",
+        "Versions: " + ", ".join(f"{k} {v}" for k, v in mach["versions"].items())
+        + (f" (git {mach['skcrf_git']['commit'][:10]}"
+           + (", with local changes" if mach["skcrf_git"]["dirty"] else "") + ")"
+           if mach.get("skcrf_git") else "") + ". "
+        "Thread pools: " + "; ".join(f"{lib.get('internal_api')} {lib.get('version')} "
+                                     f"({lib.get('num_threads')} threads)"
+                                     for lib in mach["threadpools"]) + ".",
+        "",
+        f"Fit settings (both engines): {params_text(settings['fit'])}. "
+        "sklearn-crfsuite (CRFsuite's C code) runs on one thread always.",
+    ]
+    other = mach["other_processes_cores"]
+    if other is not None and other > OTHER_LOAD_WARNING:
+        lines += ["", f"**Warning: other processes kept {other:.2f} cores busy on average during "
+                      "the run: the timings are not reliable.**"]
+    if not all(r["peak_reset"] for runs in results["measurements"]["run"].values()
+               for by_config in runs.values() for r in by_config):
+        lines += ["", "Note: the peak memory could not be reset before some fits (no "
+                      "/proc/self/clear_refs): those memory figures are upper bounds."]
+    for task in results["tasks"]:
+        data = results["data"][task]
+        lines += [
+            "", f"## {task} features", "",
+            f"{data['train_sentences']:,} training sentences ({data['train_tokens']:,} tokens), "
+            f"{data['test_sentences']:,} test sentences ({data['test_tokens']:,} tokens), "
+            f"{data['labels']} labels.", "",
+            *table(results["rows"][task]),
+        ]
+    if "scaling" in results["rows"]:
+        lines += [
+            "", f"## Scaling: {SCALING_TASK} features, training data replicated", "",
+            f"Time per iteration per token (Σ logged iteration times ÷ iterations ÷ tokens), "
+            f"{params_text(settings['scaling'])}, medians of {settings['scaling_repeats']} "
+            "repetition(s).", "",
+            *table(results["rows"]["scaling"]),
+        ]
+    if "convergence" in results["rows"]:
+        lines += ["", f"## Time to CRFsuite's converged objective ({params_text(settings['convergence'])})",
+                  ""]
+        for task in results["tasks"]:
+            lines += [f"{task} features:", "", *table(results["rows"]["convergence"][task]), ""]
+    lines += [
+        "",
+        "Ratios are medians of per-repetition ratios. Times: sklearn-crfsuite ÷ skcrf; "
+        "throughputs: skcrf ÷ sklearn-crfsuite (above 1: skcrf is faster, in both). "
+        "Memory and model size: skcrf ÷ sklearn-crfsuite (below 1: skcrf is smaller). "
+        "Accuracy: skcrf − sklearn-crfsuite in points. See benchmarks/README.md.",
+        "",
+        f"Total benchmark time: {results['runtime_s']:.0f} s.",
+    ]
+    return "\n".join(lines) + "\n"
 
 
-def machine_info():
-    cpu_model = platform.processor() or "unknown"
-    physical = set()
-    try:
-        with open("/proc/cpuinfo") as f:
-            block = {}
-            for line in f:
-                if not line.strip():
-                    physical.add((block.get("physical id"), block.get("core id")))
-                    block = {}
-                    continue
-                key, _, value = line.partition(":")
-                block[key.strip()] = value.strip()
-                if key.strip() == "model name":
-                    cpu_model = value.strip()
-    except OSError:
-        pass
-    versions = {"python": platform.python_version(), "skcrf": skcrf.__version__}
-    for package in ("numpy", "scipy", "scikit-learn", "sklearn-crfsuite", "python-crfsuite",
-                    "threadpoolctl"):
-        try:
-            versions[package] = importlib.metadata.version(package)
-        except importlib.metadata.PackageNotFoundError:
-            versions[package] = None
-    return {
-        "cpu_model": cpu_model,
-        "logical_cores": os.cpu_count(),
-        "physical_cores": len(physical - {(None, None)}) or None,
-        "usable_cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
-        "platform": platform.platform(),
-        "versions": versions,
-        "skcrf_git": git_revision(),
-        "threadpools": threadpool_info(),
-    }
-
-
-def git_revision():
-    try:
-        def git(*args):
-            return subprocess.run(["git", *args], cwd=HERE, capture_output=True, text=True,
-                                  check=True).stdout.strip()
-        return {"commit": git("rev-parse", "HEAD"), "dirty": bool(git("status", "--porcelain"))}
-    except (OSError, subprocess.CalledProcessError):
-        return None
-
-
-# -- main ----------------------------------------------------------------------
+# -- main ---------------------------------------------------------------------
 
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--task", choices=(*TASKS, "both"), default="both")
     parser.add_argument("--repeats", type=int, default=3, help="repetitions (default 3)")
+    parser.add_argument("--scaling-repeats", type=int, default=1,
+                        help="repetitions of the scaling fits (default 1)")
     parser.add_argument("--quick", action="store_true",
-                        help="data subset, few iterations, 1 repetition (a smoke test)")
-    parser.add_argument("--json", default=str(HERE / "results" / "treebank.json"))
-    parser.add_argument("--markdown", default=str(HERE / "results" / "treebank.md"))
+                        help="smoke test: a data slice, few iterations, 1 repetition")
+    parser.add_argument("--full", action="store_true",
+                        help="also the time to CRFsuite's converged objective (c1=0, c2=1)")
     parser.add_argument("--skip-scaling", action="store_true")
-    parser.add_argument("--skip-memory", action="store_true")
-    return parser.parse_args(argv)
+    parser.add_argument("--json", help="default: benchmarks/results/treebank.json "
+                                       "(with --quick: treebank-quick.json in the temp folder)")
+    parser.add_argument("--markdown", help="default: benchmarks/results/treebank.md "
+                                           "(with --quick: treebank-quick.md in the temp folder)")
+    args = parser.parse_args(argv)
+    out = Path(tempfile.gettempdir()) if args.quick else HERE / "results"
+    stem = "treebank-quick" if args.quick else "treebank"
+    args.json = args.json or str(out / f"{stem}.json")
+    args.markdown = args.markdown or str(out / f"{stem}.md")
+    if args.quick:
+        args.repeats = args.scaling_repeats = 1
+    return args
 
 
 def main(argv=None):
     args = parse_args(argv)
-    repeats = 1 if args.quick else args.repeats
+    tasks = TASKS if args.task == "both" else (args.task,)
     fit_params = dict(FIT_PARAMS)
-    conv_params = dict(CONVERGENCE_PARAMS)
     scaling_params = dict(FIT_PARAMS, max_iterations=SCALING_ITERATIONS)
+    conv_params = dict(CONVERGENCE_PARAMS)
     if args.quick:
         fit_params["max_iterations"] = QUICK_FIT_ITERATIONS
-        conv_params["max_iterations"] = QUICK_CONVERGENCE_ITERATIONS
         scaling_params["max_iterations"] = QUICK_SCALING_ITERATIONS
-    warnings.simplefilter("ignore", ConvergenceWarning)  # max_iterations is reached on purpose
+        conv_params["max_iterations"] = 10 * QUICK_FIT_ITERATIONS
+    factors = QUICK_SCALING_FACTORS if args.quick else SCALING_FACTORS
+    busy_start, own_start = machine_busy_s(), own_cpu_s()
 
-    progress("loading the treebank and building token features")
-    data = load_task(args.quick)
-    X_train, y_train, X_test, y_test = data
-    from skcrf._objective import effective_n_threads
+    with tempfile.TemporaryDirectory() as tmp:
+        split = str(Path(tmp) / "treebank-split.json")
+        progress("loading the treebank (once, into a split file)")
+        worker({"kind": "prepare", "split": split})
+        base = {"quick": args.quick, "split": split}
+        machine = worker({"kind": "info"})
 
+        m = {"run": {}, "convergence": {}}
+        for task in tasks:
+            m["run"][task] = alternate(args.repeats, f"{task}: fit, predict, save",
+                                       dict(base, kind="run", task=task, params=fit_params))
+        if args.full:
+            for task in tasks:
+                m["convergence"][task] = alternate(
+                    args.repeats, f"{task}: convergence",
+                    dict(base, kind="converge", task=task, params=conv_params))
+        if not args.skip_scaling:
+            m["scaling"] = {
+                factor: alternate(args.scaling_repeats, f"scaling ×{factor}",
+                                  dict(base, kind="scaling", task=SCALING_TASK, factor=factor,
+                                       params=scaling_params))
+                for factor in factors
+            }
+
+    rows = {task: task_rows(task, m["run"][task]) for task in tasks}
+    if args.full:
+        rows["convergence"] = {task: convergence_rows(m["convergence"][task]) for task in tasks}
+    if "scaling" in m:
+        rows["scaling"] = scaling_rows(m["scaling"])
+    data_keys = ("train_sentences", "train_tokens", "test_sentences", "test_tokens", "labels")
     results = {
         "benchmark": "treebank",
         "created": datetime.datetime.now().isoformat(timespec="seconds"),
         "command": [Path(sys.argv[0]).name, *sys.argv[1:]],
         "quick": args.quick,
-        "repeats": repeats,
-        "data": {
-            "train_sentences": len(X_train), "train_tokens": n_tokens(X_train),
-            "test_sentences": len(X_test), "test_tokens": n_tokens(X_test),
-            "labels": len({t for seq in y_train for t in seq}),
-        },
+        "repeats": args.repeats,
+        "tasks": list(tasks),
+        "data": {task: {k: m["run"][task]["crfsuite"][0][k] for k in data_keys}
+                 for task in tasks},
         "settings": {
             "fit": fit_params, "convergence": conv_params, "scaling": scaling_params,
-            "scaling_factors": list(SCALING_FACTORS),
-            "skcrf_n_jobs": SKCRF_N_JOBS, "skcrf_n_threads": effective_n_threads(SKCRF_N_JOBS),
-            "evaluation_calls": EVALUATION_CALLS,
+            "scaling_task": SCALING_TASK, "scaling_factors": list(factors),
+            "scaling_repeats": args.scaling_repeats,
+            "configs": {name: {"engine": e, "n_jobs": n} for name, (e, n) in CONFIGS.items()},
         },
+        "rows": rows,
+        "measurements": m,
+        "machine": dict(machine, other_processes_cores=other_load(
+            busy_start, own_start, time.perf_counter() - START)),
+        "runtime_s": time.perf_counter() - START,
     }
-    m = {"fit_label": "c1={c1}, c2={c2}, {max_iterations} iterations".format(**fit_params)}
-
-    progress("warm-up fits")
-    for engine in ENGINES:
-        timed_fit(engine, dict(fit_params, max_iterations=2), X_train[:50], y_train[:50])
-
-    m["fit"], models = alternate(repeats, "fit", {
-        "crfsuite": lambda: measure_fit("crfsuite", data, fit_params),
-        "skcrf": lambda: measure_fit("skcrf", data, fit_params),
-        "skcrf_n_jobs_1": lambda: measure_fit("skcrf", data, fit_params, n_jobs=1),
-    })
-
-    m["predict"], _ = alternate(repeats, "predict", {
-        engine: (lambda engine=engine: measure_predict(models[engine], X_test))
-        for engine in ENGINES
-    })
-
-    progress("objective+gradient evaluations, timed directly (skcrf)")
-    m["evaluation"] = [measure_evaluation(models["skcrf"], data, fit_params, n_jobs)
-                       for n_jobs in (SKCRF_N_JOBS, 1)]
-    del models
-    gc.collect()
-
-    # Convergence: skcrf's target is the final loss of the crfsuite run just before it.
-    m["convergence"] = {"crfsuite": [], "skcrf": []}
-    for rep in range(repeats):
-        progress(f"convergence: crfsuite (repetition {rep + 1}/{repeats})")
-        ref = measure_convergence("crfsuite", data, conv_params)
-        progress(f"convergence: skcrf (repetition {rep + 1}/{repeats}), "
-                 f"target loss {ref['final_loss']:.4f}")
-        m["convergence"]["crfsuite"].append(ref)
-        m["convergence"]["skcrf"].append(
-            measure_convergence("skcrf", data, conv_params, reference=ref))
-
-    if not args.skip_memory:
-        m["memory"], _ = alternate(repeats, "fit peak memory (fresh process)", {
-            engine: (lambda engine=engine: measure_memory(engine, fit_params, args.quick))
-            for engine in ENGINES
-        })
-
-    if not args.skip_scaling:
-        m["scaling"] = {}
-        for factor in SCALING_FACTORS:
-            m["scaling"][factor], _ = alternate(repeats, f"scaling ×{factor}", {
-                engine: (lambda engine=engine: measure_scaling(engine, data, factor,
-                                                               scaling_params))
-                for engine in ENGINES
-            })
-
-    results["rows"] = build_rows(m)
-    results["measurements"] = {k: v for k, v in m.items() if k != "fit_label"}
-    results["machine"] = machine_info()
-    results["runtime_s"] = time.perf_counter() - START
     text = markdown(results)
-
-    for path, content in ((args.json, json.dumps(results, indent=2, default=str) + "\n"),
+    for path, content in ((args.json, json.dumps(results, indent=2) + "\n"),
                           (args.markdown, text)):
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         Path(path).write_text(content)

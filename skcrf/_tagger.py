@@ -2,85 +2,156 @@
 
 import warnings
 from collections.abc import Mapping
-from concurrent.futures import ThreadPoolExecutor
 from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator
-from sklearn.exceptions import ConvergenceWarning
+from sklearn.exceptions import ConvergenceWarning, NotFittedError
+from sklearn.feature_extraction import DictVectorizer
 from sklearn.utils.validation import check_is_fitted
 
+from . import io
 from ._compat import Interval, StrOptions, _fit_context
-from ._inference import forward_backward, viterbi
-from .io import load_model, save_model
+from ._decode import Decoder
+from ._featurize import Vocabulary
 from ._lbfgs import LBFGSResult, LBFGSStatus, minimize_lbfgs
-from ._objective import (
-    CRFObjective,
-    effective_n_threads,
-    select_features,
-    split_sequences,
-    unpack_weights,
-)
-from ._packing import pack, sequence_rows
+from ._model import FittedState
+from ._objective import CRFObjective, select_features
+from ._threads import effective_n_threads
 from ._training_log import TrainingLog
-from ._vectorize import (
-    check_emissions,
-    check_labels,
-    check_sequences,
-    encode_labels,
-    vectorize,
-)
+from ._validation import check_labels, check_sequences, check_sums, encode_labels
 
-# Below this many tokens per thread, a prediction is not worth sharding.
-_TOKENS_PER_THREAD = 2000
+#: The parameters of each training algorithm (CRFsuite's), with CRFsuite's
+#: defaults; ``None`` for a parameter means the algorithm's default.
+ALGORITHM_DEFAULTS = {
+    "lbfgs": {
+        "c1": 0.0,
+        "c2": 1.0,
+        "max_iterations": None,
+        "num_memories": 6,
+        "epsilon": 1e-5,
+        "period": 10,
+        "delta": 1e-5,
+        "linesearch": "MoreThuente",
+        "max_linesearch": 20,
+    },
+    "l2sgd": {
+        "c2": 1.0,
+        "max_iterations": 1000,
+        "period": 10,
+        "delta": 1e-6,
+        "calibration_eta": 0.1,
+        "calibration_rate": 2.0,
+        "calibration_samples": 1000,
+        "calibration_candidates": 10,
+        "calibration_max_trials": 20,
+    },
+    "ap": {"max_iterations": 100, "epsilon": 0.0},
+    "pa": {
+        "pa_type": 1,
+        "c": 1.0,
+        "error_sensitive": True,
+        "averaging": True,
+        "max_iterations": 100,
+        "epsilon": 0.0,
+    },
+    "arow": {"variance": 1.0, "gamma": 1.0, "max_iterations": 100, "epsilon": 0.0},
+}
+
+#: Feature-generation parameters, common to every algorithm, with defaults.
+FEATURE_DEFAULTS = {
+    "min_freq": 0.0,
+    "all_possible_states": False,
+    "all_possible_transitions": False,
+}
+
+_TRAINED_HERE = {"lbfgs"}
 
 
 class CRFTagger(BaseEstimator):
     """Linear-chain conditional random field for sequence labelling.
 
-    A drop-in replacement for ``sklearn_crfsuite.CRF`` with the L-BFGS
-    trainer: the same parameters with the same meanings, and the same model
-    (the same features and objective, minimized by the same L-BFGS / OWL-QN
-    rules as CRFsuite). Training and inference run batched over all
-    sequences in numpy.
+    A drop-in replacement for ``sklearn_crfsuite.CRF``: the same parameters,
+    in the same order, with the same meanings, and the same model (the same
+    features and objective, minimized by the same L-BFGS / OWL-QN rules as
+    CRFsuite). Training and inference run in compiled kernels over the
+    features that exist, batched over sequences and threaded (``n_jobs``).
 
     Parameters
     ----------
-    c1 : float, default=0.0
-        L1 coefficient: the objective has the term ``c1 * ||w||_1``. With
-        ``c1 > 0`` training uses OWL-QN, whose line search is always
-        backtracking.
-    c2 : float, default=1.0
-        L2 coefficient: the objective has the term ``c2 * ||w||_2^2``.
-    max_iterations : int or None, default=None
-        Maximum number of L-BFGS iterations; None or 0 means no limit (as in
-        CRFsuite).
-    all_possible_states : bool, default=False
-        Give every (attribute, label) pair a feature, not only those seen in
-        the training data.
-    all_possible_transitions : bool, default=False
-        Give every label pair a transition feature, not only those seen.
-    min_freq : float, default=0.0
+    algorithm : {'lbfgs', 'l2sgd', 'ap', 'pa', 'arow'} or None, default=None
+        The training algorithm; None means ``'lbfgs'``. This version trains
+        with ``'lbfgs'`` (L-BFGS, or OWL-QN when ``c1 > 0``) only; the other
+        names are recognized (so that their parameters can be checked) but
+        fitting with them raises ``NotImplementedError``.
+    min_freq : float or None, default=None
         Keep a feature only if the sum of its values over the training data
-        is at least ``min_freq``.
-    num_memories : int, default=6
-        Number of (step, gradient change) pairs L-BFGS keeps; >= 1.
-    epsilon : float, default=1e-5
-        Stop when ``||g|| / max(1, ||w||) <= epsilon``; >= 0.
-    period : int, default=10
-        Iterations back to compare with in the ``delta`` test; 0 disables it.
-    delta : float, default=1e-5
+        is at least ``min_freq``. None means 0.
+    all_possible_states : bool or None, default=None
+        Give every (attribute, label) pair a feature, not only those seen in
+        the training data. None means False.
+    all_possible_transitions : bool or None, default=None
+        Give every label pair a transition feature, not only those seen.
+        None means False.
+    c1 : float or None, default=None
+        L1 coefficient (lbfgs): the objective has the term ``c1 * ||w||_1``.
+        With ``c1 > 0`` training uses OWL-QN, whose line search is always
+        backtracking. None means 0.
+    c2 : float or None, default=None
+        L2 coefficient (lbfgs, l2sgd): the objective has the term
+        ``c2 * ||w||_2^2``. None means 1.
+    max_iterations : int or None, default=None
+        Maximum number of iterations. None means the algorithm's default:
+        no limit for lbfgs (0 means no limit too, as in CRFsuite), 1000 for
+        l2sgd, 100 for ap, pa and arow.
+    num_memories : int or None, default=None
+        Number of (step, gradient change) pairs L-BFGS keeps; >= 1. None
+        means 6.
+    epsilon : float or None, default=None
+        lbfgs: stop when ``||g|| / max(1, ||w||) <= epsilon`` (None means
+        1e-5); ap, pa, arow: stop when the loss is at most ``epsilon`` (None
+        means 0).
+    period : int or None, default=None
+        Iterations back to compare with in the ``delta`` test (lbfgs,
+        l2sgd); 0 disables it. None means 10.
+    delta : float or None, default=None
         Stop when the objective improved by less than ``delta`` relative to
-        its value ``period`` iterations earlier; >= 0.
-    linesearch : {'MoreThuente', 'Backtracking', 'StrongBacktracking'}, \
-default='MoreThuente'
-        Line search used when ``c1 == 0``.
-    max_linesearch : int, default=20
-        Maximum objective evaluations in one line search; >= 1.
+        its value ``period`` iterations earlier (lbfgs, l2sgd). None means
+        1e-5 (lbfgs) or 1e-6 (l2sgd).
+    linesearch : {'MoreThuente', 'Backtracking', 'StrongBacktracking'} or \
+None, default=None
+        Line search used when ``c1 == 0`` (lbfgs). None means 'MoreThuente'.
+    max_linesearch : int or None, default=None
+        Maximum objective evaluations in one line search (lbfgs); >= 1. None
+        means 20.
+    calibration_eta, calibration_rate, calibration_samples, \
+calibration_candidates, calibration_max_trials : default=None
+        Learning-rate calibration of l2sgd (defaults 0.1, 2.0, 1000, 10, 20).
+    pa_type : {0, 1, 2} or None, default=None
+        Passive-aggressive variant (pa; default 1).
+    c : float or None, default=None
+        Aggressiveness of pa (default 1).
+    error_sensitive : bool or None, default=None
+        pa: include the number of wrong labels in the loss (default True).
+    averaging : bool or None, default=None
+        pa: average the weights (default True).
+    variance : float or None, default=None
+        arow: initial variance of every weight (default 1).
+    gamma : float or None, default=None
+        arow: tradeoff between the loss and the change (default 1).
     verbose : bool or int, default=False
         Print every iteration to stderr.
+    model_filename : None
+        sklearn-crfsuite's model file. Reading and writing CRFsuite model
+        files is not supported in this version: only None is accepted.
+    keep_tempfiles : bool, default=False
+        Accepted for compatibility: skcrf keeps its model in memory and
+        writes no temporary files, so there is nothing to keep.
+    trainer_cls : None
+        sklearn-crfsuite's python-crfsuite trainer class; skcrf has its own
+        trainers, so only None is accepted.
     n_jobs : int or None, default=None
-        Threads used to evaluate the objective: sequences are split into
+        Threads used to train and decode: sequences are split into
         ``n_jobs`` shards evaluated in parallel. None means 1; -1 means all
         cores. Any value gives the same model (up to floating-point
         summation order).
@@ -90,15 +161,22 @@ default='MoreThuente'
     classes_ : ndarray of object
         The labels seen in training, sorted when they can be; labels are
         returned as given (ints stay ints).
+    attributes_ : list of str
+        The attribute names, in attribute-id order (order of first
+        appearance in the training data, as in CRFsuite). A string value
+        ``v`` of key ``k`` is the attribute ``k:v``; a nested key is
+        ``outer:inner``.
     vectorizer_ : sklearn.feature_extraction.DictVectorizer
-        Maps token features to attribute columns.
-    coef_ : ndarray of shape (n_attributes, n_classes)
-        State feature weights; 0 where no feature exists.
+        A fitted ``DictVectorizer(separator=':')`` holding the attribute
+        vocabulary, for inspection (built when first read).
+    coef_ : scipy.sparse.csr_matrix of shape (n_attributes, n_classes)
+        State feature weights; a stored entry for every state feature of
+        the model (a pair with no feature scores 0).
     transition_ : ndarray of shape (n_classes, n_classes)
         ``transition_[i, j]``: weight of label ``classes_[i]`` followed by
         ``classes_[j]``.
     n_iter_ : int
-        L-BFGS iterations run.
+        Iterations run.
     training_log_ : TrainingLog
         Per-iteration loss, norms, line-search figures, time (and dev
         accuracy); ``training_log_.status`` says how the optimizer stopped.
@@ -112,11 +190,11 @@ default='MoreThuente'
     Token features follow python-crfsuite's conventions. A token is a dict or
     a list of feature names (each with value 1.0):
 
-    - ``{'w': 'Hello'}``: attribute ``w=Hello`` with value 1.0;
+    - ``{'w': 'Hello'}``: attribute ``w:Hello`` with value 1.0;
     - ``True``/``False``: 1.0/0.0 (a 0.0 attribute still creates features,
       as in CRFsuite); ints and floats: their value (finite);
     - a nested dict is flattened with ``key:`` prefixes;
-    - a list or set of strings gives one attribute ``key=string`` each;
+    - a list or set of strings gives one attribute ``key:string`` each;
     - the same attribute twice in a token adds up.
 
     None, NaN, infinity and other value types are rejected with an error
@@ -138,54 +216,150 @@ default='MoreThuente'
     """
 
     _parameter_constraints: dict = {
-        "c1": [Interval(Real, 0, None, closed="left")],
-        "c2": [Interval(Real, 0, None, closed="left")],
+        "algorithm": [StrOptions(set(ALGORITHM_DEFAULTS)), None],
+        "min_freq": [Interval(Real, None, None, closed="neither"), None],
+        "all_possible_states": ["boolean", None],
+        "all_possible_transitions": ["boolean", None],
+        "c1": [Interval(Real, 0, None, closed="left"), None],
+        "c2": [Interval(Real, 0, None, closed="left"), None],
         "max_iterations": [Interval(Integral, 0, None, closed="left"), None],
-        "all_possible_states": ["boolean"],
-        "all_possible_transitions": ["boolean"],
-        "min_freq": [Interval(Real, None, None, closed="neither")],
-        "num_memories": [Interval(Integral, 1, None, closed="left")],
-        "epsilon": [Interval(Real, 0, None, closed="left")],
-        "period": [Interval(Integral, 0, None, closed="left")],
-        "delta": [Interval(Real, 0, None, closed="left")],
-        "linesearch": [StrOptions({"MoreThuente", "Backtracking", "StrongBacktracking"})],
-        "max_linesearch": [Interval(Integral, 1, None, closed="left")],
+        "num_memories": [Interval(Integral, 1, None, closed="left"), None],
+        "epsilon": [Interval(Real, 0, None, closed="left"), None],
+        "period": [Interval(Integral, 0, None, closed="left"), None],
+        "delta": [Interval(Real, 0, None, closed="left"), None],
+        "linesearch": [StrOptions({"MoreThuente", "Backtracking", "StrongBacktracking"}), None],
+        "max_linesearch": [Interval(Integral, 1, None, closed="left"), None],
+        "calibration_eta": [Interval(Real, 0, None, closed="neither"), None],
+        "calibration_rate": [Interval(Real, 1, None, closed="neither"), None],
+        "calibration_samples": [Interval(Integral, 1, None, closed="left"), None],
+        "calibration_candidates": [Interval(Integral, 1, None, closed="left"), None],
+        "calibration_max_trials": [Interval(Integral, 1, None, closed="left"), None],
+        "pa_type": [Interval(Integral, 0, 2, closed="both"), None],
+        "c": [Interval(Real, 0, None, closed="neither"), None],
+        "error_sensitive": ["boolean", None],
+        "averaging": ["boolean", None],
+        "variance": [Interval(Real, 0, None, closed="neither"), None],
+        "gamma": [Interval(Real, 0, None, closed="neither"), None],
         "verbose": ["verbose"],
+        "model_filename": [None],
+        "keep_tempfiles": ["boolean", None],
+        "trainer_cls": [None],
         "n_jobs": [Integral, None],
     }
 
     def __init__(
         self,
-        *,
-        c1=0.0,
-        c2=1.0,
+        algorithm=None,
+        min_freq=None,
+        all_possible_states=None,
+        all_possible_transitions=None,
+        c1=None,
+        c2=None,
         max_iterations=None,
-        all_possible_states=False,
-        all_possible_transitions=False,
-        min_freq=0.0,
-        num_memories=6,
-        epsilon=1e-5,
-        period=10,
-        delta=1e-5,
-        linesearch="MoreThuente",
-        max_linesearch=20,
+        num_memories=None,
+        epsilon=None,
+        period=None,
+        delta=None,
+        linesearch=None,
+        max_linesearch=None,
+        calibration_eta=None,
+        calibration_rate=None,
+        calibration_samples=None,
+        calibration_candidates=None,
+        calibration_max_trials=None,
+        pa_type=None,
+        c=None,
+        error_sensitive=None,
+        averaging=None,
+        variance=None,
+        gamma=None,
         verbose=False,
+        model_filename=None,
+        keep_tempfiles=False,
+        trainer_cls=None,
+        *,
         n_jobs=None,
     ):
+        # Positional order is sklearn_crfsuite.CRF's, so that its scripts
+        # (``CRF('lbfgs', ...)``) run unchanged; skcrf's own are keyword-only.
+        self.algorithm = algorithm
+        self.min_freq = min_freq
+        self.all_possible_states = all_possible_states
+        self.all_possible_transitions = all_possible_transitions
         self.c1 = c1
         self.c2 = c2
         self.max_iterations = max_iterations
-        self.all_possible_states = all_possible_states
-        self.all_possible_transitions = all_possible_transitions
-        self.min_freq = min_freq
         self.num_memories = num_memories
         self.epsilon = epsilon
         self.period = period
         self.delta = delta
         self.linesearch = linesearch
         self.max_linesearch = max_linesearch
+        self.calibration_eta = calibration_eta
+        self.calibration_rate = calibration_rate
+        self.calibration_samples = calibration_samples
+        self.calibration_candidates = calibration_candidates
+        self.calibration_max_trials = calibration_max_trials
+        self.pa_type = pa_type
+        self.c = c
+        self.error_sensitive = error_sensitive
+        self.averaging = averaging
+        self.variance = variance
+        self.gamma = gamma
         self.verbose = verbose
+        self.model_filename = model_filename
+        self.keep_tempfiles = keep_tempfiles
+        self.trainer_cls = trainer_cls
         self.n_jobs = n_jobs
+
+    def _validate_params(self):
+        if self.trainer_cls is not None:
+            raise ValueError(
+                "trainer_cls is not supported: it selects a python-crfsuite trainer, and "
+                "skcrf trains with its own code. Leave it None and choose the trainer "
+                "with algorithm=..."
+            )
+        if self.model_filename is not None:
+            raise NotImplementedError(
+                "model_filename (reading and writing CRFsuite model files) is not "
+                "supported in this version of skcrf; use tagger.save(path) and "
+                "CRFTagger.load(path), or pickle."
+            )
+        super()._validate_params()
+        if self.n_jobs == 0:
+            raise ValueError("n_jobs == 0 has no meaning; use None, a positive count or -1.")
+
+    def _settings(self):
+        """The algorithm's settings: explicit parameters over its defaults.
+
+        A parameter explicitly set (not None) that the algorithm does not
+        have is an error naming the algorithms it belongs to.
+        """
+        algorithm = self.algorithm or "lbfgs"
+        own = ALGORITHM_DEFAULTS[algorithm]
+        settings = dict(FEATURE_DEFAULTS)
+        settings.update(own)
+        for name in {p for params in ALGORITHM_DEFAULTS.values() for p in params}:
+            value = getattr(self, name)
+            if value is None:
+                continue
+            if name not in own:
+                owners = sorted(a for a, params in ALGORITHM_DEFAULTS.items() if name in params)
+                raise ValueError(
+                    f"{name}={value!r} does not apply to algorithm={algorithm!r}: it is a "
+                    f"parameter of {', '.join(map(repr, owners))}. Leave it None or "
+                    "choose that algorithm."
+                )
+            settings[name] = value
+        for name in FEATURE_DEFAULTS:
+            if getattr(self, name) is not None:
+                settings[name] = getattr(self, name)
+        if algorithm not in _TRAINED_HERE:
+            raise NotImplementedError(
+                f"algorithm={algorithm!r} is not available in this version of skcrf; "
+                "use algorithm='lbfgs' (the default)."
+            )
+        return algorithm, settings
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, X_dev=None, y_dev=None):
@@ -205,43 +379,38 @@ default='MoreThuente'
         -------
         self : CRFTagger
         """
-        matrix, lengths, vectorizer = vectorize(X, name="X")
-        label_index, classes = encode_labels(check_labels(y, lengths, name="y"), name="y")
-        n_labels = len(classes)
-        features = select_features(
-            matrix,
-            label_index,
-            lengths,
-            n_labels,
-            all_possible_states=self.all_possible_states,
-            all_possible_transitions=self.all_possible_transitions,
-            min_freq=self.min_freq,
+        _, settings = self._settings()
+        vocabulary = Vocabulary()
+        encoded = vocabulary.encode(check_sequences(X, name="X"), grow=True, name="X")
+        check_sums(encoded, vocabulary, name="X")
+        label_index, classes = encode_labels(
+            check_labels(y, encoded.lengths, name="y"), name="y"
         )
-        n_attributes = matrix.shape[1]
-        dev_accuracy = None
+        model, observed = select_features(
+            encoded,
+            label_index,
+            classes,
+            vocabulary.attributes,
+            all_possible_states=settings["all_possible_states"],
+            all_possible_transitions=settings["all_possible_transitions"],
+            min_freq=settings["min_freq"],
+        )
         if (X_dev is None) != (y_dev is None):
             raise ValueError("X_dev and y_dev must be given together.")
+        dev_accuracy = None
         if X_dev is not None:
-            dev_accuracy = _DevEvaluator(
-                X_dev, y_dev, vectorizer, classes, features, n_attributes
-            )
+            dev_accuracy = _DevEvaluator(X_dev, y_dev, vocabulary, model, self.n_jobs)
 
-        objective = CRFObjective(
-            matrix,
-            lengths,
-            n_labels,
-            features,
-            c2=self.c2,
-            n_threads=effective_n_threads(self.n_jobs),
-        )
-        del matrix  # the objective keeps its own packed copy
+        n_threads = effective_n_threads(self.n_jobs)
+        objective = CRFObjective(encoded, model, observed, c2=settings["c2"], n_threads=n_threads)
+        del encoded  # the objective keeps its own packed copy
         log = TrainingLog(verbose=self.verbose)
 
         def record(info):
             log.record_iteration(info, dev_accuracy)
 
         with objective:
-            if features.n_parameters == 0:
+            if model.n_features == 0:
                 # No feature exists (say, only empty tokens in one-token
                 # sequences): the objective is constant, nothing to optimize.
                 loss, gradient = objective.loss_gradient(np.zeros(0))
@@ -253,15 +422,15 @@ default='MoreThuente'
             else:
                 result = minimize_lbfgs(
                     objective.loss_gradient,
-                    np.zeros(features.n_parameters),
-                    c1=self.c1,
-                    num_memories=self.num_memories,
-                    epsilon=self.epsilon,
-                    period=self.period,
-                    delta=self.delta,
-                    max_iterations=self.max_iterations or None,
-                    linesearch=self.linesearch,
-                    max_linesearch=self.max_linesearch,
+                    np.zeros(model.n_features),
+                    c1=settings["c1"],
+                    num_memories=settings["num_memories"],
+                    epsilon=settings["epsilon"],
+                    period=settings["period"],
+                    delta=settings["delta"],
+                    max_iterations=settings["max_iterations"] or None,
+                    linesearch=settings["linesearch"],
+                    max_linesearch=settings["max_linesearch"],
                     callback=record,
                 )
         log.finish(result.status, result.message)
@@ -273,18 +442,91 @@ default='MoreThuente'
                 ConvergenceWarning,
                 stacklevel=3,  # past _fit_context's wrapper
             )
-
-        coef, transition = unpack_weights(result.x, features, n_attributes, n_labels)
         # Set together, so an interrupted fit leaves the estimator unchanged.
-        self.classes_ = classes
-        self.vectorizer_ = vectorizer
-        self.coef_ = coef
-        self.transition_ = transition
-        self.n_features_ = features.n_parameters
-        self.n_iter_ = result.n_iter
-        self.status_ = result.status
-        self.training_log_ = log
+        self._set_fitted(
+            model.with_weights(result.x), result.n_iter, result.status, log, vocabulary
+        )
         return self
+
+    # -- fitted state ------------------------------------------------------
+
+    def _set_fitted(self, model, n_iter, status, log, vocabulary=None):
+        if vocabulary is None:
+            vocabulary = Vocabulary(model.attributes, model.value_separator)
+        self._model = model
+        self._vocabulary = vocabulary
+        self._decoder = Decoder(model)
+        self.classes_ = model.classes
+        self.attributes_ = model.attributes
+        self.n_features_ = model.n_features
+        self.n_iter_ = n_iter
+        self.status_ = status
+        self.training_log_ = log
+
+    def _get_fitted_state(self):
+        """The fitted state as one plain structure (for persistence)."""
+        check_is_fitted(self)
+        return FittedState(
+            params=self.get_params(deep=False),
+            model=self._model,
+            n_iter=self.n_iter_,
+            status=self.status_,
+            training_log=self.training_log_,
+        )
+
+    @classmethod
+    def _from_fitted_state(cls, state):
+        """A fitted estimator from a :class:`FittedState`.
+
+        Parameters the estimator does not know (from another version) are
+        left out.
+        """
+        names = cls._get_param_names()
+        tagger = cls(**{k: v for k, v in state.params.items() if k in names})
+        tagger._set_fitted(state.model, state.n_iter, state.status, state.training_log)
+        return tagger
+
+    def __getstate__(self):
+        state = super().__getstate__()
+        # The encoder's caches and the decoder's arrays are rebuilt on load.
+        state.pop("_vocabulary", None)
+        state.pop("_decoder", None)
+        return state
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        model = self.__dict__.get("_model")
+        if model is not None:
+            self._vocabulary = Vocabulary(model.attributes, model.value_separator)
+            self._decoder = Decoder(model)
+
+    @property
+    def coef_(self):
+        """State weights, CSR of shape (n_attributes, n_classes)."""
+        return self._fitted_model().coef()
+
+    @property
+    def transition_(self):
+        """Transition weights, dense (n_classes, n_classes)."""
+        return self._fitted_model().transition_matrix()
+
+    @property
+    def vectorizer_(self):
+        """A fitted ``DictVectorizer(separator=':')`` with the attribute vocabulary."""
+        model = self._fitted_model()
+        vectorizer = DictVectorizer(separator=model.value_separator, sort=False)
+        vectorizer.feature_names_ = list(model.attributes)
+        vectorizer.vocabulary_ = {name: k for k, name in enumerate(model.attributes)}
+        return vectorizer
+
+    def _fitted_model(self):
+        model = self.__dict__.get("_model")
+        if model is None:
+            raise NotFittedError(
+                f"This {type(self).__name__} instance is not fitted yet. Call 'fit' "
+                "with appropriate arguments before using this estimator."
+            )
+        return model
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -303,50 +545,19 @@ default='MoreThuente'
 
         See :func:`skcrf.io.save_model` for the format; the write is atomic.
         """
-        save_model(self, path)
+        io.save_state(self._get_fitted_state(), path)
 
     @classmethod
     def load(cls, path):
         """Load a model saved by :meth:`save` (never unpickles)."""
-        return load_model(path, cls=cls)
+        return cls._from_fitted_state(io.load_state(path))
 
     # -- prediction --------------------------------------------------------
 
-    def _per_token(self, X, kernel):
-        """Run a packed kernel over the sequences of ``X``; per-token results.
-
-        ``kernel(emissions, transitions, batch_sizes)`` returns one row per
-        packed token. Large batches are dealt into ``n_jobs`` shards that run
-        on threads (numpy's kernels release the GIL).
-
-        Returns
-        -------
-        values : ndarray, one row per token in flat order
-        lengths : ndarray of int
-        """
+    def _encode(self, X, name="X"):
         check_is_fitted(self)
-        matrix, lengths, _ = vectorize(X, self.vectorizer_, name="X")
-        emissions = matrix @ self.coef_
-        check_emissions(emissions, lengths, name="X")
-        n_threads = min(
-            effective_n_threads(self.n_jobs), max(1, len(emissions) // _TOKENS_PER_THREAD)
-        )
-
-        def run(sequences):
-            layout = pack(lengths[sequences])
-            rows = sequence_rows(lengths, sequences)[layout.flat_index]
-            return rows, kernel(emissions[rows], self.transition_, layout.batch_sizes)
-
-        shards = split_sequences(lengths, n_threads)
-        if len(shards) == 1:
-            results = [run(shards[0])]
-        else:
-            with ThreadPoolExecutor(len(shards)) as pool:
-                results = list(pool.map(run, shards))
-        values = np.empty((len(emissions),) + results[0][1].shape[1:], results[0][1].dtype)
-        for rows, shard_values in results:
-            values[rows] = shard_values
-        return values, lengths
+        sequences = check_sequences(X, name=name, single_hint=name == "X")
+        return self._vocabulary.encode(sequences, grow=False, name=name)
 
     @staticmethod
     def _split(flat, lengths):
@@ -366,13 +577,16 @@ default='MoreThuente'
         list of list
             One list of labels per sequence (empty for an empty sequence).
         """
-        path, lengths = self._per_token(X, lambda e, t, b: viterbi(e, t, b)[0])
-        return self._split(self.classes_[path].tolist(), lengths)
+        encoded = self._encode(X)
+        path = self._decoder.viterbi(encoded, effective_n_threads(self.n_jobs))
+        return self._split(self.classes_[path].tolist(), encoded.lengths)
 
     def predict_single(self, xseq):
         """Labels of one sequence of tokens."""
         _check_single(xseq)
-        return self.predict([xseq])[0]
+        check_is_fitted(self)
+        encoded = self._vocabulary.encode([xseq], grow=False, name="xseq")
+        return self.classes_[self._decoder.viterbi_single(encoded, name="xseq")].tolist()
 
     def predict_marginals(self, X):
         """Marginal probability of every label at every token.
@@ -386,11 +600,12 @@ default='MoreThuente'
         list of list of dict
             ``result[i][t][label]`` is ``p(y_t = label | x_i)``.
         """
-        marginals, lengths = self._per_token(
-            X, lambda e, t, b: forward_backward(e, t, b, overwrite_emissions=True).marginals
-        )
+        encoded = self._encode(X)
+        marginals = self._decoder.marginals(encoded, effective_n_threads(self.n_jobs))
         classes = self.classes_.tolist()
-        return self._split([dict(zip(classes, row)) for row in marginals.tolist()], lengths)
+        return self._split(
+            [dict(zip(classes, row)) for row in marginals.tolist()], encoded.lengths
+        )
 
     def predict_marginals_single(self, xseq):
         """Label marginals of one sequence of tokens."""
@@ -423,23 +638,24 @@ default='MoreThuente'
     @property
     def state_features_(self):
         """Nonzero state weights as ``{(attribute, label): weight}``."""
-        check_is_fitted(self)
-        rows, cols = np.nonzero(self.coef_)
-        names = self.vectorizer_.feature_names_
-        classes = self.classes_
+        model = self._fitted_model()
+        keep = np.flatnonzero(model.state_weights)
+        attributes = model.state_attributes()[keep].tolist()
+        labels = model.state_labels[keep].tolist()
+        names, classes = model.attributes, model.classes
         return {
-            (names[r], classes[c]): float(w)
-            for r, c, w in zip(rows.tolist(), cols.tolist(), self.coef_[rows, cols].tolist())
+            (names[a], classes[k]): w
+            for a, k, w in zip(attributes, labels, model.state_weights[keep].tolist())
         }
 
     @property
     def transition_features_(self):
         """Nonzero transition weights as ``{(label_from, label_to): weight}``."""
-        check_is_fitted(self)
-        rows, cols = np.nonzero(self.transition_)
+        transition = self.transition_
+        rows, cols = np.nonzero(transition)
         classes = self.classes_
         return {
-            (classes[r], classes[c]): float(self.transition_[r, c])
+            (classes[r], classes[c]): float(transition[r, c])
             for r, c in zip(rows.tolist(), cols.tolist())
         }
 
@@ -461,20 +677,22 @@ def _check_single(xseq):
 class _DevEvaluator:
     """Token accuracy of held-out data under the current weights."""
 
-    def __init__(self, X_dev, y_dev, vectorizer, classes, features, n_attributes):
-        matrix, lengths, _ = vectorize(X_dev, vectorizer, name="X_dev")
-        labels = check_labels(y_dev, lengths, name="y_dev")
+    def __init__(self, X_dev, y_dev, vocabulary, model, n_jobs):
+        # Encoded against the vocabulary as it is now: attributes seen only
+        # in the dev data have no feature, and must not join the vocabulary.
+        self.encoded = vocabulary.encode(
+            check_sequences(X_dev, name="X_dev"), grow=False, name="X_dev"
+        )
+        labels = check_labels(y_dev, self.encoded.lengths, name="y_dev")
         if not labels:
             raise ValueError("X_dev has no tokens: all sequences are empty.")
         # Labels unseen in training get -1: always wrong, never a new class.
-        self.truth, _ = encode_labels(labels, classes, name="y_dev")
-        self.layout = pack(lengths)
-        self.matrix = matrix[self.layout.flat_index]
-        self.features = features
-        self.n_attributes = n_attributes
-        self.n_labels = len(classes)
+        self.truth, _ = encode_labels(labels, model.classes, name="y_dev")
+        self.model = model
+        self.n_threads = effective_n_threads(n_jobs)
 
     def __call__(self, w):
-        W, T = unpack_weights(w, self.features, self.n_attributes, self.n_labels)
-        path, _ = viterbi(self.matrix @ W, T, self.layout.batch_sizes)
-        return float(np.mean(self.layout.to_flat(path) == self.truth))
+        path = Decoder(self.model.with_weights(w)).viterbi(
+            self.encoded, self.n_threads, name="X_dev"
+        )
+        return float(np.mean(path == self.truth))

@@ -1,4 +1,14 @@
-"""Saving and loading fitted :class:`~skcrf.CRFTagger` models without pickle.
+"""Saving and loading fitted CRF models without pickle.
+
+The core is two functions over the plain fitted state of
+:mod:`skcrf._model`: :func:`save_state` writes a
+:class:`~skcrf._model.FittedState` and :func:`load_state` reads one back.
+:func:`save_model` and :func:`load_model` are conveniences for estimators:
+``save_model(estimator, path)`` is ``save_state(estimator._get_fitted_state(),
+path)`` and ``load_model(path, cls)`` is
+``cls._from_fitted_state(load_state(path))``. This module does not import
+the estimator (it only duck-types it); ``load_model`` without ``cls``
+imports :class:`~skcrf.CRFTagger` when called.
 
 A model file is one numpy ``.npz`` archive (a zip file, written with
 :func:`numpy.savez_compressed`) and is read back with
@@ -6,57 +16,73 @@ A model file is one numpy ``.npz`` archive (a zip file, written with
 executes anything from the file, so a model file from an untrusted source can
 at worst be refused with a :class:`ValueError`.
 
-File layout (format version 1)
+File layout (format version 2)
 ------------------------------
-The archive holds exactly four arrays:
+With ``n_attributes`` attributes, ``L`` labels, ``n_states`` state features
+and ``n_transitions`` transition features (the conventions of
+:mod:`skcrf._model`), the archive holds exactly six arrays:
 
 ``metadata`` : uint8, shape (n_bytes,)
     One UTF-8 (in fact ASCII) JSON document, described below.
-``coef_indices`` : int64, shape (nnz,)
-    Flat (C order) indices into ``coef_`` (shape ``(n_attributes,
-    n_classes)``) of its nonzero entries, strictly increasing.
-``coef_values`` : float64, shape (nnz,)
-    ``coef_.ravel()[coef_indices]``; every other entry of ``coef_`` is 0.
-    (``coef_`` is mostly zeros: a state feature exists only for the
-    attribute/label pairs seen in training. On a model of 500 Treebank
-    sentences, 13,506 attributes x 42 labels, 4% nonzero, the dense array
-    is 4.5 MB raw and 230 kB compressed; the sparse pair is 204 kB
-    compressed. Storing only nonzeros also keeps every array poorly
-    compressible, which lets the loader refuse "zip bombs".)
-``transition`` : float64, shape (n_classes, n_classes)
-    ``transition_``, dense.
+``state_ptr`` : int64, shape (n_attributes + 1,)
+    The state features of attribute ``a`` are ``state_ptr[a]:state_ptr[a +
+    1]``: non-decreasing from 0 to ``n_states``.
+``state_labels`` : int32, shape (n_states,)
+    The label (an index into ``labels``) of each state feature: in
+    ``[0, L)``, strictly increasing within an attribute.
+``state_weights`` : float64, shape (n_states,)
+    The weight of each state feature; finite.
+``transition_index`` : int64, shape (n_transitions,)
+    The transition features as flat indices ``i * L + j`` (label ``i``
+    followed by label ``j``): strictly increasing, in ``[0, L * L)``.
+``transition_weights`` : float64, shape (n_transitions,)
+    The weight of each transition feature; finite.
+
+Every feature of the model is stored, zero weights included (a warm start
+needs to know which features exist); weights are stored bit-exactly
+(negative zeros too). Compression keeps the zeros and the index arrays
+small.
 
 The JSON document is an object with exactly these keys:
 
 ``format``
     ``"skcrf-model"``.
 ``format_version``
-    The integer format version (:data:`FORMAT_VERSION`).
+    The integer format version, 2 (:data:`FORMAT_VERSION`).
 ``skcrf_version``
     The skcrf version that wrote the file (informational only).
 ``estimator``
-    The class that was saved, ``"module.QualName"`` (informational only).
+    The class that was saved, ``"module.QualName"``, or null (informational
+    only).
 ``params``
     ``{name: value}``: the estimator's ``get_params(deep=False)``, each value
-    in the tagged encoding below.
+    in the tagged encoding below. Names are Python identifiers that do not
+    start with ``_``.
 ``labels``
-    ``classes_`` in order, each in the tagged encoding.
-``vocabulary``
-    The attribute names (``vectorizer_.feature_names_``), in column order.
-``vectorizer``
-    ``{"dtype": "float64", "separator": "=", "sparse": true, "sort": true}``:
-    the DictVectorizer's parameters (``dtype`` by numpy name).
-``n_features``, ``n_iter``
-    ``n_features_`` and ``n_iter_``.
+    The labels (``classes``) in order, each in the tagged encoding; at least
+    one, all distinct and hashable.
+``attributes``
+    The attribute names, a list of distinct strings, in attribute-id order.
+``value_separator``
+    The non-empty string that joins a key and its string value in attribute
+    names (``":"``; ``"="`` in models read from format 1).
+``n_iter``
+    Optimizer iterations run, an integer >= 0.
 ``status``
-    The :class:`~skcrf._lbfgs.LBFGSStatus` member name of ``status_``.
+    The :class:`~skcrf._lbfgs.LBFGSStatus` member name of how training
+    stopped, or null.
 ``training_log``
-    ``{"iterations": [{key: value, ...}, ...], "status": name or null,
-    "message": str, "verbose": value}``, values in the tagged encoding.
+    null, or ``{"iterations": [{key: value, ...}, ...], "status": name or
+    null, "message": str, "verbose": value}`` (a
+    :class:`~skcrf._training_log.TrainingLog`), values in the tagged
+    encoding (scalars only).
+``extra``
+    ``{name: value}``: further fitted values the estimator keeps
+    (``FittedState.extra``), each in the tagged encoding; may be empty.
 
 Tagged values
 ~~~~~~~~~~~~~
-Labels (and parameter and log values) are stored as
+Labels, parameters, log values and extra values are stored as
 ``{"type": T, "value": V}`` so that they come back as the same Python type:
 
 ==================  ==========================================================
@@ -69,85 +95,162 @@ Labels (and parameter and log values) are stored as
 ``"bool"``          ``true`` / ``false``
 ``"none"``          no ``value``
 ``"bytes"``         the bytes as a hex string
-``"tuple"``         a list of tagged values (nested at most 32 deep)
+``"tuple"``         a list of tagged values
+``"list"``          a list of tagged values (not for labels: unhashable)
+``"dict"``          an object ``{str key: tagged value}`` (not for labels)
 ``"numpy:<dtype>"`` a numpy scalar, ``<dtype>`` one of ``bool``,
                     ``int8`` ... ``int64``, ``uint8`` ... ``uint64``,
                     ``float16``, ``float32``, ``float64`` (``V`` as for bool,
                     int and float) or ``str_`` (``V`` a string)
 ==================  ==========================================================
 
-Types are matched exactly: numpy scalar labels come back as the same numpy
-scalar type (``np.int64(3)`` stays ``np.int64(3)``, not ``3``), so the loaded
-model predicts exactly the labels the saved one did. Any other label type
-(subclasses of ``str`` or ``int`` such as enums, complex numbers, frozensets,
-arbitrary objects, ...) cannot be stored safely: :func:`save_model` refuses it
-with a :class:`TypeError`.
+Tuples, lists and dicts nest at most 32 deep. Types are matched exactly:
+numpy scalar labels come back as the same numpy scalar type
+(``np.int64(3)`` stays ``np.int64(3)``, not ``3``), so the loaded model
+predicts exactly the labels the saved one did. Any other type (subclasses of
+``str`` or ``int`` such as enums, complex numbers, frozensets, arbitrary
+objects, ...) cannot be stored safely: :func:`save_state` refuses it with a
+:class:`TypeError`.
+
+Format version 1 (skcrf 0.1)
+----------------------------
+Files of format version 1 hold exactly the arrays ``metadata`` (as above),
+``coef_indices`` (int64, strictly increasing flat C-order indices into the
+``(n_attributes, L)`` state weight matrix of its stored entries),
+``coef_values`` (float64, the weights of those entries; every other entry is
+0) and ``transition`` (float64, shape ``(L, L)``, dense), and the JSON keys
+``format``, ``format_version`` (1), ``skcrf_version``, ``estimator`` (a str),
+``params``, ``labels``, ``vocabulary`` (the attribute names of
+scikit-learn's ``DictVectorizer``, ``key=value`` for string values),
+``vectorizer`` (``{"dtype": "float64", "separator": "=", "sparse": true,
+"sort": true}``), ``n_features``, ``n_iter``, ``status`` (a member name) and
+``training_log`` (an object as above). :func:`load_state` reads them into a
+:class:`~skcrf._model.FittedState` with the same checks as format 2:
+
+- ``attributes`` are the ``vocabulary`` names unchanged and
+  ``value_separator`` is the vectorizer's separator (``"="``), so that
+  string values map to the same ``key=value`` attributes and the model
+  predicts exactly what skcrf 0.1 predicted;
+- the state features are the stored ``coef`` entries, in CSR order (by
+  attribute, then label), and the transition features are the nonzero
+  entries of ``transition``;
+- ``params``, ``n_iter``, ``status`` and ``training_log`` are read as in
+  format 2; ``extra`` is empty (``n_features`` and ``vectorizer`` are
+  checked, then dropped: the model determines them).
 
 Versioning policy
 -----------------
 ``format_version`` is incremented by every change to the layout or the
 meaning of any key or array; the set of keys and arrays of a version is
 fixed, and a file with unknown or missing keys or arrays is refused.
-:func:`load_model` reads every format version up to its own
+:func:`load_state` reads every format version up to its own
 (:data:`FORMAT_VERSION`); a file of a newer version is refused with an error
 that names both versions (upgrade skcrf to read it), never guessed at. The
-estimator parameters are not part of the format: parameters missing from a
-file (written before a parameter existed) take their default value, and
-unknown parameter names are refused.
+estimator parameters are not part of the format: ``FittedState.params`` is
+the dict read, and the estimator decides what to do with parameter names it
+does not know or that are missing (files written before a parameter
+existed).
+
+Safety
+------
+Before any array data is read, :func:`load_state` checks the zip directory
+(exactly the members of one format version, no encryption, stored or
+deflated only), every member's ``.npy`` header (numeric dtypes only, a size
+matching the stored size), that ``metadata`` and the weight arrays do not
+decompress to more than ``_MAX_COMPRESSION_RATIO`` times their compressed
+size beyond ``_FREE_UNCOMPRESSED_BYTES`` ("zip bombs"; the integer arrays of
+format 2 compress very well, but their lengths are tied to the metadata and
+to the weight arrays, so they are bounded too), the JSON document, and every
+array's dtype and shape against the document. Then every member's CRC-32 is
+checked, the arrays are read and their contents checked (the consistency
+rules above). Whatever is wrong is a :class:`ValueError` that names it.
 
 Examples
 --------
 >>> import os, tempfile
->>> from skcrf import CRFTagger
->>> from skcrf.io import load_model, save_model
->>> X = [[{"w": "the"}, {"w": "dog"}], [{"w": "a"}, {"w": "cat"}]]
->>> y = [["D", "N"], ["D", "N"]]
->>> tagger = CRFTagger(c2=0.1).fit(X, y)
+>>> import numpy as np
+>>> from skcrf._model import CRFModel, FittedState
+>>> from skcrf.io import load_state, save_state
+>>> model = CRFModel(
+...     classes=np.array(["D", "N"], dtype=object),
+...     attributes=["w:the", "w:dog"],
+...     state_ptr=np.array([0, 1, 2]),
+...     state_labels=np.array([0, 1], dtype=np.int32),
+...     state_weights=np.array([1.5, 2.0]),
+...     transition_index=np.array([1]),  # D followed by N
+...     transition_weights=np.array([0.5]),
+... )
+>>> state = FittedState(params={"c2": 0.1}, model=model, n_iter=3)
 >>> with tempfile.TemporaryDirectory() as tmp:
 ...     path = os.path.join(tmp, "tagger.skcrf")
-...     save_model(tagger, path)
-...     loaded = load_model(path)
->>> loaded.predict(X) == tagger.predict(X)
-True
+...     save_state(state, path)
+...     loaded = load_state(path)
+>>> loaded.params, loaded.model.attributes, loaded.model.transition_matrix().tolist()
+({'c2': 0.1}, ['w:the', 'w:dog'], [[0.0, 0.5], [0.0, 0.0]])
 """
 
 import binascii
 import json
 import math
+import operator
 import os
 import tempfile
 import zipfile
 import zlib
 
 import numpy as np
-from sklearn.feature_extraction import DictVectorizer
-from sklearn.utils.validation import check_is_fitted
 
-__all__ = ["FORMAT_NAME", "FORMAT_VERSION", "load_model", "save_model"]
+from ._lbfgs import LBFGSStatus
+from ._model import CRFModel, FittedState
+from ._training_log import TrainingLog
+
+__all__ = [
+    "FORMAT_NAME",
+    "FORMAT_VERSION",
+    "load_model",
+    "load_state",
+    "save_model",
+    "save_state",
+]
 
 #: The ``format`` value of every skcrf model file.
 FORMAT_NAME = "skcrf-model"
 #: The format version this skcrf writes, and the newest it reads.
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 
-_ARRAY_NAMES = ("metadata", "coef_indices", "coef_values", "transition")
-_JSON_KEYS = frozenset(
-    {
-        "format",
-        "format_version",
-        "skcrf_version",
-        "estimator",
-        "params",
-        "labels",
-        "vocabulary",
-        "vectorizer",
-        "n_features",
-        "n_iter",
-        "status",
-        "training_log",
-    }
+# The arrays of each format version, in the order they are written.
+_ARRAY_NAMES = {
+    1: ("metadata", "coef_indices", "coef_values", "transition"),
+    2: (
+        "metadata",
+        "state_ptr",
+        "state_labels",
+        "state_weights",
+        "transition_index",
+        "transition_weights",
+    ),
+}
+_JSON_KEYS = {
+    1: frozenset(
+        {
+            "format", "format_version", "skcrf_version", "estimator", "params",
+            "labels", "vocabulary", "vectorizer", "n_features", "n_iter", "status",
+            "training_log",
+        }
+    ),
+    2: frozenset(
+        {
+            "format", "format_version", "skcrf_version", "estimator", "params",
+            "labels", "attributes", "value_separator", "n_iter", "status",
+            "training_log", "extra",
+        }
+    ),
+}
+_V1_VECTORIZER_KEYS = frozenset({"dtype", "separator", "sparse", "sort"})
+_V1_VECTORIZER_DTYPES = frozenset(
+    {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+     "float16", "float32", "float64"}
 )
-_VECTORIZER_KEYS = frozenset({"dtype", "separator", "sparse", "sort"})
 _LOG_KEYS = frozenset({"iterations", "status", "message", "verbose"})
 
 # numpy scalar types a label (or parameter) may have, by dtype name.
@@ -162,17 +265,19 @@ _NUMPY_TYPES = {
 }
 _NUMPY_TYPES["str_"] = np.str_
 _NUMPY_NAMES = {t: name for name, t in _NUMPY_TYPES.items()}
-# DictVectorizer output dtypes a file may name.
-_VECTORIZER_DTYPES = {
-    name: t for name, t in _NUMPY_TYPES.items() if name not in ("bool", "str_")
-}
-_MAX_TUPLE_DEPTH = 32
+_MAX_DEPTH = 32
 
 # Guards against "zip bombs": an array member larger than this must not be
 # more than _MAX_COMPRESSION_RATIO times larger than its compressed size. The
-# arrays skcrf writes hold nonzero floats and are barely compressible.
+# weights are barely compressible (zeros aside). The integer arrays of format
+# 2 are exempt (they compress very well: ``state_ptr`` of a model with every
+# attribute/label pair is an arithmetic sequence), because their lengths are
+# checked, before any of their data is read, against the metadata
+# (``state_ptr``) and the weight arrays (``state_labels``,
+# ``transition_index``), which are not exempt.
 _FREE_UNCOMPRESSED_BYTES = 64 * 2**20
 _MAX_COMPRESSION_RATIO = 100
+_RATIO_EXEMPT = frozenset({"state_ptr", "state_labels", "transition_index"})
 _MAX_HEADER_SIZE = 10_000  # numpy's own default limit for .npy headers
 
 
@@ -194,14 +299,24 @@ def _encode_value(value, what, depth=0):
         return {"type": "none"}
     if kind is bytes:
         return {"type": "bytes", "value": value.hex()}
-    if kind is tuple:
-        if depth >= _MAX_TUPLE_DEPTH:
+    if kind is tuple or kind is list or kind is dict:
+        if depth >= _MAX_DEPTH:
             raise TypeError(
-                f"{what} {value!r} is nested more than {_MAX_TUPLE_DEPTH} tuples deep; "
+                f"{what} {value!r:.200} is nested more than {_MAX_DEPTH} deep; "
                 "it cannot be saved."
             )
+        if kind is dict:
+            encoded = {}
+            for key, item in value.items():
+                if type(key) is not str:
+                    raise TypeError(
+                        f"{what} {value!r:.200} has a key {key!r:.100} that is not a str; "
+                        "skcrf model files store dicts with str keys only."
+                    )
+                encoded[key] = _encode_value(item, what, depth + 1)
+            return {"type": "dict", "value": encoded}
         return {
-            "type": "tuple",
+            "type": kind.__name__,
             "value": [_encode_value(item, what, depth + 1) for item in value],
         }
     name = _NUMPY_NAMES.get(kind)
@@ -216,10 +331,10 @@ def _encode_value(value, what, depth=0):
             encoded = repr(float(value))
         return {"type": f"numpy:{name}", "value": encoded}
     raise TypeError(
-        f"{what} {value!r} has type {kind.__module__}.{kind.__qualname__}, which "
+        f"{what} {value!r:.200} has type {kind.__module__}.{kind.__qualname__}, which "
         "skcrf model files cannot store safely. Supported types: str, int, float, "
-        "bool, None, bytes, tuples of these, and numpy bool, integer, float16/32/64 "
-        "and str_ scalars."
+        "bool, None, bytes, tuples, lists and str-keyed dicts of these, and numpy "
+        "bool, integer, float16/32/64 and str_ scalars."
     )
 
 
@@ -231,12 +346,12 @@ def _decode_float(value, what):
             return float(value)
         except ValueError:
             pass
-    raise ValueError(f"{what}: invalid float value {value!r}.")
+    raise ValueError(f"{what}: invalid float value {value!r:.100}.")
 
 
 def _decode_int(value, what):
     if type(value) is not int:
-        raise ValueError(f"{what}: invalid int value {value!r}.")
+        raise ValueError(f"{what}: invalid int value {value!r:.100}.")
     return value
 
 
@@ -273,11 +388,16 @@ def _decode_value(item, what, depth=0):
                 return bytes.fromhex(value)
             except ValueError:
                 pass
-    elif kind == "tuple":
-        if type(value) is list:
-            if depth >= _MAX_TUPLE_DEPTH:
-                raise ValueError(f"{what}: tuples nested more than {_MAX_TUPLE_DEPTH} deep.")
-            return tuple(_decode_value(v, what, depth + 1) for v in value)
+    elif kind in ("tuple", "list", "dict"):
+        if type(value) is (dict if kind == "dict" else list):
+            if depth >= _MAX_DEPTH:
+                raise ValueError(f"{what}: values nested more than {_MAX_DEPTH} deep.")
+            if kind == "dict":
+                return {
+                    key: _decode_value(v, what, depth + 1) for key, v in value.items()
+                }
+            items = [_decode_value(v, what, depth + 1) for v in value]
+            return tuple(items) if kind == "tuple" else items
     elif kind.startswith("numpy:") and kind[6:] in _NUMPY_TYPES:
         name = kind[6:]
         scalar_type = _NUMPY_TYPES[name]
@@ -297,111 +417,224 @@ def _decode_value(item, what, depth=0):
             number = _decode_float(value, what)
             converted = scalar_type(number)
             if math.isfinite(number) and float(converted) != number:
-                raise ValueError(f"{what}: {value!r} is not exactly a {name}.")
+                raise ValueError(f"{what}: {value!r:.100} is not exactly a {name}.")
             return converted
     else:
         raise ValueError(f"{what}: unknown value type {kind!r:.60}.")
     raise ValueError(f"{what}: invalid value {value!r:.200} for type {kind!r}.")
 
 
+def _is_hashable(value):
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True
+
+
+def _valid_param_name(name):
+    return type(name) is str and name.isidentifier() and not name.startswith("_")
+
+
+# -- the model arrays: one set of rules for saving and loading --------------
+
+
+def _check_model_arrays(n_attributes, n_labels, arrays):
+    """Check the consistency of the format 2 arrays (ValueError naming it).
+
+    ``arrays`` maps the array names to 1-D arrays of the right dtypes, with
+    ``state_labels``/``state_weights`` and ``transition_index`` /
+    ``transition_weights`` of equal lengths.
+    """
+    ptr = arrays["state_ptr"]
+    labels = arrays["state_labels"]
+    index = arrays["transition_index"]
+    n_states = len(labels)
+    if len(ptr) != n_attributes + 1:
+        raise ValueError(
+            f"state_ptr has {len(ptr)} entries; n_attributes + 1 = {n_attributes + 1} "
+            "expected."
+        )
+    if ptr[0] != 0 or ptr[-1] != n_states or (np.diff(ptr) < 0).any():
+        raise ValueError(
+            f"state_ptr must be non-decreasing from 0 to n_states = {n_states}."
+        )
+    if n_states:
+        if labels.min() < 0 or labels.max() >= n_labels:
+            raise ValueError(f"state_labels must be label indices in [0, {n_labels}).")
+        starts = np.zeros(n_states, dtype=bool)
+        starts[ptr[:-1][ptr[:-1] < n_states]] = True
+        if (np.diff(labels)[~starts[1:]] <= 0).any():
+            raise ValueError("state_labels must be strictly increasing within an attribute.")
+    size = n_labels * n_labels
+    if len(index) and (index[0] < 0 or index[-1] >= size or (np.diff(index) <= 0).any()):
+        raise ValueError(
+            f"transition_index must be strictly increasing indices in [0, {size}) "
+            f"(n_labels * n_labels)."
+        )
+    for name in ("state_weights", "transition_weights"):
+        if not np.isfinite(arrays[name]).all():
+            raise ValueError(f"{name} holds non-finite values (NaN or infinity).")
+
+
+def _as_int_array(value, name):
+    array = np.asarray(value)
+    if array.ndim != 1 or (array.size and array.dtype.kind not in "iu"):
+        raise ValueError(
+            f"model.{name} must be a 1-D integer array; got {array.dtype} of shape "
+            f"{array.shape}."
+        )
+    if array.dtype == np.uint64 and array.size and array.max() > np.iinfo(np.int64).max:
+        raise ValueError(f"model.{name} holds values beyond int64.")
+    return np.ascontiguousarray(array, dtype=np.int64)
+
+
+def _as_float_array(value, name):
+    array = np.asarray(value)
+    if array.ndim != 1 or (array.size and array.dtype.kind not in "fiu"):
+        raise ValueError(
+            f"model.{name} must be a 1-D float array; got {array.dtype} of shape "
+            f"{array.shape}."
+        )
+    return np.ascontiguousarray(array, dtype=np.float64)
+
+
 # -- saving ----------------------------------------------------------------
 
 
-def _model_document(tagger):
-    """The JSON document and arrays of a fitted tagger (validated)."""
-    from . import __version__
-    from ._training_log import TrainingLog
-
-    classes = list(np.asarray(tagger.classes_, dtype=object).ravel())
-    labels = [_encode_value(label, f"Label {k}") for k, label in enumerate(classes)]
-    n_classes = len(classes)
-
-    vectorizer = tagger.vectorizer_
-    vocabulary = list(vectorizer.feature_names_)
-    for k, name in enumerate(vocabulary):
-        if type(name) is not str:
-            raise TypeError(
-                f"Feature name {k} ({name!r}) is a {type(name).__name__}; skcrf model "
-                "files store str feature names only."
-            )
-    if dict(vectorizer.vocabulary_) != {name: k for k, name in enumerate(vocabulary)}:
-        raise ValueError("vectorizer_.vocabulary_ does not match vectorizer_.feature_names_.")
-    try:
-        dtype_name = np.dtype(vectorizer.dtype).name
-    except TypeError:
-        dtype_name = None
-    if dtype_name not in _VECTORIZER_DTYPES:
-        raise TypeError(f"vectorizer_.dtype {vectorizer.dtype!r} cannot be saved.")
-    if type(vectorizer.separator) is not str:
-        raise TypeError(f"vectorizer_.separator {vectorizer.separator!r} must be a str.")
-    vectorizer_params = {
-        "dtype": dtype_name,
-        "separator": vectorizer.separator,
-        "sparse": bool(vectorizer.sparse),
-        "sort": bool(vectorizer.sort),
-    }
-
-    coef = np.asarray(tagger.coef_)
-    transition = np.asarray(tagger.transition_)
-    for name, array, shape in (
-        ("coef_", coef, (len(vocabulary), n_classes)),
-        ("transition_", transition, (n_classes, n_classes)),
-    ):
-        if array.dtype != np.float64 or array.shape != shape:
-            raise ValueError(
-                f"{name} must be a float64 array of shape {shape}; got {array.dtype} "
-                f"{array.shape}."
-            )
-        if not np.isfinite(array).all():
-            raise ValueError(f"{name} has non-finite values; the model cannot be saved.")
-    flat = coef.ravel()
-    # Nonzeros, and negative zeros too, so that the round trip is bit-exact.
-    coef_indices = np.flatnonzero((flat != 0) | np.signbit(flat)).astype(np.int64)
-
-    params = {
-        name: _encode_value(value, f"Parameter {name!r} =")
-        for name, value in tagger.get_params(deep=False).items()
-    }
-    log = tagger.training_log_
+def _encode_log(log, what):
+    if log is None:
+        return None
     if not isinstance(log, TrainingLog):
-        raise TypeError(f"training_log_ must be a TrainingLog; got {type(log).__name__}.")
+        raise TypeError(f"{what} must be a TrainingLog or None; got {type(log).__name__}.")
     iterations = []
     for k, entry in enumerate(log.iterations):
         encoded = {}
         for key, value in entry.items():
             if type(key) is not str:
-                raise TypeError(f"training_log_.iterations[{k}] has a non-str key {key!r}.")
-            encoded[key] = _encode_value(value, f"training_log_.iterations[{k}][{key!r}] =")
+                raise TypeError(f"{what}.iterations[{k}] has a non-str key {key!r:.100}.")
+            if type(value) in (tuple, list, dict):
+                raise TypeError(
+                    f"{what}.iterations[{k}][{key!r:.100}] is a {type(value).__name__}; "
+                    "log values must be scalars."
+                )
+            encoded[key] = _encode_value(value, f"{what}.iterations[{k}][{key!r}] =")
         iterations.append(encoded)
+    return {
+        "iterations": iterations,
+        "status": _encode_status(log.status, f"{what}.status"),
+        "message": str(log.message),
+        "verbose": _encode_value(log.verbose, f"{what}.verbose ="),
+    }
 
-    n_features, n_iter = int(tagger.n_features_), int(tagger.n_iter_)
+
+def _encode_status(status, what):
+    if status is None:
+        return None
+    if not isinstance(status, LBFGSStatus):
+        raise TypeError(f"{what} must be an LBFGSStatus or None; got {status!r:.100}.")
+    return status.name
+
+
+def _state_document(state, estimator):
+    """The arrays (metadata included) of a fitted state, validated."""
+    from . import __version__
+
+    if not isinstance(state, FittedState):
+        raise TypeError(f"state must be a FittedState; got {type(state).__name__}.")
+    model = state.model
+    if not isinstance(model, CRFModel):
+        raise TypeError(f"state.model must be a CRFModel; got {type(model).__name__}.")
+
+    classes = model.classes
+    if isinstance(classes, np.ndarray) and classes.ndim != 1:
+        raise ValueError(f"model.classes must be 1-D; got shape {classes.shape}.")
+    classes = list(classes)
+    if not classes:
+        raise ValueError("model.classes is empty: a model has at least one label.")
+    labels = []
+    for k, label in enumerate(classes):
+        encoded = _encode_value(label, f"Label {k}")
+        if not _is_hashable(label):
+            raise TypeError(f"Label {k} {label!r:.100} is unhashable; labels must be hashable.")
+        labels.append(encoded)
+    if len(set(classes)) != len(classes):
+        raise ValueError("model.classes holds the same label twice.")
+    n_labels = len(classes)
+
+    attributes = list(model.attributes)
+    for k, name in enumerate(attributes):
+        if type(name) is not str:
+            raise TypeError(
+                f"Attribute {k} ({name!r:.100}) is a {type(name).__name__}; skcrf model "
+                "files store str attribute names only."
+            )
+    if len(set(attributes)) != len(attributes):
+        raise ValueError("model.attributes holds the same name twice.")
+    separator = model.value_separator
+    if type(separator) is not str or not separator:
+        raise TypeError(f"model.value_separator must be a non-empty str; got {separator!r:.100}.")
+
+    arrays = {
+        "state_ptr": _as_int_array(model.state_ptr, "state_ptr"),
+        "state_labels": _as_int_array(model.state_labels, "state_labels"),
+        "state_weights": _as_float_array(model.state_weights, "state_weights"),
+        "transition_index": _as_int_array(model.transition_index, "transition_index"),
+        "transition_weights": _as_float_array(model.transition_weights, "transition_weights"),
+    }
+    for index, weights in (("state_labels", "state_weights"),
+                           ("transition_index", "transition_weights")):
+        if len(arrays[index]) != len(arrays[weights]):
+            raise ValueError(
+                f"model.{index} and model.{weights} have different lengths "
+                f"({len(arrays[index])} and {len(arrays[weights])})."
+            )
+    if not len(arrays["state_ptr"]):
+        raise ValueError("model.state_ptr is empty; it has n_attributes + 1 entries.")
+    try:
+        _check_model_arrays(len(attributes), n_labels, arrays)
+    except ValueError as exc:
+        raise ValueError(f"The model cannot be saved: {exc}") from exc
+    arrays["state_labels"] = arrays["state_labels"].astype(np.int32)
+
+    params = _require_type(state.params, dict, "state.params", TypeError)
+    for name in params:
+        if not _valid_param_name(name):
+            raise TypeError(f"Parameter name {name!r:.100} is not a valid parameter name.")
+    extra = _require_type(state.extra, dict, "state.extra", TypeError)
+    for name in extra:
+        if type(name) is not str:
+            raise TypeError(f"state.extra key {name!r:.100} is not a str.")
+    try:
+        n_iter = operator.index(state.n_iter)
+    except TypeError:
+        raise TypeError(f"state.n_iter must be an int; got {state.n_iter!r:.100}.") from None
+    if n_iter < 0:
+        raise ValueError(f"state.n_iter {n_iter} is negative.")
+    if estimator is not None and type(estimator) is not str:
+        raise TypeError(f"estimator must be a str or None; got {estimator!r:.100}.")
+
     document = {
         "format": FORMAT_NAME,
         "format_version": FORMAT_VERSION,
         "skcrf_version": __version__,
-        "estimator": f"{type(tagger).__module__}.{type(tagger).__qualname__}",
-        "params": params,
+        "estimator": estimator,
+        "params": {
+            name: _encode_value(value, f"Parameter {name!r} =") for name, value in params.items()
+        },
         "labels": labels,
-        "vocabulary": vocabulary,
-        "vectorizer": vectorizer_params,
-        "n_features": n_features,
-        "n_iter": n_iter,
-        "status": tagger.status_.name,
-        "training_log": {
-            "iterations": iterations,
-            "status": None if log.status is None else log.status.name,
-            "message": str(log.message),
-            "verbose": _encode_value(log.verbose, "training_log_.verbose ="),
+        "attributes": attributes,
+        "value_separator": separator,
+        "n_iter": int(n_iter),
+        "status": _encode_status(state.status, "state.status"),
+        "training_log": _encode_log(state.training_log, "training_log"),
+        "extra": {
+            name: _encode_value(value, f"Extra value {name!r} =") for name, value in extra.items()
         },
     }
     text = json.dumps(document, ensure_ascii=True, allow_nan=False, separators=(",", ":"))
-    arrays = {
-        "metadata": np.frombuffer(text.encode("ascii"), dtype=np.uint8),
-        "coef_indices": coef_indices,
-        "coef_values": np.ascontiguousarray(flat[coef_indices], dtype=np.float64),
-        "transition": np.ascontiguousarray(transition, dtype=np.float64),
-    }
-    return arrays
+    arrays["metadata"] = np.frombuffer(text.encode("ascii"), dtype=np.uint8)
+    return {name: arrays[name] for name in _ARRAY_NAMES[FORMAT_VERSION]}
 
 
 def _umask():
@@ -418,48 +651,8 @@ def _umask():
     return mask  # pragma: no cover
 
 
-def save_model(tagger, path):
-    """Save a fitted tagger to ``path`` in the skcrf model format (no pickle).
-
-    The write is atomic: the model is written to a temporary file in the same
-    directory, flushed to disk, then renamed to ``path``. If anything fails,
-    the temporary file is removed and a file already at ``path`` is left as
-    it was.
-
-    Parameters
-    ----------
-    tagger : CRFTagger
-        A fitted tagger.
-    path : str or os.PathLike
-        Where to write the model; the file is exactly at ``path`` (no
-        extension is added). The name is up to you (``.npz`` or, for
-        instance, ``.skcrf``).
-
-    Raises
-    ------
-    sklearn.exceptions.NotFittedError
-        If ``tagger`` is not fitted.
-    TypeError
-        If a label, a parameter or a log value has a type the format cannot
-        store safely (see the module docstring).
-
-    See Also
-    --------
-    load_model : Read the file back.
-
-    Examples
-    --------
-    >>> import os, tempfile
-    >>> from skcrf import CRFTagger
-    >>> tagger = CRFTagger().fit([[{"w": "a"}, {"w": "b"}]], [[1, 2]])
-    >>> with tempfile.TemporaryDirectory() as tmp:
-    ...     path = os.path.join(tmp, "model")
-    ...     save_model(tagger, path)
-    ...     load_model(path).classes_.tolist()
-    [1, 2]
-    """
-    check_is_fitted(tagger)
-    arrays = _model_document(tagger)
+def _write_atomically(path, arrays):
+    """Write ``arrays`` as a compressed npz at ``path``: temp file, fsync, rename."""
     path = os.fsdecode(path)
     directory = os.path.dirname(os.path.abspath(path))
     fd, tmp_path = tempfile.mkstemp(
@@ -492,15 +685,107 @@ def save_model(tagger, path):
         os.close(dir_fd)
 
 
+def save_state(state, path, *, estimator=None):
+    """Save a fitted state to ``path`` in the skcrf model format (no pickle).
+
+    Everything is checked before anything is written (the model arrays by
+    the same rules the loader applies; see the module docstring). The write
+    is atomic: the file is written to a temporary file in the same
+    directory, flushed to disk, then renamed to ``path``. If anything fails,
+    the temporary file is removed and a file already at ``path`` is left as
+    it was.
+
+    Parameters
+    ----------
+    state : FittedState
+        The fitted state (:class:`skcrf._model.FittedState`).
+    path : str or os.PathLike
+        Where to write the model; the file is exactly at ``path`` (no
+        extension is added). The name is up to you (``.npz`` or, for
+        instance, ``.skcrf``).
+    estimator : str, optional
+        The estimator class, ``"module.QualName"``, recorded for information.
+
+    Raises
+    ------
+    TypeError
+        If a label, a parameter, an extra value or a log value has a type the
+        format cannot store safely (see the module docstring), or ``state``
+        is not a FittedState.
+    ValueError
+        If the model is inconsistent (for instance non-finite weights, or
+        labels out of range); nothing is written.
+
+    See Also
+    --------
+    load_state : Read the file back.
+    save_model : Save an estimator.
+    """
+    arrays = _state_document(state, estimator)
+    _write_atomically(path, arrays)
+
+
+def save_model(estimator, path):
+    """Save a fitted estimator to ``path`` in the skcrf model format (no pickle).
+
+    ``save_state(estimator._get_fitted_state(), path)``, recording the
+    estimator's class name: any object with a ``_get_fitted_state()`` method
+    returning a :class:`~skcrf._model.FittedState` can be saved (this module
+    does not import the estimator).
+
+    Parameters
+    ----------
+    estimator : CRFTagger
+        A fitted estimator.
+    path : str or os.PathLike
+        Where to write the model (exactly there; see :func:`save_state`).
+
+    Raises
+    ------
+    sklearn.exceptions.NotFittedError
+        If the estimator is not fitted (raised by ``_get_fitted_state``);
+        nothing is written.
+    TypeError, ValueError
+        As :func:`save_state`.
+
+    See Also
+    --------
+    load_model : Read the file back into an estimator.
+    """
+    state = estimator._get_fitted_state()
+    kind = type(estimator)
+    save_state(state, path, estimator=f"{kind.__module__}.{kind.__qualname__}")
+
+
 # -- loading ---------------------------------------------------------------
+
+
+def _member_set_message(names):
+    """Why a set of archive members is no format's (the closest one's diff)."""
+    got = set(names)
+    best = min(
+        sorted(_ARRAY_NAMES, reverse=True),
+        key=lambda v: len(got.symmetric_difference(f"{n}.npy" for n in _ARRAY_NAMES[v])),
+    )
+    expected = {f"{name}.npy" for name in _ARRAY_NAMES[best]}
+    missing = sorted(expected - got)
+    extra = sorted(got - expected)
+    return (
+        f"the archive must hold exactly the arrays {list(_ARRAY_NAMES[best])} "
+        f"(format version {best})"
+        + (f"; missing {missing}" if missing else "")
+        + (f"; unexpected {extra[:10]!r:.300}" if extra else "")
+        + ("; duplicate members" if len(names) != len(got) else "")
+    )
 
 
 def _check_members(file):
     """Check the zip directory and every array's .npy header before reading.
 
     Returns the (shape, dtype) of each array, refusing anything unexpected
-    (other members, object dtypes, sizes that do not match the headers,
-    suspicious compression ratios) without reading any array data.
+    (members of no format version, object dtypes, sizes that do not match
+    the headers, suspicious compression ratios) without reading any array
+    data.
     """
     file.seek(0)
     if file.read(4) != b"PK\x03\x04" or not zipfile.is_zipfile(file):
@@ -510,25 +795,18 @@ def _check_members(file):
     with zipfile.ZipFile(file) as archive:
         infos = archive.infolist()
         names = [info.filename for info in infos]
-        expected = {f"{name}.npy" for name in _ARRAY_NAMES}
-        if len(names) != len(set(names)) or set(names) != expected:
-            missing = sorted(expected - set(names))
-            extra = sorted(set(names) - expected)
-            raise ValueError(
-                "not an skcrf model file: the archive must hold exactly the arrays "
-                f"{list(_ARRAY_NAMES)}"
-                + (f"; missing {missing}" if missing else "")
-                + (f"; unexpected {extra[:10]!r:.300}" if extra else "")
-                + ("; duplicate members" if len(names) != len(set(names)) else "")
-                + "."
-            )
+        if len(names) != len(set(names)) or not any(
+            set(names) == {f"{name}.npy" for name in arrays}
+            for arrays in _ARRAY_NAMES.values()
+        ):
+            raise ValueError(f"not an skcrf model file: {_member_set_message(names)}.")
         for info in infos:
             name = info.filename[: -len(".npy")]
             if info.flag_bits & 0x1:
                 raise ValueError(f"array {name!r} is encrypted.")
             if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
                 raise ValueError(f"array {name!r} uses an unsupported compression method.")
-            if info.file_size > max(
+            if name not in _RATIO_EXEMPT and info.file_size > max(
                 _FREE_UNCOMPRESSED_BYTES, _MAX_COMPRESSION_RATIO * info.compress_size
             ):
                 raise ValueError(
@@ -552,11 +830,6 @@ def _check_members(file):
                     f"which does not match its stored size ({info.file_size} bytes)."
                 )
             headers[name] = (shape, dtype)
-        # Sizes are now known to be sane: check every member's CRC-32, so a
-        # corrupted byte anywhere in the data is refused, not loaded.
-        corrupted = archive.testzip()
-        if corrupted is not None:
-            raise ValueError(f"array {corrupted[:-4]!r} is corrupted (CRC mismatch).")
     return headers
 
 
@@ -585,7 +858,7 @@ def _read_npy_header(member, name):
     return header, member.tell()
 
 
-def _check_header(headers, name, kind, itemsize, shape):
+def _check_header(headers, name, kind, itemsize, shape, why="the metadata"):
     """Check one array's header; ``shape`` entries may be None (any size)."""
     got_shape, dtype = headers[name]
     if (
@@ -598,8 +871,9 @@ def _check_header(headers, name, kind, itemsize, shape):
         raise ValueError(
             f"array {name!r} must be {want} of shape "
             f"{tuple('n' if s is None else s for s in shape)}; the file has {dtype} "
-            f"of shape {tuple(got_shape)} (inconsistent with the vocabulary and labels)."
+            f"of shape {tuple(got_shape)} (inconsistent with {why})."
         )
+    return got_shape
 
 
 def _require_keys(obj, keys, what):
@@ -617,9 +891,9 @@ def _require_keys(obj, keys, what):
         )
 
 
-def _require_type(value, kind, what):
+def _require_type(value, kind, what, error=ValueError):
     if type(value) is not kind:
-        raise ValueError(f"{what} must be a {kind.__name__}; got {type(value).__name__}.")
+        raise error(f"{what} must be a {kind.__name__}; got {type(value).__name__}.")
     return value
 
 
@@ -637,7 +911,11 @@ def _reject_constant(name):
 
 
 def _parse_document(raw):
-    """Parse and check the format name and version of the metadata JSON."""
+    """Parse the metadata JSON; check its format name and version.
+
+    Returns the document and its format version (one this skcrf reads); its
+    keys are checked by :func:`_check_document_keys`.
+    """
     document = json.loads(
         raw.tobytes().decode("utf-8"),
         object_pairs_hook=_no_duplicate_keys,
@@ -646,110 +924,37 @@ def _parse_document(raw):
     if type(document) is not dict or document.get("format") != FORMAT_NAME:
         raise ValueError(f"not an skcrf model file (its metadata has no format {FORMAT_NAME!r}).")
     version = document.get("format_version")
-    if type(version) is not int:
+    if type(version) is not int or version < 1:
         raise ValueError(f"invalid format version {version!r:.100}.")
-    if version != FORMAT_VERSION:
+    if version > FORMAT_VERSION:
         from . import __version__
 
-        newer = version > FORMAT_VERSION
         raise ValueError(
-            f"the file has skcrf model format version {version}"
-            + (
-                f" (written by skcrf {document.get('skcrf_version')!s:.50})"
-                if newer
-                else ""
-            )
-            + f"; this skcrf ({__version__}) reads format version {FORMAT_VERSION}"
-            + ("." if not newer else " and older: upgrade skcrf to load it.")
+            f"the file has skcrf model format version {version} (written by skcrf "
+            f"{document.get('skcrf_version')!s:.50}); this skcrf ({__version__}) reads "
+            f"format version {FORMAT_VERSION} and older: upgrade skcrf to load it."
         )
-    _require_keys(document, _JSON_KEYS, "model metadata")
+    return document, version
+
+
+def _check_document_keys(document, version):
+    _require_keys(document, _JSON_KEYS[version], f"model metadata (format version {version})")
     _require_type(document["skcrf_version"], str, "skcrf_version")
-    _require_type(document["estimator"], str, "estimator")
-    return document
+    if version == 1 or document["estimator"] is not None:
+        _require_type(document["estimator"], str, "estimator")
 
 
-def _build_model(document, read_arrays, cls):
-    """Check the document, then the arrays it describes; rebuild the estimator.
+def _decode_status(name, what, nullable=True):
+    if name is None and nullable:
+        return None
+    if type(name) is not str or name not in LBFGSStatus.__members__:
+        raise ValueError(f"{what}: unknown optimizer status {name!r:.100}.")
+    return LBFGSStatus[name]
 
-    ``read_arrays(n_attributes, n_classes)`` checks and reads the arrays.
-    """
-    from ._lbfgs import LBFGSStatus
-    from ._training_log import TrainingLog
 
-    def status_member(name, what):
-        if type(name) is not str or name not in LBFGSStatus.__members__:
-            raise ValueError(f"{what}: unknown optimizer status {name!r:.100}.")
-        return LBFGSStatus[name]
-
-    # parameters
-    params_json = _require_type(document["params"], dict, "params")
-    known = set(cls._get_param_names())
-    unknown = sorted(set(params_json) - known)
-    if unknown:
-        raise ValueError(
-            f"unknown parameters {unknown[:10]!r:.300} for {cls.__name__} "
-            f"(known: {sorted(known)})."
-        )
-    params = {name: _decode_value(v, f"parameter {name!r}") for name, v in params_json.items()}
-    for name, value in params.items():
-        if type(value) is tuple:
-            raise ValueError(f"parameter {name!r}: invalid value {value!r:.100}.")
-    try:
-        estimator = cls(**params)
-        validate = getattr(estimator, "_validate_params", None)
-        if validate is not None:
-            validate()
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"invalid parameters: {exc}") from exc
-
-    # labels
-    labels_json = _require_type(document["labels"], list, "labels")
-    if not labels_json:
-        raise ValueError("labels: the model has no labels.")
-    labels = [_decode_value(item, f"label {k}") for k, item in enumerate(labels_json)]
-    try:
-        unique = len(set(labels)) == len(labels)
-    except TypeError as exc:  # pragma: no cover - decoded values are hashable
-        raise ValueError("labels must be hashable.") from exc
-    if not unique:
-        raise ValueError("labels: the same label appears twice.")
-    classes = np.empty(len(labels), dtype=object)
-    for k, label in enumerate(labels):
-        classes[k] = label
-    n_classes = len(labels)
-
-    # vectorizer
-    vocabulary = _require_type(document["vocabulary"], list, "vocabulary")
-    if not all(type(name) is str for name in vocabulary):
-        raise ValueError("vocabulary: every feature name must be a str.")
-    index = {name: k for k, name in enumerate(vocabulary)}
-    if len(index) != len(vocabulary):
-        raise ValueError("vocabulary: the same feature name appears twice.")
-    vec = document["vectorizer"]
-    _require_keys(vec, _VECTORIZER_KEYS, "vectorizer")
-    if type(vec["dtype"]) is not str or vec["dtype"] not in _VECTORIZER_DTYPES:
-        raise ValueError(f"vectorizer: unsupported dtype {vec['dtype']!r:.100}.")
-    vectorizer = DictVectorizer(
-        dtype=_VECTORIZER_DTYPES[vec["dtype"]],
-        separator=_require_type(vec["separator"], str, "vectorizer separator"),
-        sparse=_require_type(vec["sparse"], bool, "vectorizer sparse"),
-        sort=_require_type(vec["sort"], bool, "vectorizer sort"),
-    )
-    vectorizer.feature_names_ = list(vocabulary)
-    vectorizer.vocabulary_ = index
-    n_attributes = len(vocabulary)
-
-    size = n_attributes * n_classes
-
-    # scalars and training log
-    n_features = _require_type(document["n_features"], int, "n_features")
-    if not 0 <= n_features <= size + n_classes * n_classes:
-        raise ValueError(f"n_features {n_features} is out of range.")
-    n_iter = _require_type(document["n_iter"], int, "n_iter")
-    if n_iter < 0:
-        raise ValueError(f"n_iter {n_iter} is negative.")
-    status = status_member(document["status"], "status")
-    log_json = document["training_log"]
+def _decode_log(log_json, nullable=True):
+    if log_json is None and nullable:
+        return None
     _require_keys(log_json, _LOG_KEYS, "training_log")
     log = TrainingLog(verbose=_decode_value(log_json["verbose"], "training_log verbose"))
     iterations = _require_type(log_json["iterations"], list, "training_log iterations")
@@ -758,118 +963,247 @@ def _build_model(document, read_arrays, cls):
         decoded = {}
         for key, value in entry.items():
             value = _decode_value(value, f"training_log iteration {k} {key!r:.100}")
-            if type(value) is tuple:
-                raise ValueError(f"training_log iteration {k} {key!r:.100}: a tuple.")
+            if type(value) in (tuple, list, dict):
+                raise ValueError(
+                    f"training_log iteration {k} {key!r:.100}: a {type(value).__name__}, "
+                    "not a scalar."
+                )
             decoded[key] = value
         log.iterations.append(decoded)
-    if log_json["status"] is not None:
-        log.status = status_member(log_json["status"], "training_log status")
+    log.status = _decode_status(log_json["status"], "training_log status")
     log.message = _require_type(log_json["message"], str, "training_log message")
+    return log
 
-    # arrays, read only now that their expected shapes are known
-    arrays = read_arrays(n_attributes, n_classes)
-    coef_indices = arrays["coef_indices"]
-    coef_values = arrays["coef_values"]
-    transition = arrays["transition"]
-    if coef_indices.size > size:
-        raise ValueError(f"coef: {coef_indices.size} nonzeros for {size} entries.")
-    if coef_indices.size and (
-        coef_indices[0] < 0
-        or coef_indices[-1] >= size
-        or not (np.diff(coef_indices) > 0).all()
+
+def _decode_common(document, version):
+    """The parts of the document both format versions share."""
+    params_json = _require_type(document["params"], dict, "params")
+    params = {}
+    for name, value in params_json.items():
+        if not _valid_param_name(name):
+            raise ValueError(f"invalid parameter name {name!r:.100}.")
+        params[name] = _decode_value(value, f"parameter {name!r}")
+
+    labels_json = _require_type(document["labels"], list, "labels")
+    if not labels_json:
+        raise ValueError("labels: the model has no labels.")
+    labels = [_decode_value(item, f"label {k}") for k, item in enumerate(labels_json)]
+    for k, label in enumerate(labels):
+        if not _is_hashable(label):
+            raise ValueError(f"label {k} is a {type(label).__name__}; labels must be hashable.")
+    if len(set(labels)) != len(labels):
+        raise ValueError("labels: the same label appears twice.")
+    classes = np.empty(len(labels), dtype=object)
+    for k, label in enumerate(labels):
+        classes[k] = label
+
+    name = "vocabulary" if version == 1 else "attributes"
+    attributes = _require_type(document[name], list, name)
+    if not all(type(attribute) is str for attribute in attributes):
+        raise ValueError(f"{name}: every attribute name must be a str.")
+    if len(set(attributes)) != len(attributes):
+        raise ValueError(f"{name}: the same attribute name appears twice.")
+
+    n_iter = _require_type(document["n_iter"], int, "n_iter")
+    if n_iter < 0:
+        raise ValueError(f"n_iter {n_iter} is negative.")
+    return {
+        "params": params,
+        "classes": classes,
+        "attributes": attributes,
+        "n_iter": n_iter,
+        "status": _decode_status(document["status"], "status", nullable=version > 1),
+        "training_log": _decode_log(document["training_log"], nullable=version > 1),
+    }
+
+
+def _read_v2(document, headers, npz):
+    common = _decode_common(document, 2)
+    separator = _require_type(document["value_separator"], str, "value_separator")
+    if not separator:
+        raise ValueError("value_separator is empty.")
+    extra_json = _require_type(document["extra"], dict, "extra")
+    extra = {key: _decode_value(v, f"extra {key!r:.100}") for key, v in extra_json.items()}
+
+    n_attributes, n_labels = len(common["attributes"]), len(common["classes"])
+    _check_header(headers, "state_ptr", "i", 8, (n_attributes + 1,), "the attributes")
+    (n_states,) = _check_header(headers, "state_labels", "i", 4, (None,))
+    _check_header(headers, "state_weights", "f", 8, (n_states,), "state_labels")
+    (n_transitions,) = _check_header(headers, "transition_index", "i", 8, (None,))
+    _check_header(headers, "transition_weights", "f", 8, (n_transitions,), "transition_index")
+    if n_states > n_attributes * n_labels:
+        raise ValueError(
+            f"{n_states} state features for {n_attributes} attributes and {n_labels} "
+            "labels (inconsistent with the attributes and labels)."
+        )
+    if n_transitions > n_labels * n_labels:
+        raise ValueError(
+            f"{n_transitions} transition features for {n_labels} labels (inconsistent "
+            "with the labels)."
+        )
+    _check_crc(npz)
+    arrays = {
+        "state_ptr": np.ascontiguousarray(npz["state_ptr"], dtype=np.int64),
+        "state_labels": np.ascontiguousarray(npz["state_labels"], dtype=np.int32),
+        "state_weights": np.ascontiguousarray(npz["state_weights"], dtype=np.float64),
+        "transition_index": np.ascontiguousarray(npz["transition_index"], dtype=np.int64),
+        "transition_weights": np.ascontiguousarray(
+            npz["transition_weights"], dtype=np.float64
+        ),
+    }
+    _check_model_arrays(n_attributes, n_labels, arrays)
+    model = CRFModel(
+        classes=common["classes"],
+        attributes=common["attributes"],
+        value_separator=separator,
+        **arrays,
+    )
+    return FittedState(
+        params=common["params"],
+        model=model,
+        n_iter=common["n_iter"],
+        status=common["status"],
+        training_log=common["training_log"],
+        extra=extra,
+    )
+
+
+def _read_v1(document, headers, npz):
+    """A format 1 file (skcrf 0.1) as a FittedState (see the module docstring)."""
+    common = _decode_common(document, 1)
+    vec = document["vectorizer"]
+    _require_keys(vec, _V1_VECTORIZER_KEYS, "vectorizer")
+    if type(vec["dtype"]) is not str or vec["dtype"] not in _V1_VECTORIZER_DTYPES:
+        raise ValueError(f"vectorizer: unsupported dtype {vec['dtype']!r:.100}.")
+    separator = _require_type(vec["separator"], str, "vectorizer separator")
+    if not separator:
+        raise ValueError("vectorizer separator is empty.")
+    _require_type(vec["sparse"], bool, "vectorizer sparse")
+    _require_type(vec["sort"], bool, "vectorizer sort")
+
+    n_attributes, n_labels = len(common["attributes"]), len(common["classes"])
+    size = n_attributes * n_labels
+    n_features = _require_type(document["n_features"], int, "n_features")
+    if not 0 <= n_features <= size + n_labels * n_labels:
+        raise ValueError(f"n_features {n_features} is out of range.")
+
+    (nnz,) = _check_header(headers, "coef_indices", "i", 8, (None,))
+    _check_header(headers, "coef_values", "f", 8, (nnz,), "coef_indices")
+    _check_header(headers, "transition", "f", 8, (n_labels, n_labels), "the labels")
+    if nnz > size:
+        raise ValueError(
+            f"coef: {nnz} nonzeros for a ({n_attributes}, {n_labels}) matrix "
+            "(inconsistent with the vocabulary and labels)."
+        )
+    _check_crc(npz)
+    coef_indices = np.ascontiguousarray(npz["coef_indices"], dtype=np.int64)
+    coef_values = np.ascontiguousarray(npz["coef_values"], dtype=np.float64)
+    transition = np.ascontiguousarray(npz["transition"], dtype=np.float64)
+    if nnz and (
+        coef_indices[0] < 0 or coef_indices[-1] >= size or (np.diff(coef_indices) <= 0).any()
     ):
         raise ValueError(
             "coef_indices must be strictly increasing indices below "
             f"n_attributes * n_classes = {size}."
         )
+    # Flat C-order indices, increasing: already by attribute, then label.
+    state_ptr = np.zeros(n_attributes + 1, dtype=np.int64)
+    np.cumsum(np.bincount(coef_indices // n_labels, minlength=n_attributes), out=state_ptr[1:])
+    flat = transition.ravel()
+    transition_index = np.flatnonzero(flat).astype(np.int64)
+    arrays = {
+        "state_ptr": state_ptr,
+        "state_labels": (coef_indices % n_labels).astype(np.int32),
+        "state_weights": coef_values,
+        "transition_index": transition_index,
+        "transition_weights": np.ascontiguousarray(flat[transition_index]),
+    }
     if not (np.isfinite(coef_values).all() and np.isfinite(transition).all()):
         raise ValueError("the weights hold non-finite values (NaN or infinity).")
-    coef = np.zeros(size, dtype=np.float64)
-    coef[coef_indices] = coef_values
-    coef = coef.reshape(n_attributes, n_classes)
+    _check_model_arrays(n_attributes, n_labels, arrays)
+    model = CRFModel(
+        classes=common["classes"],
+        attributes=common["attributes"],
+        value_separator=separator,
+        **arrays,
+    )
+    return FittedState(
+        params=common["params"],
+        model=model,
+        n_iter=common["n_iter"],
+        status=common["status"],
+        training_log=common["training_log"],
+        extra={},
+    )
 
-    estimator.classes_ = classes
-    estimator.vectorizer_ = vectorizer
-    estimator.coef_ = coef
-    estimator.transition_ = transition
-    estimator.n_features_ = n_features
-    estimator.n_iter_ = n_iter
-    estimator.status_ = status
-    estimator.training_log_ = log
-    return estimator
+
+def _check_crc(npz):
+    """Check every member's CRC-32 (sizes are known to be sane by now), so that
+    a corrupted byte anywhere in the data is refused, not loaded."""
+    corrupted = npz.zip.testzip()
+    if corrupted is not None:
+        raise ValueError(f"array {corrupted[:-4]!r} is corrupted (CRC mismatch).")
 
 
-def _load(file, cls):
+def _load(file):
     headers = _check_members(file)
     file.seek(0)
     with np.load(file, allow_pickle=False) as npz:
         _check_header(headers, "metadata", "u", 1, (None,))
-        document = _parse_document(npz["metadata"])
-
-        def read_arrays(n_attributes, n_classes):
-            _check_header(headers, "coef_indices", "i", 8, (None,))
-            nnz = headers["coef_indices"][0][0]
-            _check_header(headers, "coef_values", "f", 8, (nnz,))
-            _check_header(headers, "transition", "f", 8, (n_classes, n_classes))
-            if nnz > n_attributes * n_classes:
-                raise ValueError(
-                    f"coef: {nnz} nonzeros for a ({n_attributes}, {n_classes}) matrix "
-                    "(inconsistent with the vocabulary and labels)."
-                )
-            return {
-                "coef_indices": np.asarray(npz["coef_indices"], dtype=np.int64),
-                "coef_values": np.asarray(npz["coef_values"], dtype=np.float64),
-                "transition": np.ascontiguousarray(npz["transition"], dtype=np.float64),
-            }
-
-        return _build_model(document, read_arrays, cls)
+        document, version = _parse_document(npz["metadata"])
+        if set(headers) != set(_ARRAY_NAMES[version]):
+            raise ValueError(
+                f"the metadata says format version {version}, whose arrays are "
+                f"{list(_ARRAY_NAMES[version])}; the archive has {sorted(headers)}."
+            )
+        _check_document_keys(document, version)
+        reader = _read_v1 if version == 1 else _read_v2
+        return reader(document, headers, npz)
 
 
-def load_model(path, cls=None):
-    """Load a model saved by :func:`save_model`; never unpickles.
+def load_state(path):
+    """Load the fitted state saved in ``path``; never unpickles.
 
-    Everything in the file is checked (archive layout, format name and
-    version, array dtypes and shapes against the vocabulary and labels,
-    finite weights, label encodings, parameter names and values) before the
-    estimator is built.
+    Reads every format version up to :data:`FORMAT_VERSION` (format 1, of
+    skcrf 0.1, included; see the module docstring). Everything in the file
+    is checked (archive layout, format name and version, array dtypes and
+    shapes against the metadata, the consistency of the arrays, finite
+    weights, value encodings) before the state is returned.
 
     Parameters
     ----------
     path : str or os.PathLike
         The model file.
-    cls : type, optional
-        The estimator class to build, called with the saved parameters;
-        default :class:`~skcrf.CRFTagger`. Parameters it does not know are
-        refused.
 
     Returns
     -------
-    estimator : cls
-        A fitted estimator equal to the one saved.
+    state : FittedState
+        Equal to the one saved. ``params`` is the dict read: this function
+        does not know the estimator's parameters.
 
     Raises
     ------
     ValueError
         If the file is not a valid skcrf model file (not a zip archive,
-        truncated or corrupted, another format version, inconsistent or
-        unexpected content); the message says what is wrong.
+        truncated or corrupted, a newer or invalid format version,
+        inconsistent or unexpected content); the message says what is wrong.
     OSError
         If the file cannot be opened (for instance FileNotFoundError).
 
     See Also
     --------
-    save_model : Write a model file.
+    save_state : Write a model file.
+    load_model : Load an estimator.
     """
-    if cls is None:
-        from ._tagger import CRFTagger as cls
     path = os.fsdecode(path)
     with open(path, "rb") as file:
         try:
-            return _load(file, cls)
+            return _load(file)
         except (
             ValueError,
             KeyError,
             TypeError,
+            IndexError,
             EOFError,
             OSError,
             OverflowError,
@@ -887,3 +1221,43 @@ def load_model(path, cls=None):
             ):
                 message = f"corrupted or invalid file ({type(exc).__name__}: {message})"
             raise ValueError(f"Cannot load skcrf model {path!r}: {message}") from exc
+
+
+def load_model(path, cls=None):
+    """Load an estimator saved by :func:`save_model`; never unpickles.
+
+    ``cls._from_fitted_state(load_state(path))``: the file is checked as by
+    :func:`load_state`, then the class builds the estimator (and decides
+    what to do with parameters it does not know).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The model file.
+    cls : type, optional
+        The estimator class to build: any class with a classmethod
+        ``_from_fitted_state(state)``. Default :class:`~skcrf.CRFTagger`,
+        imported when this function is called (this module does not import
+        the estimator at import time).
+
+    Returns
+    -------
+    estimator : cls
+        A fitted estimator equal to the one saved.
+
+    Raises
+    ------
+    ValueError
+        If the file is not a valid skcrf model file; the message says what
+        is wrong. (``cls._from_fitted_state`` may raise too, for instance on
+        parameters it refuses.)
+    OSError
+        If the file cannot be opened (for instance FileNotFoundError).
+
+    See Also
+    --------
+    save_model : Write a model file.
+    """
+    if cls is None:
+        from ._tagger import CRFTagger as cls
+    return cls._from_fitted_state(load_state(path))

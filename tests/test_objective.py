@@ -1,38 +1,75 @@
-"""The objective: features CRFsuite would create, value and gradient."""
+"""The objective: features CRFsuite would create, value and gradient.
+
+Checked against brute-force enumeration of every labelling (tiny problems),
+central finite differences, and the numpy forward-backward oracle; with
+blocks forced small so that sequences span several blocks and threads.
+"""
 
 import itertools
 
 import numpy as np
 import pytest
-import scipy.sparse as sp
 from scipy.special import logsumexp
 
-from skcrf._objective import (
-    CRFObjective,
-    pack_weights,
-    select_features,
-    split_sequences,
-    unpack_weights,
-)
+import skcrf._blocks
+from skcrf import _kernels
+from skcrf._inference import forward_backward as numpy_forward_backward
+from skcrf._objective import CRFObjective, select_features
+from skcrf._packing import pack
+from skcrf._threads import split_sequences
+from skcrf._validation import Encoded
 
 
 def random_problem(seed, n_sequences=6, n_attributes=7, n_labels=3, max_length=5):
+    """Random token features (with explicit zeros and repeated ids) and labels."""
     rng = np.random.default_rng(seed)
-    lengths = rng.integers(1, max_length + 1, size=n_sequences)
-    n_tokens = lengths.sum()
+    lengths = rng.integers(0 if seed % 2 else 1, max_length + 1, size=n_sequences)
+    n_tokens = int(lengths.sum())
     dense = rng.normal(size=(n_tokens, n_attributes))
     dense[rng.random(dense.shape) < 0.5] = 0.0
-    X = sp.csr_matrix(dense)
+    ids, values, indptr = [], [], [0]
+    for row in dense:
+        for a in np.flatnonzero(row):
+            ids.append(a)
+            values.append(row[a])
+        if len(row) > 1 and rng.random() < 0.3:  # an explicit zero
+            ids.append(int(rng.integers(n_attributes)))
+            values.append(0.0)
+        indptr.append(len(ids))
+    encoded = Encoded(
+        np.array(indptr, dtype=np.int64),
+        np.array(ids, dtype=np.int32),
+        np.array(values, dtype=np.float64),
+        lengths.astype(np.intp),
+    )
     labels = rng.integers(0, n_labels, size=n_tokens)
-    return X, labels, lengths, n_labels
+    classes = np.array([f"L{k}" for k in range(n_labels)], dtype=object)
+    attributes = [f"a{k}" for k in range(n_attributes)]
+    return encoded, labels, classes, attributes
+
+
+def dense_features(encoded, n_attributes):
+    X = np.zeros((len(encoded.indptr) - 1, n_attributes))
+    for r in range(len(X)):
+        for p in range(encoded.indptr[r], encoded.indptr[r + 1]):
+            X[r, encoded.ids[p]] += encoded.values[p]
+    return X
+
+
+def dense_weights(model, w):
+    W = np.zeros((model.n_attributes, model.n_labels))
+    W[model.state_attributes(), model.state_labels] = w[: model.n_states]
+    return W, model.transition_matrix(w[model.n_states :])
 
 
 def brute_force_nll(X, labels, lengths, W, T):
     """-sum log p(y|x) by enumerating every labelling of every sequence."""
-    emissions = X.toarray() @ W
+    emissions = X @ W
     n_labels = T.shape[0]
     total, start = 0.0, 0
     for length in lengths:
+        if length == 0:
+            continue
         em = emissions[start : start + length]
         y = labels[start : start + length]
         paths = np.array(list(itertools.product(range(n_labels), repeat=length)))
@@ -44,99 +81,140 @@ def brute_force_nll(X, labels, lengths, W, T):
     return total
 
 
+@pytest.fixture(params=[False, True], ids=["one block", "tiny blocks"])
+def block_size(request, monkeypatch):
+    if request.param:
+        # every block holds one or two sequences
+        monkeypatch.setattr(skcrf._blocks, "BLOCK_ELEMENTS", 8)
+    return request.param
+
+
 @pytest.mark.parametrize("c2", [0.0, 0.7])
 @pytest.mark.parametrize("n_threads", [1, 2])
-@pytest.mark.parametrize("seed", range(3))
-def test_loss_matches_brute_force(c2, n_threads, seed):
-    X, labels, lengths, n_labels = random_problem(seed)
-    features = select_features(X, labels, lengths, n_labels, all_possible_transitions=True)
-    objective = CRFObjective(X, lengths, n_labels, features, c2=c2, n_threads=n_threads)
-    w = np.random.default_rng(seed + 10).normal(size=features.n_parameters)
-    loss, _ = objective.loss_gradient(w)
-    W, T = unpack_weights(w, features, X.shape[1], n_labels)
-    expected = brute_force_nll(X, labels, lengths, W, T) + c2 * (w @ w)
+@pytest.mark.parametrize("seed", range(4))
+def test_loss_matches_brute_force(c2, n_threads, seed, block_size):
+    encoded, labels, classes, attributes = random_problem(seed)
+    model, observed = select_features(
+        encoded, labels, classes, attributes, all_possible_transitions=True
+    )
+    w = np.random.default_rng(seed + 10).normal(size=model.n_features)
+    with CRFObjective(encoded, model, observed, c2=c2, n_threads=n_threads) as objective:
+        loss, _ = objective.loss_gradient(w)
+    W, T = dense_weights(model, w)
+    X = dense_features(encoded, len(attributes))
+    expected = brute_force_nll(X, labels, encoded.lengths, W, T) + c2 * (w @ w)
     assert loss == pytest.approx(expected, rel=1e-12)
-    objective.close()
 
 
 @pytest.mark.parametrize("c2", [0.0, 1.3])
 @pytest.mark.parametrize("options", [{}, {"all_possible_states": True}])
-@pytest.mark.parametrize("seed", range(4))
-def test_gradient_matches_finite_differences(c2, options, seed):
-    X, labels, lengths, n_labels = random_problem(seed, n_sequences=8, n_labels=4)
-    features = select_features(X, labels, lengths, n_labels, **options)
-    objective = CRFObjective(X, lengths, n_labels, features, c2=c2, n_threads=2)
-    w = np.random.default_rng(seed).normal(scale=0.5, size=features.n_parameters)
-    _, gradient = objective.loss_gradient(w)
-    step = 1e-6
-    numeric = np.empty_like(w)
-    for k in range(len(w)):
-        e = np.zeros_like(w)
-        e[k] = step
-        numeric[k] = (objective.loss_gradient(w + e)[0] - objective.loss_gradient(w - e)[0]) / (
-            2 * step
-        )
+@pytest.mark.parametrize("seed", range(3))
+def test_gradient_matches_finite_differences(c2, options, seed, block_size):
+    encoded, labels, classes, attributes = random_problem(seed, n_sequences=8, n_labels=4)
+    model, observed = select_features(encoded, labels, classes, attributes, **options)
+    w = np.random.default_rng(seed).normal(scale=0.5, size=model.n_features)
+    with CRFObjective(encoded, model, observed, c2=c2, n_threads=2) as objective:
+        _, gradient = objective.loss_gradient(w)
+        step = 1e-6
+        numeric = np.empty_like(w)
+        for k in range(len(w)):
+            e = np.zeros_like(w)
+            e[k] = step
+            numeric[k] = (
+                objective.loss_gradient(w + e)[0] - objective.loss_gradient(w - e)[0]
+            ) / (2 * step)
     error = np.linalg.norm(gradient - numeric) / np.linalg.norm(numeric)
     assert error < 1e-6
-    objective.close()
 
 
-def test_gradient_is_zero_sum_of_expected_minus_observed_at_zero():
+def test_threads_and_blocks_give_the_same_value(monkeypatch):
+    encoded, labels, classes, attributes = random_problem(5, n_sequences=40, max_length=9)
+    model, observed = select_features(encoded, labels, classes, attributes)
+    w = np.random.default_rng(0).normal(size=model.n_features)
+    results = []
+    for elements, n_threads in [(1 << 18, 1), (1 << 18, 2), (10, 1), (10, 2)]:
+        monkeypatch.setattr(skcrf._blocks, "BLOCK_ELEMENTS", elements)
+        with CRFObjective(encoded, model, observed, c2=0.1, n_threads=n_threads) as objective:
+            results.append(objective.loss_gradient(w))
+    for loss, gradient in results[1:]:
+        assert loss == pytest.approx(results[0][0], rel=1e-13)
+        np.testing.assert_allclose(gradient, results[0][1], rtol=1e-11, atol=1e-12)
+
+
+def test_wide_transition_spread_takes_the_log_domain_path():
+    # Trial points of a line search can have transitions hundreds of nats
+    # apart: the value must stay right (log-domain fallback), not NaN.
+    encoded, labels, classes, attributes = random_problem(2, n_labels=3)
+    model, observed = select_features(encoded, labels, classes, attributes, all_possible_transitions=True)
+    w = np.random.default_rng(1).normal(size=model.n_features)
+    w[model.n_states] = 400.0
+    w[model.n_states + 1] = -400.0
+    with CRFObjective(encoded, model, observed) as objective:
+        loss, gradient = objective.loss_gradient(w)
+    W, T = dense_weights(model, w)
+    X = dense_features(encoded, len(attributes))
+    assert loss == pytest.approx(brute_force_nll(X, labels, encoded.lengths, W, T), rel=1e-10)
+    assert np.isfinite(gradient).all()
+
+
+def test_gradient_is_expected_minus_observed_at_zero():
     # At w = 0 every labelling is equally likely: the expected count of a
     # transition pair is (number of adjacent token pairs) / L^2.
-    X, labels, lengths, n_labels = random_problem(0)
-    features = select_features(X, labels, lengths, n_labels, all_possible_transitions=True)
-    objective = CRFObjective(X, lengths, n_labels, features)
-    _, gradient = objective.loss_gradient(np.zeros(features.n_parameters))
-    n_pairs = (lengths - 1).sum()
-    transition_gradient = gradient[features.n_states :] + features.observed[features.n_states :]
-    np.testing.assert_allclose(transition_gradient, n_pairs / n_labels**2)
+    encoded, labels, classes, attributes = random_problem(0)
+    model, observed = select_features(encoded, labels, classes, attributes, all_possible_transitions=True)
+    with CRFObjective(encoded, model, observed) as objective:
+        _, gradient = objective.loss_gradient(np.zeros(model.n_features))
+    n_pairs = np.maximum(encoded.lengths - 1, 0).sum()
+    transition_gradient = gradient[model.n_states :] + observed[model.n_states :]
+    np.testing.assert_allclose(transition_gradient, n_pairs / model.n_labels**2)
 
 
 def test_feature_selection_follows_crfsuite():
-    # tokens: attribute columns a0, a1, a2; a1 is stored as an explicit 0.
-    X = sp.csr_matrix(
-        (np.array([1.0, 0.0, 2.0, -3.0, 1.0]), np.array([0, 1, 0, 2, 2]), np.array([0, 2, 4, 5])),
-        shape=(3, 3),
+    # tokens: attribute ids a0, a1, a2; a1 is stored as an explicit 0.
+    encoded = Encoded(
+        np.array([0, 2, 4, 5], dtype=np.int64),
+        np.array([0, 1, 0, 2, 2], dtype=np.int32),
+        np.array([1.0, 0.0, 2.0, -3.0, 1.0]),
+        np.array([3], dtype=np.intp),
     )
     labels = np.array([0, 1, 0])
-    lengths = np.array([3])
-    features = select_features(X, labels, lengths, 2)
-    # labels 0, 1, 0: (a0, 0) sums 1, (a0, 1) sums 2; (a1, 0) is an explicit
-    # 0 -> exists with sum 0; (a2, 1) sums -3 < 0 = min_freq -> dropped;
-    # (a2, 0) sums 1. Flat index = attribute * n_labels + label.
-    assert features.state_index.tolist() == [0, 1, 2, 4]
-    assert features.observed[: features.n_states].tolist() == [1.0, 2.0, 0.0, 1.0]
-    # transitions 0->1 and 1->0 occur once each
-    assert features.transition_index.tolist() == [1, 2]
+    classes = np.array(["A", "B"], dtype=object)
+    attributes = ["a0", "a1", "a2"]
+    model, observed = select_features(encoded, labels, classes, attributes)
+    # labels 0, 1, 0: (a0, A) sums 1, (a0, B) sums 2; (a1, A) is an explicit
+    # 0 -> exists with sum 0; (a2, B) sums -3 < 0 = min_freq -> dropped;
+    # (a2, A) sums 1.
+    assert model.state_ptr.tolist() == [0, 2, 3, 4]
+    assert model.state_labels.tolist() == [0, 1, 0, 0]
+    assert observed[: model.n_states].tolist() == [1.0, 2.0, 0.0, 1.0]
+    # transitions A->B and B->A occur once each
+    assert model.transition_index.tolist() == [1, 2]
+    assert not model.weights.any()
 
-    with_min = select_features(X, labels, lengths, 2, min_freq=1.0)
-    assert with_min.state_index.tolist() == [0, 1, 4]
-    everything = select_features(
-        X, labels, lengths, 2, all_possible_states=True, all_possible_transitions=True,
-        min_freq=-10.0,
+    with_min, _ = select_features(encoded, labels, classes, attributes, min_freq=1.0)
+    assert with_min.state_ptr.tolist() == [0, 2, 2, 3]
+    everything, _ = select_features(
+        encoded, labels, classes, attributes, all_possible_states=True,
+        all_possible_transitions=True, min_freq=-10.0,
     )
-    assert everything.n_parameters == 3 * 2 + 2 * 2
+    assert everything.n_features == 3 * 2 + 2 * 2
     # all_possible features with value sum 0 are still cut by a positive min_freq
-    cut = select_features(X, labels, lengths, 2, all_possible_transitions=True, min_freq=0.5)
+    cut, _ = select_features(
+        encoded, labels, classes, attributes, all_possible_transitions=True, min_freq=0.5
+    )
     assert cut.transition_index.tolist() == [1, 2]
 
 
 def test_transitions_do_not_cross_sequence_boundaries():
-    X = sp.csr_matrix(np.ones((4, 1)))
-    labels = np.array([0, 1, 1, 0])
-    features = select_features(X, labels, np.array([2, 0, 2]), 2)
+    encoded = Encoded(
+        np.arange(5, dtype=np.int64), np.zeros(4, dtype=np.int32), np.ones(4),
+        np.array([2, 0, 2], dtype=np.intp),
+    )
+    model, _ = select_features(
+        encoded, np.array([0, 1, 1, 0]), np.array([0, 1], dtype=object), ["a"]
+    )
     # pairs: (0, 1) in the first sequence, (1, 0) in the last; none across.
-    assert features.transition_index.tolist() == [1, 2]
-
-
-def test_pack_unpack_round_trip():
-    X, labels, lengths, n_labels = random_problem(3)
-    features = select_features(X, labels, lengths, n_labels)
-    w = np.arange(features.n_parameters, dtype=float) + 1
-    W, T = unpack_weights(w, features, X.shape[1], n_labels)
-    np.testing.assert_array_equal(pack_weights(W, T, features), w)
-    assert np.count_nonzero(W) + np.count_nonzero(T) == features.n_parameters
+    assert model.transition_index.tolist() == [1, 2]
 
 
 def test_split_sequences_deals_every_sequence_once():
@@ -144,3 +222,77 @@ def test_split_sequences_deals_every_sequence_once():
     shards = split_sequences(lengths, 3)
     assert sorted(np.concatenate(shards).tolist()) == list(range(len(lengths)))
     assert len(split_sequences(lengths, 100)) == len(lengths)
+    equal = np.full(30, 4)
+    assert [equal[s].sum() for s in split_sequences(equal, 2)] == [60, 60]
+
+
+# -- compiled kernels against the numpy oracle ------------------------------------
+
+
+@pytest.mark.parametrize("n_labels", [1, 2, 5, 46])
+@pytest.mark.parametrize("seed", range(3))
+def test_forward_backward_kernel_matches_numpy(n_labels, seed):
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(0, 30, size=25)
+    layout = pack(lengths)
+    n = len(layout.flat_index)
+    emissions = rng.normal(scale=4, size=(n, n_labels))
+    transitions = rng.normal(scale=2, size=(n_labels, n_labels))
+    expected = numpy_forward_backward(emissions.copy(), transitions, layout.batch_sizes)
+
+    psi = emissions.copy()
+    row_max = np.empty(n)
+    _kernels.subtract_row_max(psi, row_max)
+    np.exp(psi, out=psi)
+    t_max = transitions.max()
+    exp_trans = np.exp(transitions - t_max)
+    alpha, scale = np.empty_like(psi), np.empty(n)
+    beta_a = np.empty((int(layout.batch_sizes[0]), n_labels))
+    beta_b = np.empty_like(beta_a)
+    pairs = np.zeros((n_labels, n_labels))
+    log_sum = _kernels.forward_backward(
+        psi, exp_trans, layout.batch_sizes, alpha, scale, beta_a, beta_b, pairs
+    )
+    n_sequences = np.count_nonzero(lengths)
+    log_z = log_sum + row_max.sum() + t_max * (n - n_sequences)
+    assert log_z == pytest.approx(expected.log_partition.sum(), rel=1e-13)
+    np.testing.assert_allclose(alpha, expected.marginals, atol=1e-12)
+    np.testing.assert_allclose(pairs * exp_trans, expected.transition_marginals, atol=1e-10)
+
+
+def test_state_score_and_expected_count_kernels_match_dense_products():
+    encoded, labels, classes, attributes = random_problem(3, n_sequences=10, n_labels=4)
+    model, _ = select_features(encoded, labels, classes, attributes)
+    rng = np.random.default_rng(0)
+    w = rng.normal(size=model.n_states)
+    X = dense_features(encoded, len(attributes))
+    W = np.zeros((len(attributes), model.n_labels))
+    W[model.state_attributes(), model.state_labels] = w
+    scores = np.full((len(X), model.n_labels), np.nan)
+    _kernels.state_scores(
+        encoded.indptr, encoded.ids, encoded.values, model.state_ptr, model.state_labels, w, scores
+    )
+    np.testing.assert_allclose(scores, X @ W, atol=1e-12)
+
+    marginals = rng.random((len(X), model.n_labels))
+    expected = np.zeros(model.n_states)
+    _kernels.expected_states(
+        encoded.indptr, encoded.ids, encoded.values, model.state_ptr, model.state_labels,
+        marginals, expected,
+    )
+    dense = X.T @ marginals
+    np.testing.assert_allclose(expected, dense[model.state_attributes(), model.state_labels], atol=1e-12)
+
+
+def test_kernels_reject_inconsistent_shapes():
+    with pytest.raises(ValueError, match="indptr"):
+        _kernels.state_scores(
+            np.zeros(3, dtype=np.int64), np.zeros(0, dtype=np.int32), np.zeros(0),
+            np.zeros(2, dtype=np.int64), np.zeros(0, dtype=np.int32), np.zeros(0),
+            np.zeros((5, 2)),
+        )
+    with pytest.raises(ValueError, match="inconsistent"):
+        _kernels.forward_backward(
+            np.zeros((3, 2)), np.zeros((2, 2)), np.array([2], dtype=np.intp),
+            np.zeros((3, 2)), np.zeros(3), np.zeros((2, 2)), np.zeros((2, 2)),
+        )

@@ -1,0 +1,118 @@
+"""Decoding a fitted model: Viterbi paths and label marginals.
+
+A :class:`Decoder` holds what decoding reads from a :class:`~skcrf._model.CRFModel`:
+its nonzero state weights (CSR by attribute) and its dense transitions. Many
+sequences are decoded in blocks of the packed layout (see :mod:`skcrf._blocks`),
+dealt to threads when there are enough tokens; one sequence goes straight to
+the compiled single-sequence kernels.
+"""
+
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from . import _kernels
+from ._blocks import Workspace, block_marginals, make_blocks, model_arrays
+from ._threads import single_blas_thread, split_sequences
+from ._validation import check_emissions
+from ._viterbi import viterbi_packed, viterbi_single
+
+# Below this many tokens per thread, a batch is not worth sharding.
+_TOKENS_PER_THREAD = 4000
+
+
+class Decoder:
+    """Viterbi and marginals for one model.
+
+    Parameters
+    ----------
+    model : CRFModel
+    """
+
+    def __init__(self, model):
+        ptr, labels, weights, transitions = model.nonzero()
+        self.n_labels = model.n_labels
+        self.arrays = model_arrays(ptr, labels, weights, np.ascontiguousarray(transitions))
+
+    @property
+    def transitions(self):
+        return self.arrays[3]
+
+    def _emissions(self, indptr, ids, values, out):
+        ptr, labels, weights = self.arrays[:3]
+        _kernels.state_scores(indptr, ids, values, ptr, labels, weights, out)
+
+    def _run(self, encoded, n_threads, decode_block, out, name):
+        """Apply ``decode_block(block, workspace)`` to every block; rows into ``out``."""
+        lengths = np.asarray(encoded.lengths)
+        n_tokens = int(lengths.sum())
+        n_threads = min(n_threads, max(1, n_tokens // _TOKENS_PER_THREAD))
+
+        def run(sequences):
+            blocks = make_blocks(encoded, sequences, self.n_labels)
+            workspace = Workspace(blocks, self.n_labels)
+            for block in blocks:
+                try:
+                    out[block.rows] = decode_block(block, workspace)
+                except _NonFinite as exc:
+                    return int(block.rows[exc.row])
+            return None
+
+        shards = split_sequences(lengths, n_threads)
+        with single_blas_thread(), np.errstate(over="ignore", invalid="ignore"):
+            if len(shards) == 1:
+                bad = [run(shards[0])]
+            else:
+                with ThreadPoolExecutor(len(shards)) as pool:
+                    bad = list(pool.map(run, shards))
+        bad = [row for row in bad if row is not None]
+        if bad:
+            emissions = np.zeros((n_tokens, self.n_labels))
+            self._emissions(encoded.indptr, encoded.ids, encoded.values, emissions)
+            check_emissions(emissions, lengths, name=name)
+        return out
+
+    def viterbi(self, encoded, n_threads=1, name="X"):
+        """Label index of every token (flat order), the most probable paths."""
+        n_tokens = len(encoded.indptr) - 1
+        path = np.empty(n_tokens, dtype=np.intp)
+        transitions = self.transitions
+
+        def decode_block(block, workspace):
+            emissions = workspace.psi[: block.n_rows]
+            self._emissions(block.indptr, block.ids, block.values, emissions)
+            _check_finite(emissions)
+            block_path = np.empty(block.n_rows, dtype=np.intp)
+            viterbi_packed(emissions, transitions, block.batch_sizes, block_path)
+            return block_path
+
+        return self._run(encoded, n_threads, decode_block, path, name)
+
+    def marginals(self, encoded, n_threads=1, name="X"):
+        """``p(y_t = j | x)`` of every token (flat order), shape (n_tokens, n_labels)."""
+        n_tokens = len(encoded.indptr) - 1
+        out = np.empty((n_tokens, self.n_labels))
+
+        def decode_block(block, workspace):
+            marginals, _ = block_marginals(block, workspace, self.arrays, check=_check_finite)
+            return marginals
+
+        return self._run(encoded, n_threads, decode_block, out, name)
+
+    def viterbi_single(self, encoded, name="X"):
+        """Label indices of one encoded sequence (no blocks, no threads)."""
+        emissions = np.zeros((len(encoded.indptr) - 1, self.n_labels))
+        self._emissions(encoded.indptr, encoded.ids, encoded.values, emissions)
+        check_emissions(emissions, encoded.lengths, name=name)
+        return viterbi_single(emissions, self.transitions)
+
+
+class _NonFinite(Exception):
+    def __init__(self, row):
+        self.row = row
+
+
+def _check_finite(emissions):
+    """Raise _NonFinite with the first row whose scores overflowed."""
+    if not np.isfinite(emissions).all():
+        raise _NonFinite(int(np.flatnonzero(~np.isfinite(emissions).all(axis=1))[0]))

@@ -1,0 +1,26 @@
+# Declarations of the training and inference kernels of skcrf._kernels, for
+# reuse from other compiled modules. See _kernels.pyx for the conventions.
+
+cdef void add_state_scores(
+    const long long[::1] indptr, const int[::1] ids, const double[::1] values,
+    const long long[::1] state_ptr, const int[::1] state_labels,
+    const double[::1] state_weights, double[:, ::1] out,
+) noexcept nogil
+
+cdef double forward_scaled(
+    const double[:, ::1] psi, const double[:, ::1] exp_trans,
+    const Py_ssize_t[::1] batch_sizes, double[:, ::1] alpha, double[::1] scale,
+) noexcept nogil
+
+cdef void backward_marginals(
+    double[:, ::1] psi, const double[:, ::1] exp_trans,
+    const Py_ssize_t[::1] batch_sizes, double[:, ::1] alpha,
+    const double[::1] scale, double[:, ::1] beta_a, double[:, ::1] beta_b,
+    double[:, ::1] pair_sums, bint want_pairs,
+) noexcept nogil
+
+cdef void add_expected_states(
+    const long long[::1] indptr, const int[::1] ids, const double[::1] values,
+    const long long[::1] state_ptr, const int[::1] state_labels,
+    const double[:, ::1] marginals, double[::1] out,
+) noexcept nogil

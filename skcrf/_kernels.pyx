@@ -1,0 +1,314 @@
+"""Compiled kernels of training and inference: state scores over the features
+that exist, the scaled forward-backward over a packed block of sequences, and
+the expected state counts.
+
+Conventions
+-----------
+- Token features are CSR rows: token ``r`` has the attribute ids
+  ``ids[indptr[r]:indptr[r + 1]]`` with the values ``values[...]``.
+- State features are CSR by attribute (see :mod:`skcrf._model`): attribute
+  ``a`` has the features ``state_ptr[a]:state_ptr[a + 1]`` with labels
+  ``state_labels[k]``. Scores and expected counts touch only these, never a
+  dense attributes x labels array.
+- Forward-backward works on one block of sequences in the packed time-major
+  layout of :mod:`skcrf._packing`: step ``t`` is ``batch_sizes[t]``
+  consecutive rows, and the sequences still active at ``t + 1`` are the first
+  rows of step ``t``. Each step is one matrix product through BLAS for all
+  sequences of the block (a chain of per-sequence vector products is
+  latency-bound; GEMM over many sequences at once is not).
+- ``psi = exp(emissions - row max)`` and ``exp_trans = exp(T - max T)`` are
+  computed by the caller (numpy's exp is vectorized); with the transition
+  spread bounded (see :func:`forward_backward`), every scale factor stays
+  far from underflow: a normalized forward row times ``exp_trans`` is at
+  least ``exp(-spread) / L`` everywhere, and ``psi`` has a 1 in every row.
+
+All kernels release the GIL; the Python wrappers check shapes once.
+"""
+
+from libc.math cimport log
+from scipy.linalg.cython_blas cimport dgemm
+
+import numpy as np
+
+
+cdef inline void _matmul(
+    const double* a, int n_rows, const double* b, int n_labels, double* c
+) noexcept nogil:
+    """c (n_rows x L) = a (n_rows x L) @ b (L x L), all row-major."""
+    cdef double one = 1.0, zero = 0.0
+    # Row-major C = A B is column-major C^T = B^T A^T: swap the operands.
+    dgemm(b"N", b"N", &n_labels, &n_rows, &n_labels, &one, <double*>b, &n_labels,
+          <double*>a, &n_labels, &zero, c, &n_labels)
+
+
+cdef inline void _matmul_bt(
+    const double* a, int n_rows, const double* b, int n_labels, double* c
+) noexcept nogil:
+    """c (n_rows x L) = a (n_rows x L) @ b.T (b is L x L), all row-major."""
+    cdef double one = 1.0, zero = 0.0
+    dgemm(b"T", b"N", &n_labels, &n_rows, &n_labels, &one, <double*>b, &n_labels,
+          <double*>a, &n_labels, &zero, c, &n_labels)
+
+
+cdef inline void _add_at_b(
+    const double* a, int n_rows, const double* b, int n_labels, double* c
+) noexcept nogil:
+    """c (L x L) += a.T @ b, with a and b of shape (n_rows, L), row-major."""
+    cdef double one = 1.0
+    dgemm(b"N", b"T", &n_labels, &n_labels, &n_rows, &one, <double*>b, &n_labels,
+          <double*>a, &n_labels, &one, c, &n_labels)
+
+
+cdef void add_state_scores(
+    const long long[::1] indptr, const int[::1] ids, const double[::1] values,
+    const long long[::1] state_ptr, const int[::1] state_labels,
+    const double[::1] state_weights, double[:, ::1] out,
+) noexcept nogil:
+    """out[r, label] += value * weight over the features of each token's attributes."""
+    cdef Py_ssize_t r, p, k, a
+    cdef double v
+    cdef double* row
+    for r in range(out.shape[0]):
+        row = &out[r, 0]
+        for p in range(indptr[r], indptr[r + 1]):
+            a = ids[p]
+            v = values[p]
+            for k in range(state_ptr[a], state_ptr[a + 1]):
+                row[state_labels[k]] += v * state_weights[k]
+
+
+cdef void add_expected_states(
+    const long long[::1] indptr, const int[::1] ids, const double[::1] values,
+    const long long[::1] state_ptr, const int[::1] state_labels,
+    const double[:, ::1] marginals, double[::1] out,
+) noexcept nogil:
+    """out[k] += value * p(label of k) over every token holding k's attribute."""
+    cdef Py_ssize_t r, p, k, a
+    cdef double v
+    cdef const double* row
+    for r in range(marginals.shape[0]):
+        row = &marginals[r, 0]
+        for p in range(indptr[r], indptr[r + 1]):
+            a = ids[p]
+            v = values[p]
+            for k in range(state_ptr[a], state_ptr[a + 1]):
+                out[k] += v * row[state_labels[k]]
+
+
+cdef double forward_scaled(
+    const double[:, ::1] psi, const double[:, ::1] exp_trans,
+    const Py_ssize_t[::1] batch_sizes, double[:, ::1] alpha, double[::1] scale,
+) noexcept nogil:
+    """Normalized forward rows; returns the sum of the log scale factors.
+
+    alpha[row] = normalize((alpha[previous row] @ exp_trans) * psi[row]) and
+    scale[row] is the normalizer (at step 0, alpha = normalize(psi)).
+    """
+    cdef int n_labels = psi.shape[1]
+    cdef Py_ssize_t t, r, j, lo = 0, prev_lo = 0, n
+    cdef double total, inv, log_sum = 0.0
+    cdef double* a_row
+    cdef const double* p_row
+    for t in range(batch_sizes.shape[0]):
+        n = batch_sizes[t]
+        if t == 0:
+            for r in range(n):
+                for j in range(n_labels):
+                    alpha[r, j] = psi[r, j]
+        else:
+            _matmul(&alpha[prev_lo, 0], <int>n, &exp_trans[0, 0], n_labels, &alpha[lo, 0])
+            for r in range(lo, lo + n):
+                a_row = &alpha[r, 0]
+                p_row = &psi[r, 0]
+                for j in range(n_labels):
+                    a_row[j] *= p_row[j]
+        for r in range(lo, lo + n):
+            a_row = &alpha[r, 0]
+            total = 0.0
+            for j in range(n_labels):
+                total += a_row[j]
+            scale[r] = total
+            inv = 1.0 / total
+            for j in range(n_labels):
+                a_row[j] *= inv
+            log_sum += log(total)
+        prev_lo = lo
+        lo += n
+    return log_sum
+
+
+cdef void backward_marginals(
+    double[:, ::1] psi, const double[:, ::1] exp_trans,
+    const Py_ssize_t[::1] batch_sizes, double[:, ::1] alpha,
+    const double[::1] scale, double[:, ::1] beta_a, double[:, ::1] beta_b,
+    double[:, ::1] pair_sums, bint want_pairs,
+) noexcept nogil:
+    """Scaled backward pass turning ``alpha`` into the marginals in place.
+
+    With beta[t] = (psi[t+1] * beta[t+1] / scale[t+1]) @ exp_trans.T (and 1
+    at a sequence's last token), p(y_t = i) = alpha[t, i] * beta[t, i]. The
+    weighted rows psi * beta / scale overwrite psi. When ``want_pairs``,
+    ``pair_sums += alpha[t].T @ weighted[t + 1]`` summed over steps: times
+    ``exp_trans`` (elementwise, by the caller) that is the expected count of
+    every label pair. ``beta_a`` and ``beta_b`` hold two steps of beta
+    (rows: batch_sizes[0]).
+    """
+    cdef int n_labels = psi.shape[1]
+    cdef Py_ssize_t n_steps = batch_sizes.shape[0]
+    cdef Py_ssize_t t, r, j, lo, next_lo, n, n_next
+    cdef double inv
+    cdef double[:, ::1] beta_next = beta_a
+    cdef double[:, ::1] beta = beta_b
+    cdef double[:, ::1] swap
+    cdef double* w_row
+    cdef double* a_row
+    cdef const double* b_row
+    if n_steps == 0:
+        return
+    # offsets of the last step
+    lo = 0
+    for t in range(n_steps - 1):
+        lo += batch_sizes[t]
+    n = batch_sizes[n_steps - 1]
+    for r in range(n):
+        for j in range(n_labels):
+            beta_next[r, j] = 1.0
+    for t in range(n_steps - 2, -1, -1):
+        next_lo = lo
+        n_next = n
+        n = batch_sizes[t]
+        lo = next_lo - n
+        # weighted rows of step t + 1, in place of psi
+        for r in range(n_next):
+            w_row = &psi[next_lo + r, 0]
+            b_row = &beta_next[r, 0]
+            inv = 1.0 / scale[next_lo + r]
+            for j in range(n_labels):
+                w_row[j] *= b_row[j] * inv
+        _matmul_bt(&psi[next_lo, 0], <int>n_next, &exp_trans[0, 0], n_labels, &beta[0, 0])
+        for r in range(n_next, n):
+            for j in range(n_labels):
+                beta[r, j] = 1.0
+        if want_pairs:
+            _add_at_b(&alpha[lo, 0], <int>n_next, &psi[next_lo, 0], n_labels, &pair_sums[0, 0])
+        # step t + 1 is done: its alpha becomes the marginals
+        for r in range(n_next):
+            a_row = &alpha[next_lo + r, 0]
+            b_row = &beta_next[r, 0]
+            for j in range(n_labels):
+                a_row[j] *= b_row[j]
+        swap = beta_next
+        beta_next = beta
+        beta = swap
+    for r in range(n):
+        a_row = &alpha[r, 0]
+        b_row = &beta_next[r, 0]
+        for j in range(n_labels):
+            a_row[j] *= b_row[j]
+
+
+# -- Python entry points ------------------------------------------------------
+
+
+def state_scores(
+    const long long[::1] indptr, const int[::1] ids, const double[::1] values,
+    const long long[::1] state_ptr, const int[::1] state_labels,
+    const double[::1] state_weights, double[:, ::1] out,
+):
+    """Overwrite ``out`` (n_tokens x n_labels) with the tokens' state scores."""
+    if indptr.shape[0] != out.shape[0] + 1:
+        raise ValueError("indptr must have one entry more than out has rows")
+    if state_ptr.shape[0] == 0 or state_labels.shape[0] != state_weights.shape[0]:
+        raise ValueError("inconsistent state feature arrays")
+    with nogil:
+        out[:, :] = 0.0
+        add_state_scores(indptr, ids, values, state_ptr, state_labels, state_weights, out)
+
+
+def expected_states(
+    const long long[::1] indptr, const int[::1] ids, const double[::1] values,
+    const long long[::1] state_ptr, const int[::1] state_labels,
+    const double[:, ::1] marginals, double[::1] out,
+):
+    """Add each state feature's expected value sum under ``marginals`` to ``out``."""
+    if indptr.shape[0] != marginals.shape[0] + 1 or out.shape[0] != state_labels.shape[0]:
+        raise ValueError("inconsistent shapes")
+    with nogil:
+        add_expected_states(indptr, ids, values, state_ptr, state_labels, marginals, out)
+
+
+def forward_backward(
+    double[:, ::1] psi, const double[:, ::1] exp_trans,
+    const Py_ssize_t[::1] batch_sizes, double[:, ::1] alpha, double[::1] scale,
+    double[:, ::1] beta_a, double[:, ::1] beta_b, pair_sums=None,
+):
+    """Marginals of one packed block, in place of ``alpha``.
+
+    Parameters
+    ----------
+    psi : ndarray of shape (n_rows, n_labels)
+        ``exp(emissions - row max)``; overwritten.
+    exp_trans : ndarray of shape (n_labels, n_labels)
+        ``exp(transitions - max)``, with ``max - min`` of the transitions at
+        most a few hundred (see the module docstring).
+    batch_sizes : ndarray of intp
+    alpha : ndarray of shape (n_rows, n_labels)
+        Output: the marginals ``p(y_r = j | x)``.
+    scale : ndarray of shape (n_rows,)
+        Output: the scale factors.
+    beta_a, beta_b : ndarray of shape (>= batch_sizes[0], n_labels)
+        Scratch.
+    pair_sums : ndarray of shape (n_labels, n_labels) or None
+        When given, ``alpha[t].T @ weighted[t + 1]`` summed over steps is
+        added to it (times ``exp_trans``: the expected label pair counts).
+
+    Returns
+    -------
+    float
+        The sum of ``log(scale)``.
+    """
+    cdef Py_ssize_t n_rows = psi.shape[0], n_labels = psi.shape[1], total = 0, t
+    cdef double log_sum
+    cdef double[:, ::1] pairs
+    cdef bint want_pairs = pair_sums is not None
+    for t in range(batch_sizes.shape[0]):
+        total += batch_sizes[t]
+    if (
+        total != n_rows or alpha.shape[0] < n_rows or alpha.shape[1] != n_labels
+        or scale.shape[0] < n_rows or exp_trans.shape[0] != n_labels
+        or exp_trans.shape[1] != n_labels
+        or (n_rows and (beta_a.shape[0] < batch_sizes[0] or beta_b.shape[0] < batch_sizes[0]
+                        or beta_a.shape[1] != n_labels or beta_b.shape[1] != n_labels))
+    ):
+        raise ValueError("inconsistent shapes")
+    if n_rows == 0 or n_labels == 0:
+        return 0.0
+    pairs = pair_sums if want_pairs else beta_a  # unused unless want_pairs
+    if want_pairs and (pairs.shape[0] != n_labels or pairs.shape[1] != n_labels):
+        raise ValueError("pair_sums must be n_labels x n_labels")
+    with nogil:
+        log_sum = forward_scaled(psi, exp_trans, batch_sizes, alpha, scale)
+        backward_marginals(psi, exp_trans, batch_sizes, alpha, scale, beta_a, beta_b,
+                           pairs, want_pairs)
+    return log_sum
+
+
+def subtract_row_max(double[:, ::1] scores, double[::1] out_max):
+    """Subtract each row's maximum from it (in place); the maxima go to ``out_max``."""
+    cdef Py_ssize_t r, j, n_labels = scores.shape[1]
+    cdef double m
+    cdef double* row
+    if out_max.shape[0] < scores.shape[0]:
+        raise ValueError("out_max too short")
+    if n_labels == 0:
+        return
+    with nogil:
+        for r in range(scores.shape[0]):
+            row = &scores[r, 0]
+            m = row[0]
+            for j in range(1, n_labels):
+                if row[j] > m:
+                    m = row[j]
+            out_max[r] = m
+            for j in range(n_labels):
+                row[j] -= m

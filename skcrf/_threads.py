@@ -1,0 +1,66 @@
+"""Threads: how many, how sequences are dealt to them, and BLAS inside them.
+
+The kernels release the GIL, so shards of sequences run on plain threads.
+Their BLAS calls are small matrix products that lose to BLAS's own threads
+(start-up and spinning cost more than the products, and compete with the
+shard threads), so BLAS runs single-threaded while skcrf works. The limit is
+process-wide (it is how BLAS libraries work), so it is counted: overlapping
+fits in several threads share one limit, and the original thread counts come
+back when the last of them ends.
+"""
+
+import os
+import threading
+from contextlib import contextmanager
+
+import numpy as np
+from threadpoolctl import threadpool_limits  # a scikit-learn dependency
+
+_blas_lock = threading.Lock()
+_blas_users = 0
+_blas_limiter = None
+
+
+@contextmanager
+def single_blas_thread():
+    """BLAS limited to one thread inside the block; nests and overlaps safely."""
+    global _blas_users, _blas_limiter
+    with _blas_lock:
+        if _blas_users == 0:
+            _blas_limiter = threadpool_limits(limits=1, user_api="blas")
+        _blas_users += 1
+    try:
+        yield
+    finally:
+        with _blas_lock:
+            _blas_users -= 1
+            if _blas_users == 0:
+                _blas_limiter.restore_original_limits()
+                _blas_limiter = None
+
+
+def effective_n_threads(n_jobs):
+    """Threads to use for ``n_jobs`` (None means 1, negative counts back from all cores)."""
+    if n_jobs is None:
+        return 1
+    n_cpus = os.cpu_count() or 1
+    if n_jobs < 0:
+        return max(1, n_cpus + 1 + n_jobs)
+    return max(1, int(n_jobs))
+
+
+def split_sequences(lengths, n_shards):
+    """Deal sequences into ``n_shards`` shards of similar token counts.
+
+    Sequences are sorted by length and dealt round-robin, so every shard gets
+    a similar number of tokens (within one longest sequence) and a similar
+    length profile. Each shard lists its sequences in increasing index order.
+
+    Examples
+    --------
+    >>> [s.tolist() for s in split_sequences([5, 1, 4, 2], 2)]
+    [[0, 3], [1, 2]]
+    """
+    order = np.argsort(-np.asarray(lengths), kind="stable")
+    n_shards = max(1, min(int(n_shards), len(order)))
+    return [np.sort(order[k::n_shards]) for k in range(n_shards)]

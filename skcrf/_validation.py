@@ -1,0 +1,490 @@
+"""Validation of sequences of token features and labels.
+
+The checks that name the place of a problem (``X[i][j]``, the feature key,
+``y[i]``) so a user can find it in their data; nothing invalid reaches the
+numerical code. The compiled encoder (:mod:`skcrf._featurize`) handles plain
+dict tokens itself and hands every other token to :func:`token_attributes`,
+so the rules and the error messages live here, once.
+
+Token features follow CRFsuite's (python-crfsuite's) conventions: a string
+value ``v`` of key ``k`` is the attribute ``k:v`` with value 1 (``:`` is the
+vocabulary's ``value_separator``); numbers and bools are the value of the
+attribute ``k``; nested dicts are flattened with ``key:`` prefixes (always
+``:``); a list or set of strings gives one attribute per string.
+
+What is accepted
+----------------
+- ``X`` (and ``y``): a list, tuple, numpy array or other sized, indexable
+  container of sequences. Generators and other one-shot iterators are
+  rejected with a message saying to pass ``list(X)``: a consumed generator
+  would otherwise give silently empty predictions. Sets and dicts are
+  rejected (a set has no order; a dict is one token).
+- A sequence ``X[i]``: a sized, indexable container of tokens (possibly
+  empty). A str, a dict or a generator is rejected.
+- A token ``X[i][j]``: a mapping of str keys to str, bool, int, float
+  (finite), numpy scalars (any ``numbers.Real``, ``np.bool_``), nested
+  mappings, or lists/sets of str; or a list or tuple of feature names (str).
+  Nesting deeper than :data:`MAX_NESTING` levels (a dict that contains
+  itself, for instance) is rejected.
+- Labels: any hashable value except NaN (NaN is not equal to itself, so it
+  could never be predicted or scored). Labels equal under ``==`` (``1``,
+  ``1.0`` and ``True``) are one label, as in a dict.
+"""
+
+import math
+import numbers
+import reprlib
+from collections.abc import Iterator, Mapping, Sequence
+from typing import NamedTuple
+
+import numpy as np
+
+__all__ = [
+    "MAX_NESTING",
+    "Encoded",
+    "check_emissions",
+    "check_labels",
+    "check_sequences",
+    "check_sums",
+    "encode_labels",
+    "token_attributes",
+]
+
+#: Deepest nesting of dicts inside a token that is accepted.
+MAX_NESTING = 100
+
+_repr = reprlib.Repr()
+_repr.maxstring = 60
+_repr.maxother = 60
+_repr.maxlist = _repr.maxtuple = _repr.maxset = _repr.maxdict = 6
+
+
+class Encoded(NamedTuple):
+    """Sequences of tokens as attribute ids and values, one CSR row per token.
+
+    Rows are in flat order: the tokens of sequence 0, then sequence 1, ...
+    A row may hold the same id more than once (the same attribute reached
+    twice in one token, e.g. ``['a', 'a']``); such values add up.
+    """
+
+    indptr: np.ndarray  # int64, shape (n_tokens + 1,)
+    ids: np.ndarray  # int32, shape (indptr[-1],)
+    values: np.ndarray  # float64, shape (indptr[-1],)
+    lengths: np.ndarray  # intp, shape (n_sequences,)
+
+
+def _short(obj):
+    """A repr of ``obj`` short enough for an error message."""
+    return _repr.repr(obj)
+
+
+def _type_name(obj):
+    return type(obj).__name__
+
+
+# -- sequences ------------------------------------------------------------------
+
+
+def check_sequences(X, name="X", single_hint=True):
+    """Check that ``X`` is a list of sequences; return it as a list.
+
+    Parameters
+    ----------
+    X : sequence of sequences
+    name : str
+        How to call ``X`` in error messages.
+    single_hint : bool
+        Whether to suggest ``predict_single`` when ``X`` looks like one sequence.
+
+    Returns
+    -------
+    list
+        The sequences of ``X`` (each left as given: list, tuple or array).
+    """
+    _check_container(X, name, "a list of sequences (lists of tokens)")
+    sequences = X if type(X) is list else list(X)
+    for i, seq in enumerate(sequences):
+        if type(seq) is list:
+            continue  # the common case
+        if isinstance(seq, Mapping):
+            hint = (
+                " It looks like a single sequence: pass [sequence], or use "
+                "predict_single / predict_marginals_single."
+                if single_hint
+                else " It looks like a single sequence: pass [sequence]."
+            )
+            raise TypeError(
+                f"{name}[{i}] is a dict (a token), but {name} must be a list of "
+                f"sequences of tokens.{hint}"
+            )
+        if isinstance(seq, (str, bytes)):
+            raise TypeError(
+                f"{name}[{i}] is a {_type_name(seq)} ({_short(seq)}), but a sequence "
+                "must be a list of tokens (dicts of features or lists of feature "
+                "names). If these are raw words, turn them into features first "
+                "(for example with skcrf.SequenceFeaturizer)."
+            )
+        _check_container(seq, f"{name}[{i}]", "a sequence (a list of tokens)")
+    return sequences
+
+
+def _check_container(obj, where, what):
+    """Raise if ``obj`` is not a sized, ordered, indexable container."""
+    if obj is None or isinstance(obj, (str, bytes, Mapping, set, frozenset)):
+        raise TypeError(f"{where} must be {what}; got {_type_name(obj)}{_value_hint(obj)}.")
+    if isinstance(obj, Iterator) or not _is_sequence(obj):
+        hint = (
+            " Generators and other one-shot iterators are not accepted: pass "
+            "list(...) instead."
+            if isinstance(obj, Iterator)
+            else ""
+        )
+        raise TypeError(f"{where} must be {what}; got {_type_name(obj)}.{hint}")
+    if isinstance(obj, np.ndarray) and obj.ndim == 0:
+        raise TypeError(f"{where} must be {what}; got a 0-dimensional numpy array.")
+
+
+def _value_hint(obj):
+    if obj is None:
+        return ""
+    if isinstance(obj, (str, bytes)):
+        return f" ({_short(obj)})"
+    if isinstance(obj, Mapping):
+        return " (a dict is one token)"
+    return " (a set has no order)"
+
+
+def _is_sequence(obj):
+    return isinstance(obj, (Sequence, np.ndarray)) or (
+        hasattr(obj, "__len__") and hasattr(obj, "__getitem__")
+    )
+
+
+def check_nonempty(sequences, n_tokens, name="X"):
+    """Raise when training data holds no token (fit needs at least one)."""
+    if n_tokens:
+        return
+    if not len(sequences):
+        raise ValueError(
+            f"{name} is empty: training needs at least one sequence with at "
+            "least one token."
+        )
+    raise ValueError(
+        f"{name} has no tokens: all {len(sequences)} sequences are empty; "
+        "training needs at least one token."
+    )
+
+
+# -- tokens ---------------------------------------------------------------------
+
+
+def token_attributes(token, i, j, name="X", separator=":"):
+    """``(attribute, value)`` pairs of one token, checked; CRFsuite's names.
+
+    The general path of :meth:`skcrf._featurize.Vocabulary.encode`: any
+    accepted token format, with the error messages naming ``name[i][j]`` and
+    the feature key. The same attribute may come more than once (its values
+    add up).
+
+    Examples
+    --------
+    >>> token_attributes({"w": "Hi", "n": {"a": 1, "b": "x"}, "l": ["p", "q"]}, 0, 0)
+    [('w:Hi', 1.0), ('n:a', 1.0), ('n:b:x', 1.0), ('l:p', 1.0), ('l:q', 1.0)]
+    >>> token_attributes(["a", "b", "a"], 0, 0)
+    [('a', 1.0), ('b', 1.0), ('a', 1.0)]
+    >>> token_attributes({"w": "Hi", "on": False}, 0, 0, separator="=")
+    [('w=Hi', 1.0), ('on', 0.0)]
+    """
+    pairs = []
+    if isinstance(token, Mapping):
+        _add_mapping(pairs, token, "", i, j, name, separator, 0)
+        return pairs
+    if isinstance(token, (list, tuple)):
+        for feature in token:
+            if not isinstance(feature, str):
+                raise TypeError(_list_token_message(token, feature, i, j, name))
+            # a str subclass (np.str_) becomes a plain str name
+            pairs.append((feature if type(feature) is str else str.__str__(feature), 1.0))
+        return pairs
+    if isinstance(token, str):
+        raise TypeError(
+            f"{name}[{i}][{j}] is a str ({_short(token)}), but a token must be a dict "
+            "of features or a list of feature names. If you passed one sequence "
+            "whose tokens are lists of feature names, pass [sequence] (or use "
+            "predict_single for one sequence); if these are raw words, turn them "
+            "into features first."
+        )
+    raise TypeError(
+        f"{name}[{i}][{j}] must be a dict of features or a list of feature "
+        f"names; got {_type_name(token)} ({_short(token)})."
+    )
+
+
+def _list_token_message(token, feature, i, j, name):
+    where = f"{name}[{i}][{j}]"
+    if isinstance(feature, (Mapping, list, tuple)):
+        return (
+            f"{where} is a {_type_name(token)} holding {_type_name(feature)}s: it "
+            "looks like a sequence of tokens, not a token, so the input is nested "
+            "one level too deep. Pass a list of sequences to predict / "
+            "predict_marginals and one sequence to predict_single."
+        )
+    return (
+        f"{where}: a token given as a list must hold feature names (str); found "
+        f"{_type_name(feature)} {_short(feature)}."
+    )
+
+
+def _add_mapping(pairs, mapping, prefix, i, j, name, separator, depth):
+    if depth >= MAX_NESTING:
+        raise ValueError(
+            f"{name}[{i}][{j}]: feature {_short(prefix[:-1])} is nested more than "
+            f"{MAX_NESTING} dicts deep (does a dict contain itself?)."
+        )
+    for key, value in mapping.items():
+        if not isinstance(key, str):
+            inside = f" inside feature {prefix[:-1]!r}" if prefix else ""
+            raise TypeError(
+                f"{name}[{i}][{j}]: feature keys must be str; found "
+                f"{_type_name(key)} {_short(key)}{inside}."
+            )
+        full_key = f"{prefix}{key}"  # a plain str even for a str subclass key
+        if isinstance(value, str):
+            pairs.append((f"{full_key}{separator}{value}", 1.0))
+        elif isinstance(value, (bool, np.bool_)):
+            pairs.append((full_key, 1.0 if value else 0.0))
+        elif isinstance(value, numbers.Real):
+            try:
+                number = float(value)
+            except OverflowError:
+                raise ValueError(_too_large_message(name, i, j, full_key, value)) from None
+            if not math.isfinite(number):
+                raise ValueError(
+                    f"{name}[{i}][{j}]: feature {full_key!r} has the value "
+                    f"{_short(value)}, which is not a finite float; feature values "
+                    "must be finite numbers (no NaN or infinity)."
+                )
+            pairs.append((full_key, number))
+        elif isinstance(value, Mapping):
+            # nested keys are always joined with ':' (python-crfsuite's rule)
+            _add_mapping(pairs, value, full_key + ":", i, j, name, separator, depth + 1)
+        elif isinstance(value, (list, set, frozenset)):
+            for item in value:
+                if not isinstance(item, str):
+                    raise TypeError(
+                        f"{name}[{i}][{j}]: feature {full_key!r} is a "
+                        f"{_type_name(value)} holding {_type_name(item)} "
+                        f"{_short(item)}; a list or set value must hold only str."
+                    )
+                pairs.append((f"{full_key}{separator}{item}", 1.0))
+        else:
+            none_hint = " (to leave a feature out, omit its key)" if value is None else ""
+            raise TypeError(
+                f"{name}[{i}][{j}]: feature {full_key!r} has a value of "
+                f"unsupported type {_type_name(value)} ({_short(value)}); use str, "
+                f"bool, int, float, a dict, or a list or set of str{none_hint}."
+            )
+
+
+def _too_large_message(name, i, j, key, value):
+    return (
+        f"{name}[{i}][{j}]: feature {key!r} has the value {_short(value)}, which is "
+        "too large for a float; feature values must be finite numbers."
+    )
+
+
+# -- encoded data ---------------------------------------------------------------
+
+
+def _locate(flat_row, lengths):
+    """``(i, j)``: sequence and token of a row in flat order."""
+    ends = np.cumsum(lengths)
+    i = int(np.searchsorted(ends, flat_row, side="right"))
+    return i, int(flat_row - (ends[i] - lengths[i]))
+
+
+def check_sums(encoded, vocabulary, name="X"):
+    """Reject training values whose sums overflow (the objective would be inf).
+
+    Parameters
+    ----------
+    encoded : Encoded
+        The training data, as :meth:`Vocabulary.encode` returns it.
+    vocabulary : Vocabulary
+        The vocabulary that encoded it (for the attribute's name).
+    name : str
+        How to call the data in the error message.
+    """
+    values = encoded.values
+    if not len(values):
+        return
+    largest = float(np.abs(values).max())
+    if largest * len(values) < 1e300:
+        return  # no sum of values can overflow: the cheap, common case
+    with np.errstate(over="ignore"):
+        sums = np.bincount(encoded.ids, weights=np.abs(values), minlength=len(vocabulary))
+    bad = np.flatnonzero(~np.isfinite(sums))
+    if not len(bad):
+        return
+    attribute = int(bad[0])
+    positions = np.flatnonzero(encoded.ids == attribute)
+    position = int(positions[np.argmax(np.abs(values[positions]))])
+    row = int(np.searchsorted(encoded.indptr, position, side="right")) - 1
+    i, j = _locate(row, encoded.lengths)
+    raise ValueError(
+        f"The values of feature {vocabulary.attributes[attribute]!r} are too large: "
+        "the sum of their magnitudes over the training data overflows a float (the "
+        f"largest is {float(values[position])!r}, at {name}[{i}][{j}]). Scale the "
+        "feature values down."
+    )
+
+
+def check_emissions(emissions, lengths, name="X"):
+    """Raise if label scores overflowed; name the first token concerned.
+
+    Parameters
+    ----------
+    emissions : ndarray of shape (n_tokens, n_labels)
+        ``X @ coef_`` in flat order.
+    lengths : ndarray of int, shape (n_sequences,)
+    name : str
+    """
+    if np.isfinite(emissions).all():
+        return
+    row = int(np.flatnonzero(~np.isfinite(emissions).all(axis=1))[0])
+    i, j = _locate(row, lengths)
+    raise ValueError(
+        f"{name}[{i}][{j}]: the label scores of this token are not finite: its "
+        "feature values are too large for the model's weights. Scale the "
+        "feature values down."
+    )
+
+
+# -- labels ---------------------------------------------------------------------
+
+
+def check_labels(y, lengths, name="y"):
+    """Check label sequences against the token counts.
+
+    Returns
+    -------
+    labels : list
+        The labels of all tokens in flat order.
+    """
+    x_name = "X" + name[1:] if name.startswith("y") else "X"
+    _check_container(y, name, "a list of label sequences")
+    sequences = y if type(y) is list else list(y)
+    if sequences:
+        first = sequences[0]
+        if isinstance(first, (str, bytes)) or not _is_sequence(first) or isinstance(
+            first, Mapping
+        ):
+            raise TypeError(
+                f"{name} must be a list of label sequences, but {name}[0] is "
+                f"{_type_name(first)} {_short(first)} (is {name} a flat list of "
+                "labels?). Give one list of labels per sequence: "
+                f"{name} = [[label, label, ...], ...]."
+            )
+    if len(sequences) != len(lengths):
+        raise ValueError(
+            f"{x_name} has {len(lengths)} sequences but {name} has {len(sequences)} "
+            "label sequences; they must have one label sequence per sequence."
+        )
+    labels = []
+    for i, (seq, length) in enumerate(zip(sequences, lengths)):
+        if type(seq) is not list:
+            if isinstance(seq, (str, bytes, Mapping)) or not (
+                _is_sequence(seq) or isinstance(seq, Iterator)
+            ):
+                raise TypeError(
+                    f"{name} must be a list of label sequences, but {name}[{i}] is "
+                    f"{_type_name(seq)} {_short(seq)}. Give one list of labels per "
+                    f"sequence: {name} = [[label, label, ...], ...]."
+                )
+            _check_container(seq, f"{name}[{i}]", "a label sequence (a list of labels)")
+        if len(seq) != length:
+            raise ValueError(
+                f"{name}[{i}] has {_count(len(seq), 'label')} but {x_name}[{i}] has "
+                f"{_count(length, 'token')}; every token needs exactly one label."
+            )
+        labels.extend(seq)
+    _check_label_values(labels, lengths, name)
+    return labels
+
+
+def _count(n, noun):
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def _check_label_values(labels, lengths, name):
+    """Labels must be hashable and not NaN; name the first offender."""
+    try:
+        unique = dict.fromkeys(labels)
+    except TypeError:
+        for row, label in enumerate(labels):
+            try:
+                hash(label)
+            except TypeError:
+                i, j = _locate(row, np.asarray(lengths))
+                raise TypeError(
+                    f"{name}[{i}][{j}]: the label {_short(label)} is not hashable; "
+                    "labels must be hashable (str, int, tuple, ...)."
+                ) from None
+        raise
+    for label in unique:
+        if _is_nan(label):
+            row = next(k for k, other in enumerate(labels) if _is_nan(other))
+            i, j = _locate(row, np.asarray(lengths))
+            raise ValueError(
+                f"{name}[{i}][{j}]: the label is NaN; NaN is not equal to itself, "
+                "so it cannot be a label."
+            )
+
+
+def _is_nan(label):
+    try:
+        return bool(label != label)
+    except Exception:  # noqa: BLE001 - a label with an odd __ne__ is not NaN
+        return False
+
+
+def encode_labels(labels, classes=None, name="y"):
+    """Map labels to indices.
+
+    Parameters
+    ----------
+    labels : list of hashable
+    classes : ndarray of object or None
+        Known classes; ``None`` learns them: sorted when the labels can be
+        sorted, else in order of first appearance.
+
+    Returns
+    -------
+    indices : ndarray of int
+        Index into ``classes``; -1 for a label not in ``classes``.
+    classes : ndarray of object
+    """
+    try:
+        if classes is None:
+            unique = list(dict.fromkeys(labels))
+            try:
+                unique = sorted(unique)
+            except TypeError:
+                pass  # mixed, unorderable label types: keep first appearance
+            classes = np.empty(len(unique), dtype=object)
+            classes[:] = unique
+        index = {label: k for k, label in enumerate(classes)}
+        indices = np.fromiter(
+            (index.get(label, -1) for label in labels), dtype=np.intp, count=len(labels)
+        )
+    except TypeError as exc:
+        for k, label in enumerate(labels):
+            try:
+                hash(label)
+            except TypeError:
+                raise TypeError(
+                    f"{name}: label {label!r} (token {k} in flat order) is not "
+                    "hashable; labels must be hashable (str, int, ...)."
+                ) from exc
+        raise
+    return indices, classes

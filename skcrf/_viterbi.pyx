@@ -1,0 +1,413 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""Compiled Viterbi decoding of linear-chain CRFs (batched and single sequence).
+
+Same conventions and results as :func:`skcrf._inference.viterbi` (the numpy
+version, kept as the reference): ``emissions[r, j]`` is the score of label
+``j`` at row ``r``, ``transitions[i, j]`` the score of label ``i`` followed
+by label ``j``, no start or end transitions; ties go to the lowest label
+index, in the backpointers and at the final argmax (as CRFsuite).
+
+The batch is decoded one sequence at a time (the sequence's tokens are rows
+``offsets[t] + s`` of the packed layout), so the two score rows of the
+recursion and the sequence's backpointers stay in the L1/L2 cache. One step
+is a max-plus product ``best[j] = max_i prev[i] + T[i, j]`` computed as a
+sweep over the previous labels ``i`` (in increasing order, with a strict
+``>`` so the lowest label keeps a tie) of the contiguous row ``T[i, :]``,
+which the compiler vectorizes across ``j``.
+
+Exact pruning (as ``_inference._viterbi_step``): with ``spread = max T - min
+T``, a previous label ``i`` with ``prev[i] < max(prev) - spread`` can neither
+win nor tie at any ``j``, since ``prev[i] + T[i, j] <= prev[i] + max T <
+max(prev) + min T``. A small margin covers the rounding of the sums (it is
+relative to the size of the scores and of the transitions, so the rounded
+sums keep the exact order); pruning less is always safe. With trained
+(peaked) emissions only a handful of labels remain per step.
+"""
+
+from libc.math cimport fabs
+from libc.stdint cimport int32_t, INT32_MAX
+from libc.stdlib cimport free, malloc
+
+import numpy as np
+
+cimport numpy as cnp
+
+cnp.import_array()
+
+
+cdef extern from *:
+    """
+    #include <stdint.h>
+    #if defined(__SSE2__) || defined(_M_X64) || (defined(_M_IX86_FP) && _M_IX86_FP >= 2)
+    #include <emmintrin.h>
+    #define SKCRF_VITERBI_SSE2 1
+    #else
+    #define SKCRF_VITERBI_SSE2 0
+    #endif
+
+    /* cur[j], bp[j] = p + trow[j], i  where  p + trow[j] > cur[j]  (strict:
+       an equal score keeps the earlier, lower label), for j < n. The
+       scalar loop compiles to branches, which the data mispredict; SSE2 is
+       part of the x86-64 baseline (no -march needed). */
+    static inline void skcrf_maxplus_update(double *cur, int32_t *bp, const double *trow,
+                                            double p, int32_t i, Py_ssize_t n) {
+        Py_ssize_t j = 0;
+    #if SKCRF_VITERBI_SSE2
+        const __m128d vp = _mm_set1_pd(p);
+        const __m128i vi = _mm_set1_epi32(i);
+        for (; j + 2 <= n; j += 2) {
+            __m128d v = _mm_add_pd(vp, _mm_loadu_pd(trow + j));
+            __m128d s = _mm_loadu_pd(cur + j);
+            /* 64-bit lane masks -> two 32-bit masks in the low half */
+            __m128i m = _mm_shuffle_epi32(_mm_castpd_si128(_mm_cmpgt_pd(v, s)),
+                                          _MM_SHUFFLE(2, 0, 2, 0));
+            __m128i b = _mm_loadl_epi64((const __m128i *)(bp + j));
+            _mm_storeu_pd(cur + j, _mm_max_pd(v, s));  /* v > s ? v : s */
+            b = _mm_or_si128(_mm_andnot_si128(m, b), _mm_and_si128(m, vi));
+            _mm_storel_epi64((__m128i *)(bp + j), b);
+        }
+    #endif
+        for (; j < n; j++) {
+            double v = p + trow[j];
+            if (v > cur[j]) {
+                cur[j] = v;
+                bp[j] = i;
+            }
+        }
+    }
+
+    /* lo, hi = min, max of x[:n] (n >= 1); *nonfinite = 0.0 if every x is
+       finite, else NaN. Independent accumulators: no latency chain. */
+    static void skcrf_minmax(const double *x, Py_ssize_t n, double *lo, double *hi,
+                             double *nonfinite) {
+        double l = x[0], h = x[0], z = 0.0;
+        Py_ssize_t k = 0;
+    #if SKCRF_VITERBI_SSE2
+        if (n >= 4) {
+            __m128d l0 = _mm_loadu_pd(x), l1 = _mm_loadu_pd(x + 2);
+            __m128d h0 = l0, h1 = l1, zero = _mm_setzero_pd();
+            __m128d z0 = _mm_mul_pd(l0, zero), z1 = _mm_mul_pd(l1, zero);
+            double buf[2];
+            for (k = 4; k + 4 <= n; k += 4) {
+                __m128d a = _mm_loadu_pd(x + k), b = _mm_loadu_pd(x + k + 2);
+                l0 = _mm_min_pd(l0, a); l1 = _mm_min_pd(l1, b);
+                h0 = _mm_max_pd(h0, a); h1 = _mm_max_pd(h1, b);
+                z0 = _mm_add_pd(z0, _mm_mul_pd(a, zero));
+                z1 = _mm_add_pd(z1, _mm_mul_pd(b, zero));
+            }
+            _mm_storeu_pd(buf, _mm_min_pd(l0, l1));
+            l = buf[0] < buf[1] ? buf[0] : buf[1];
+            _mm_storeu_pd(buf, _mm_max_pd(h0, h1));
+            h = buf[0] > buf[1] ? buf[0] : buf[1];
+            _mm_storeu_pd(buf, _mm_add_pd(z0, z1));
+            z = buf[0] + buf[1];
+        }
+    #endif
+        for (; k < n; k++) {
+            l = x[k] < l ? x[k] : l;
+            h = x[k] > h ? x[k] : h;
+            z += x[k] * 0.0;  /* NaN for an infinite or NaN x */
+        }
+        *lo = l;
+        *hi = h;
+        *nonfinite = z == 0.0 ? 0.0 : z - z;
+    }
+    """
+    void skcrf_minmax(const double* x, intp n, double* lo, double* hi, double* nonfinite) noexcept nogil
+    void skcrf_maxplus_update(double* cur, int32_t* bp, const double* trow,
+                              double p, int32_t i, intp n) noexcept nogil
+
+# Relative margin of the pruning bound against rounding (the sums round at
+# ~1e-16 relative; any margin much larger than that is exact and safe).
+cdef double _PRUNE_RELATIVE_MARGIN = 0.0
+
+
+cdef int viterbi_work_init(ViterbiWork* work, const double* transitions,
+                           intp n_labels, intp max_length, bint tight) noexcept nogil:
+    cdef intp a, i, j, n = n_labels * n_labels
+    cdef double lo = 0.0, hi = 0.0, nonfinite = 0.0, absmax, ta, d
+    cdef double* transposed
+    cdef double* row
+    cdef const double* column
+    work.n_labels = n_labels
+    work.max_length = max_length
+    work.transitions = transitions
+    work.scores = NULL
+    work.candidates = NULL
+    work.backpointers = NULL
+    work.bound = NULL
+    if n > 0:
+        skcrf_minmax(transitions, n, &lo, &hi, &nonfinite)
+    absmax = fabs(lo) if fabs(lo) > fabs(hi) else fabs(hi)
+    # non-finite transitions give a NaN margin: no pruning at all
+    work.spread = (hi - lo) + nonfinite
+    work.margin = _PRUNE_RELATIVE_MARGIN * (1.0 + absmax) + nonfinite
+    if n_labels < 1:
+        n_labels = 1
+    if max_length < 1:
+        max_length = 1
+    work.scores = <double*>malloc(2 * n_labels * sizeof(double))
+    work.candidates = <int32_t*>malloc(n_labels * sizeof(int32_t))
+    work.backpointers = <int32_t*>malloc(max_length * n_labels * sizeof(int32_t))
+    if work.scores == NULL or work.candidates == NULL or work.backpointers == NULL:
+        viterbi_work_free(work)
+        return -1
+    if tight and n > 0 and nonfinite == 0.0:
+        work.bound = <double*>malloc(n * sizeof(double))
+        transposed = <double*>malloc(n * sizeof(double))
+        if work.bound == NULL or transposed == NULL:
+            free(transposed)
+            viterbi_work_free(work)
+            return -1
+        for i in range(n_labels):
+            for j in range(n_labels):
+                transposed[j * n_labels + i] = transitions[i * n_labels + j]
+        # bound[a, i] = max_j T[i, j] - T[a, j], vectorized over i
+        for a in range(n_labels):
+            row = work.bound + a * n_labels
+            ta = transitions[a * n_labels]
+            for i in range(n_labels):
+                row[i] = transposed[i] - ta
+            for j in range(1, n_labels):
+                ta = transitions[a * n_labels + j]
+                column = transposed + j * n_labels
+                for i in range(n_labels):
+                    d = column[i] - ta
+                    row[i] = d if d > row[i] else row[i]
+        free(transposed)
+    return 0
+
+
+cdef void viterbi_work_free(ViterbiWork* work) noexcept nogil:
+    free(work.scores)
+    free(work.candidates)
+    free(work.backpointers)
+    free(work.bound)
+    work.bound = NULL
+    work.scores = NULL
+    work.candidates = NULL
+    work.backpointers = NULL
+
+
+cdef inline intp _row(const intp* offsets, intp column, intp t) noexcept nogil:
+    if offsets == NULL:
+        return t
+    return offsets[t] + column
+
+
+cdef double viterbi_sequence(ViterbiWork* work, const double* emissions,
+                             const intp* offsets, intp column, intp length,
+                             intp* path) noexcept nogil:
+    cdef intp n_labels = work.n_labels
+    cdef const double* transitions = work.transitions
+    cdef double* prev = work.scores
+    cdef double* cur = work.scores + n_labels
+    cdef double* swap
+    cdef int32_t* candidates = work.candidates
+    cdef int32_t* backpointer
+    cdef const double* em
+    cdef const double* trow
+    cdef const double* bound
+    cdef intp t, j, c, n_candidates, top_label
+    cdef int32_t i
+    cdef double top, threshold, p, v, s
+
+    if length <= 0:
+        return 0.0
+    # step 0: the emissions; track the best label (lowest index on ties)
+    em = emissions + _row(offsets, column, 0) * n_labels
+    top = em[0]
+    top_label = 0
+    for j in range(n_labels):
+        s = em[j]
+        prev[j] = s
+        if s > top:
+            top = s
+            top_label = j
+
+    for t in range(1, length):
+        # previous labels still in the running, in increasing order
+        # (branch-free); a NaN threshold (infinite scores) prunes nothing
+        n_candidates = 0
+        if work.bound == NULL:
+            threshold = top - (work.spread + work.margin + _PRUNE_RELATIVE_MARGIN * fabs(top))
+            for j in range(n_labels):
+                candidates[n_candidates] = <int32_t>j
+                n_candidates += not (prev[j] < threshold)
+        else:
+            threshold = top - (work.margin + _PRUNE_RELATIVE_MARGIN * fabs(top))
+            bound = work.bound + top_label * n_labels
+            for j in range(n_labels):
+                candidates[n_candidates] = <int32_t>j
+                n_candidates += not (prev[j] < threshold - bound[j])
+        if n_candidates == 0:  # cannot happen (the top label passes); be safe
+            for j in range(n_labels):
+                candidates[j] = <int32_t>j
+            n_candidates = n_labels
+
+        backpointer = work.backpointers + t * n_labels
+        i = candidates[0]
+        p = prev[i]
+        trow = transitions + i * n_labels
+        for j in range(n_labels):
+            cur[j] = p + trow[j]
+            backpointer[j] = i
+        for c in range(1, n_candidates):
+            i = candidates[c]
+            skcrf_maxplus_update(cur, backpointer, transitions + i * n_labels,
+                                 prev[i], i, n_labels)
+
+        em = emissions + _row(offsets, column, t) * n_labels
+        top = cur[0] + em[0]
+        top_label = 0
+        for j in range(n_labels):
+            s = cur[j] + em[j]
+            cur[j] = s
+            if s > top:
+                top = s
+                top_label = j
+        swap = prev
+        prev = cur
+        cur = swap
+
+    # backtrack
+    path[_row(offsets, column, length - 1)] = top_label
+    j = top_label
+    for t in range(length - 1, 0, -1):
+        j = work.backpointers[t * n_labels + j]
+        path[_row(offsets, column, t - 1)] = j
+    return top
+
+
+cdef inline intp offsets_total(const intp* batch_sizes, intp max_length) noexcept nogil:
+    cdef intp t, total = 0
+    for t in range(max_length):
+        total += batch_sizes[t]
+    return total
+
+
+cdef int viterbi_packed_c(const double* emissions, const double* transitions,
+                          intp n_labels, const intp* batch_sizes, intp max_length,
+                          intp* path, double* best_score) noexcept nogil:
+    cdef ViterbiWork work
+    cdef intp* offsets
+    cdef intp t, column, length, n_sequences
+    cdef double score
+    if max_length <= 0:
+        return 0
+    offsets = <intp*>malloc((max_length + 1) * sizeof(intp))
+    if offsets == NULL:
+        return -1
+    # the per-label bound costs ~n_labels ** 3 / 2 vector operations once
+    if viterbi_work_init(&work, transitions, n_labels, max_length,
+                         offsets_total(batch_sizes, max_length) >= 8 * n_labels) != 0:
+        free(offsets)
+        return -1
+    offsets[0] = 0
+    for t in range(max_length):
+        offsets[t + 1] = offsets[t] + batch_sizes[t]
+    n_sequences = batch_sizes[0]
+    length = max_length
+    for column in range(n_sequences):
+        # sequence ``column`` is active at the steps t with batch_sizes[t] > column
+        while length > 0 and batch_sizes[length - 1] <= column:
+            length -= 1
+        score = viterbi_sequence(&work, emissions, offsets, column, length, path)
+        if best_score != NULL:
+            best_score[column] = score
+    viterbi_work_free(&work)
+    free(offsets)
+    return 0
+
+
+cdef intp _check_transitions(intp n_labels, const double[:, ::1] transitions) except -1:
+    if transitions.shape[0] != n_labels or transitions.shape[1] != n_labels:
+        raise ValueError(
+            f"transitions must have shape ({n_labels}, {n_labels}) to match the "
+            f"emissions' {n_labels} labels, got ({transitions.shape[0]}, {transitions.shape[1]})"
+        )
+    if n_labels > INT32_MAX:
+        raise ValueError("too many labels")
+    return 0
+
+
+def viterbi_packed(const double[:, ::1] emissions, const double[:, ::1] transitions,
+                   const intp[::1] batch_sizes, intp[::1] path_out,
+                   double[::1] best_score_out=None):
+    """Most probable labelling of every sequence of a packed batch.
+
+    Same results as :func:`skcrf._inference.viterbi`; the GIL is released
+    for the whole computation, so threads can decode shards concurrently.
+
+    Parameters
+    ----------
+    emissions : ndarray of shape (n_tokens, n_labels), float64, C-contiguous
+        Packed rows (layout of :mod:`skcrf._packing`).
+    transitions : ndarray of shape (n_labels, n_labels), float64, C-contiguous
+    batch_sizes : ndarray of shape (max_length,), intp
+        Non-increasing, positive, summing to ``n_tokens``.
+    path_out : ndarray of shape (n_tokens,), intp
+        Receives the label of each packed row.
+    best_score_out : ndarray of shape (n_sequences,), float64, optional
+        Receives the best score of each sequence, in packed (sorted) order.
+    """
+    cdef intp n_tokens = emissions.shape[0], n_labels = emissions.shape[1]
+    cdef intp max_length = batch_sizes.shape[0], t, total = 0
+    cdef int status
+    cdef double* score_ptr = NULL
+    _check_transitions(n_labels, transitions)
+    for t in range(max_length):
+        if batch_sizes[t] <= 0 or (t > 0 and batch_sizes[t] > batch_sizes[t - 1]):
+            raise ValueError("batch_sizes must be positive and non-increasing")
+        total += batch_sizes[t]
+    if total != n_tokens:
+        raise ValueError(f"batch_sizes sum to {total}, but there are {n_tokens} emission rows")
+    if path_out.shape[0] != n_tokens:
+        raise ValueError(f"path_out has {path_out.shape[0]} entries, expected {n_tokens}")
+    if best_score_out is not None:
+        if best_score_out.shape[0] != (batch_sizes[0] if max_length else 0):
+            raise ValueError(
+                f"best_score_out has {best_score_out.shape[0]} entries, expected one per sequence"
+            )
+        if max_length:
+            score_ptr = &best_score_out[0]
+    if n_tokens == 0:
+        return None
+    if n_labels == 0:
+        raise ValueError("cannot decode with 0 labels")
+    with nogil:
+        status = viterbi_packed_c(&emissions[0, 0], &transitions[0, 0], n_labels,
+                                  &batch_sizes[0], max_length, &path_out[0], score_ptr)
+    if status != 0:
+        raise MemoryError()
+    return None
+
+
+def viterbi_single(const double[:, ::1] emissions, const double[:, ::1] transitions):
+    """Most probable labelling of one sequence (rows = tokens in order).
+
+    Returns
+    -------
+    path : ndarray of shape (n_tokens,), intp
+        Ties go to the lowest label index.
+    """
+    cdef intp n_tokens = emissions.shape[0], n_labels = emissions.shape[1]
+    cdef cnp.npy_intp dims[1]
+    cdef ViterbiWork work
+    cdef int status
+    _check_transitions(n_labels, transitions)
+    dims[0] = n_tokens
+    path = cnp.PyArray_EMPTY(1, dims, cnp.NPY_INTP, 0)
+    if n_tokens == 0:
+        return path
+    if n_labels == 0:
+        raise ValueError("cannot decode with 0 labels")
+    cdef intp* path_ptr = <intp*>cnp.PyArray_DATA(<cnp.ndarray>path)
+    with nogil:
+        status = viterbi_work_init(&work, &transitions[0, 0], n_labels, n_tokens, False)
+        if status == 0:
+            viterbi_sequence(&work, &emissions[0, 0], NULL, 0, n_tokens, path_ptr)
+            viterbi_work_free(&work)
+    if status != 0:
+        raise MemoryError()
+    return path
