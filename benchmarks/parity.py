@@ -15,16 +15,14 @@ import numpy as np
 import sklearn_crfsuite
 from sklearn.exceptions import ConvergenceWarning
 
+from _tasks import load_task
 from skcrf import CRFTagger
-from skcrf.datasets import load_treebank, treebank_sentence_features
 
 SETTINGS = [(0.1, 0.1, 100), (0.0, 1.0, None), (0.1, 0.1, None)]
 
 
 def main():
-    train, test = load_treebank()
-    X, y = treebank_sentence_features(train)
-    X_test, y_test = treebank_sentence_features(test)
+    X, y, X_test, y_test = load_task("seed")
     truth = np.array([tag for tags in y_test for tag in tags])
     print("| c1 | c2 | max_iterations | CRFsuite loss (iterations) | skcrf loss (iterations) "
           "| relative difference | test-token agreement | accuracy CRFsuite / skcrf |")

@@ -23,9 +23,11 @@ Design
 - Tokens made by one feature function hold the same key objects in the same
   order, so during one ``encode`` call a small memo per position in the
   token (``_Memo``) remembers the last key seen there, with its ``{value ->
-  id}`` dict or its id: a pointer comparison replaces a dict lookup. The
-  memo borrows pointers that stay valid for the call (the input holds the
-  keys, the vocabulary holds the dicts) and is dropped after it.
+  id}`` dict or its id: comparing with the previous token's key (the same
+  object, or an equal string that is still in the CPU cache when keys are
+  built per token, e.g. with f-strings) replaces a dict lookup. The memo
+  borrows pointers that stay valid for the call (the input holds the keys;
+  the vocabulary holds the dicts and never drops one) and is dropped after it.
 - Any other token (nested dicts, list values, list-of-names tokens, numpy
   scalars, str subclasses, invalid values) goes to the general path,
   :func:`skcrf._validation.token_attributes`, which checks it and raises the
@@ -80,6 +82,14 @@ cdef struct _Memo:
     PyObject *by_value      # its {value -> id} dict (borrowed; NULL: none)
     PyObject *number_key
     Py_ssize_t number_id    # its id when the value is a number
+
+
+cdef inline bint _same_key(PyObject *remembered, PyObject *key):
+    """Whether a memo's key (possibly NULL) is the str ``key``."""
+    if remembered == key:
+        return True
+    # an equal key built anew for each token (f-string keys)
+    return remembered != NULL and <str> remembered == <str> key
 
 
 cdef class _Output:
@@ -262,8 +272,10 @@ cdef class Vocabulary:
         for name in self._names[size:]:
             del self._ids[name]
         del self._names[size:]
-        # the cache may hold forgotten ids: start it afresh
-        self._by_key = {}
+        # the cache may hold forgotten ids: empty it, but keep the inner dicts
+        # alive (a memo may borrow them) -- the vocabulary never drops one
+        for by_value in self._by_key.values():
+            by_value.clear()
         self._cached_misses = 0
 
     # -- encoding -------------------------------------------------------------
@@ -284,7 +296,7 @@ cdef class Vocabulary:
                 break
             value_type = Py_TYPE(<object> value)
             if value_type == <PyTypeObject *> str:
-                if slot < _MEMO_SIZE and memo[slot].string_key == key:
+                if slot < _MEMO_SIZE and _same_key(memo[slot].string_key, key):
                     by_value = memo[slot].by_value
                 else:
                     by_value = self._values_of(<str> key, grow)
@@ -295,7 +307,7 @@ cdef class Vocabulary:
                 number = 1.0
             else:
                 if value_type == <PyTypeObject *> bool:
-                    number = 1.0 if value == <PyObject *> True else 0.0
+                    number = 1.0 if (<object> value) is True else 0.0
                 elif value_type == <PyTypeObject *> float:
                     number = PyFloat_AS_DOUBLE(<object> value)
                     if not isfinite(number):
@@ -307,7 +319,7 @@ cdef class Vocabulary:
                         break
                 else:
                     break
-                if slot < _MEMO_SIZE and memo[slot].number_key == key:
+                if slot < _MEMO_SIZE and _same_key(memo[slot].number_key, key):
                     attribute = memo[slot].number_id
                 else:
                     attribute = self._resolve(<str> key, grow)

@@ -129,12 +129,9 @@ class CRFModel:
             dense transition matrix.
         """
         keep = self.state_weights != 0
-        counts = np.add.reduceat(keep, self.state_ptr[:-1]) if self.n_states else None
-        ptr = np.zeros(self.n_attributes + 1, dtype=np.int64)
-        if self.n_states:
-            # reduceat gives wrong values for empty ranges: mask them.
-            counts = np.where(np.diff(self.state_ptr) > 0, counts, 0)
-            np.cumsum(counts, out=ptr[1:])
+        kept_before = np.zeros(self.n_states + 1, dtype=np.int64)
+        np.cumsum(keep, out=kept_before[1:])
+        ptr = kept_before[self.state_ptr]
         return (
             ptr,
             np.ascontiguousarray(self.state_labels[keep], dtype=np.int32),

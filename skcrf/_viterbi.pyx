@@ -119,7 +119,7 @@ cdef extern from *:
 
 # Relative margin of the pruning bound against rounding (the sums round at
 # ~1e-16 relative; any margin much larger than that is exact and safe).
-cdef double _PRUNE_RELATIVE_MARGIN = 0.0
+cdef double _PRUNE_RELATIVE_MARGIN = 1e-9
 
 
 cdef int viterbi_work_init(ViterbiWork* work, const double* transitions,

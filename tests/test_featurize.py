@@ -1,0 +1,423 @@
+"""The compiled encoder (skcrf._featurize.Vocabulary) against a plain Python oracle.
+
+The oracle turns one token into CRFsuite's (python-crfsuite's) attributes:
+``{'w': 'Hi'}`` -> ``w:Hi`` = 1, numbers and bools are their value, nested
+dicts are prefixed with ``key:``, a list or set of str gives one attribute per
+item, a list token gives one attribute per name. The encoder must give the same
+rows (values of one attribute in one token add up), number attributes in order
+of first appearance, skip unseen attributes at predict time, and raise the
+errors of skcrf._validation naming ``X[i][j]`` and the key.
+"""
+
+import math
+import pickle
+import re
+from collections import OrderedDict
+from decimal import Decimal
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from skcrf._featurize import Encoded, Vocabulary
+from skcrf._validation import MAX_NESTING, check_sequences, check_sums
+
+
+# -- the oracle -------------------------------------------------------------------
+
+
+def oracle_pairs(token, sep=":"):
+    """``[(name, value), ...]`` of one valid token, in order."""
+    if isinstance(token, (list, tuple)):
+        return [(str(name), 1.0) for name in token]
+    pairs = []
+
+    def walk(mapping, prefix):
+        for key, value in mapping.items():
+            name = prefix + str(key)
+            if isinstance(value, dict):
+                walk(value, name + ":")
+            elif isinstance(value, str):
+                pairs.append((name + sep + str(value), 1.0))
+            elif isinstance(value, (list, set, frozenset)):
+                pairs.extend((name + sep + str(item), 1.0) for item in value)
+            else:
+                pairs.append((name, float(value)))
+
+    walk(token, "")
+    return pairs
+
+
+def oracle_fit(X, sep=":"):
+    names = {}
+    for seq in X:
+        for token in seq:
+            for name, _ in oracle_pairs(token, sep):
+                names.setdefault(name, len(names))
+    return list(names)
+
+
+def rows_by_name(encoded, vocabulary):
+    """Each row as ``{name: summed value}``."""
+    names = vocabulary.attributes
+    rows = []
+    for start, end in zip(encoded.indptr[:-1], encoded.indptr[1:]):
+        row = {}
+        for attribute, value in zip(encoded.ids[start:end], encoded.values[start:end]):
+            row[names[attribute]] = row.get(names[attribute], 0.0) + value
+        rows.append(row)
+    return rows
+
+
+def oracle_rows(X, known=None, sep=":"):
+    rows = []
+    for seq in X:
+        for token in seq:
+            row = {}
+            for name, value in oracle_pairs(token, sep):
+                if known is None or name in known:
+                    row[name] = row.get(name, 0.0) + value
+            rows.append(row)
+    return rows
+
+
+def check_encoded(encoded, X):
+    assert isinstance(encoded, Encoded)
+    assert encoded.indptr.dtype == np.int64 and encoded.ids.dtype == np.int32
+    assert encoded.values.dtype == np.float64 and encoded.lengths.dtype == np.intp
+    assert encoded.lengths.tolist() == [len(seq) for seq in X]
+    assert len(encoded.indptr) == sum(map(len, X)) + 1 and encoded.indptr[0] == 0
+    assert encoded.indptr[-1] == len(encoded.ids) == len(encoded.values)
+    assert np.all(np.diff(encoded.indptr) >= 0)
+
+
+def assert_matches_oracle(X, X_new, sep=":"):
+    vocabulary = Vocabulary(value_separator=sep)
+    fitted = vocabulary.encode(X, grow=True)
+    check_encoded(fitted, X)
+    assert vocabulary.attributes == oracle_fit(X, sep)  # first-appearance order
+    assert rows_by_name(fitted, vocabulary) == oracle_rows(X, sep=sep)
+    before = list(vocabulary.attributes)
+    transformed = vocabulary.encode(X_new, grow=False)
+    check_encoded(transformed, X_new)
+    assert vocabulary.attributes == before  # predict never grows
+    assert rows_by_name(transformed, vocabulary) == oracle_rows(X_new, set(before), sep)
+    # and again, with warm caches
+    again = vocabulary.encode(X_new, grow=False)
+    for a, b in zip(transformed, again):
+        np.testing.assert_array_equal(a, b)
+    return vocabulary, fitted
+
+
+# -- hand-made tokens ---------------------------------------------------------------
+
+
+def test_every_format_by_hand():
+    X = [
+        [{"w": "Hello", "cap": True, "first": False, "n": 3, "x": -2.5},
+         ["bias", "bias", "w:Hello"]],
+        [],
+        [{"n": {"a": 1, "b": "x", "c": {"d": False}}, "l": ["p", "q"], "s": {"r"},
+          "fs": frozenset({"t"}), "e": []}],
+        (("tuple-token",),),
+    ]
+    vocabulary = Vocabulary()
+    encoded = vocabulary.encode(X, grow=True)
+    assert vocabulary.attributes == [
+        "w:Hello", "cap", "first", "n", "x", "bias", "n:a", "n:b:x", "n:c:d",
+        "l:p", "l:q", "s:r", "fs:t", "tuple-token",
+    ]
+    assert rows_by_name(encoded, vocabulary) == [
+        {"w:Hello": 1.0, "cap": 1.0, "first": 0.0, "n": 3.0, "x": -2.5},
+        {"bias": 2.0, "w:Hello": 1.0},
+        {"n:a": 1.0, "n:b:x": 1.0, "n:c:d": 0.0, "l:p": 1.0, "l:q": 1.0, "s:r": 1.0,
+         "fs:t": 1.0},
+        {"tuple-token": 1.0},
+    ]
+    assert encoded.lengths.tolist() == [2, 0, 1, 1]
+    assert encoded.indptr.tolist() == [0, 5, 8, 15, 16]  # list token: 3 entries
+
+
+def test_explicit_zeros_are_kept():
+    vocabulary = Vocabulary()
+    encoded = vocabulary.encode([[{"f": False, "z": 0, "zf": 0.0, "nz": np.float64(0)}]],
+                                grow=True)
+    assert vocabulary.attributes == ["f", "z", "zf", "nz"]
+    assert encoded.values.tolist() == [0.0, 0.0, 0.0, 0.0]
+    assert encoded.ids.tolist() == [0, 1, 2, 3]
+    again = vocabulary.encode([[{"f": False, "z": 0}]], grow=False)
+    assert again.ids.tolist() == [0, 1] and again.values.tolist() == [0.0, 0.0]
+
+
+def test_collisions_are_one_attribute():
+    # a numeric key 'a:b' and key 'a' with the string 'b' are CRFsuite's 'a:b'
+    X = [[{"a:b": 2.0, "a": "b"}, {"a": "b"}, {"n": {"a": 1.0}, "n:a": 0.5}, ["a:b"]]]
+    vocabulary = Vocabulary()
+    encoded = vocabulary.encode(X, grow=True)
+    assert vocabulary.attributes == ["a:b", "n:a"]
+    assert rows_by_name(encoded, vocabulary) == [
+        {"a:b": 3.0}, {"a:b": 1.0}, {"n:a": 1.5}, {"a:b": 1.0}]
+    # the other way round, first seen as a string value
+    vocabulary = Vocabulary()
+    vocabulary.encode([[{"a": "b"}]], grow=True)
+    encoded = vocabulary.encode([[{"a:b": 4}, {"a": "b"}]], grow=False)
+    assert encoded.ids.tolist() == [0, 0] and encoded.values.tolist() == [4.0, 1.0]
+
+
+def test_value_separator():
+    X = [[{"w": "Hi", "n": {"b": "x"}, "l": ["p"], "k": 1}, ["w=Hi"]]]
+    vocabulary = Vocabulary(value_separator="=")
+    encoded = vocabulary.encode(X, grow=True)
+    # nested keys are always joined with ':'
+    assert vocabulary.attributes == ["w=Hi", "n:b=x", "l=p", "k"]
+    assert encoded.ids.tolist() == [0, 1, 2, 3, 0]
+    assert vocabulary.value_separator == "="
+    # a model with DictVectorizer's names reads tokens like the ones it was fit on
+    loaded = Vocabulary(["w=Hi", "k"], value_separator="=")
+    encoded = loaded.encode([[{"w": "Hi", "k": 2, "w2": "Hi"}]], grow=False)
+    assert encoded.ids.tolist() == [0, 1] and encoded.values.tolist() == [1.0, 2.0]
+
+
+def test_unseen_attributes_are_skipped_at_predict():
+    vocabulary = Vocabulary()
+    vocabulary.encode([[{"w": "a", "n": 1.0}]], grow=True)
+    encoded = vocabulary.encode(
+        [[{"w": "b", "m": 1.0, "n": 2.0}, {"new": "x"}, ["w:a", "zzz"], {}], []], grow=False)
+    assert encoded.indptr.tolist() == [0, 1, 1, 2, 2]
+    assert encoded.ids.tolist() == [1, 0] and encoded.values.tolist() == [2.0, 1.0]
+    assert vocabulary.attributes == ["w:a", "n"]
+    # a later fit call still adds what predict only looked up (cached as unseen)
+    encoded = vocabulary.encode([[{"w": "b", "m": 1.0}]], grow=True)
+    assert vocabulary.attributes == ["w:a", "n", "w:b", "m"]
+    assert encoded.ids.tolist() == [2, 3]
+
+
+def test_many_unseen_values_at_predict_stay_correct():
+    # more unseen values than the cache of unseen answers remembers
+    vocabulary = Vocabulary()
+    vocabulary.encode([[{"w": "known", "k": 1}]], grow=True)
+    X = [[{"w": f"unseen{k}", f"key{k}": "v", "k": 2} for k in range(70_000)],
+         [{"w": "known"}]]
+    for _ in range(2):
+        encoded = vocabulary.encode(X, grow=False)
+        assert encoded.ids.tolist() == [1] * 70_000 + [0]
+    assert len(vocabulary) == 2
+    grown = vocabulary.encode([[{"w": "unseen69999"}, {"w": "unseen3"}]], grow=True)
+    assert grown.ids.tolist() == [2, 3]
+    assert vocabulary.attributes[2:] == ["w:unseen69999", "w:unseen3"]
+
+
+def test_numpy_scalars_and_number_types():
+    X = [[{"a": np.float64(1.5), "b": np.float32(0.5), "c": np.int64(-3), "d": np.bool_(True),
+           "e": np.bool_(False), "f": np.int8(2), "g": np.uint64(7), "h": 10**20,
+           "i": -7, "j": True, "k": np.float16(0.25), "m": {"n": np.int32(4)}}]]
+    vocabulary, encoded = assert_matches_oracle(X, X)
+    assert encoded.values.tolist() == [1.5, 0.5, -3.0, 1.0, 0.0, 2.0, 7.0, 1e20, -7.0, 1.0,
+                                       0.25, 4.0]
+    assert vocabulary.attributes[-1] == "m:n"
+
+
+def test_unicode_and_odd_strings():
+    X = [[{"wörd": "naïve", "😀": "🎉", "e\u0301": "cafe\u0301", "ключ": ["да", "нет"]},
+          {"汉字": {"子": "字"}, "": "", "nul\x00": "\x00", "a=b": "c:d"},
+          ["\u05e9\u05dc\u05d5\u05dd", "a=b:c", ""]]]
+    vocabulary, _ = assert_matches_oracle(X, X)
+    assert {"wörd:naïve", "😀:🎉", "e\u0301:cafe\u0301", "ключ:да", "汉字:子:字", ":",
+            "nul\x00:\x00", "a=b:c:d", ""} <= set(vocabulary.attributes)
+    # no normalization: the composed form is another attribute
+    assert vocabulary.encode([[{"e\u0301": "caf\u00e9"}]], grow=False).ids.tolist() == []
+
+
+def test_str_subclasses_give_plain_str_names():
+    X = [[{np.str_("k"): np.str_("v"), "n": np.str_("w")}, [np.str_("name")]]]
+    vocabulary, _ = assert_matches_oracle(X, X)
+    assert vocabulary.attributes == ["k:v", "n:w", "name"]
+    assert all(type(name) is str for name in vocabulary.attributes)
+
+
+def test_fast_and_general_paths_agree():
+    # OrderedDict tokens (a Mapping, not a dict) always take the general path;
+    # a numpy value halfway through a dict sends it there after a partial pass
+    tokens = [{"w": "a", "x": 1.0, "b": True, "i": 3}, {"w": "b", "x": np.float64(2.0), "v": "c"},
+              {"w": "a", "q": "r"}]
+    X_dict = [tokens]
+    X_ordered = [[OrderedDict(token) for token in tokens]]
+    a, b = Vocabulary(), Vocabulary()
+    encoded_a = a.encode(X_dict, grow=True)
+    encoded_b = b.encode(X_ordered, grow=True)
+    assert a.attributes == b.attributes == ["w:a", "x", "b", "i", "w:b", "v:c", "q:r"]
+    for left, right in zip(encoded_a, encoded_b):
+        np.testing.assert_array_equal(left, right)
+
+
+def test_sequences_as_tuples_and_arrays():
+    X = [[{"w": "a"}, {"w": "b"}], [{"w": "c"}]]
+    ragged = np.empty(2, dtype=object)
+    ragged[:] = [np.array(X[0], dtype=object), tuple(X[1])]
+    a, b = Vocabulary(), Vocabulary()
+    encoded_a = a.encode(X, grow=True)
+    encoded_b = b.encode(check_sequences(ragged), grow=True)
+    for left, right in zip(encoded_a, encoded_b):
+        np.testing.assert_array_equal(left, right)
+
+
+def test_fresh_key_objects_each_token():
+    # keys built per token (f-strings): equal but distinct objects
+    X = [[{f"w[{k}]": f"v{(i + k) % 3}" for k in range(-1, 2) if i + k >= 0}
+          | {f"n{1}": float(i)} for i in range(6)]]
+    assert_matches_oracle(X, [[{f"w[{0}]": "v1", "n1": 3.0}]])
+
+
+# -- random tokens ------------------------------------------------------------------
+
+_text = st.sampled_from(["a", "b", "a:b", "b=c", "", "é", "😀", ":", "k"])
+_leaf = st.one_of(
+    _text,
+    st.booleans(),
+    st.integers(-5, 5),
+    st.floats(-1e6, 1e6, allow_nan=False, allow_infinity=False),
+    st.sampled_from([np.float64(0.5), np.int64(-2), np.bool_(True), np.float32(2.0)]),
+    st.lists(_text, max_size=3),
+    st.frozensets(_text, max_size=3),
+)
+_value = st.recursive(_leaf, lambda inner: st.dictionaries(_text, inner, max_size=3),
+                      max_leaves=6)
+_token = st.one_of(
+    st.dictionaries(_text, _value, max_size=5),
+    st.lists(_text, max_size=4),
+    st.tuples(_text, _text),
+)
+_X = st.lists(st.lists(_token, max_size=5), max_size=5)
+
+
+@settings(max_examples=200, deadline=None)
+@given(X=_X, X_new=_X, sep=st.sampled_from([":", "="]))
+def test_random_tokens_match_the_oracle(X, X_new, sep):
+    if not sum(map(len, X)):
+        with pytest.raises(ValueError, match="X is empty|X has no tokens"):
+            Vocabulary().encode(X, grow=True)
+        return
+    assert_matches_oracle(X, X_new, sep)
+
+
+# -- errors -------------------------------------------------------------------------
+
+
+def _loc(*parts):
+    return ".*".join(re.escape(part) for part in parts)
+
+
+_self_referencing = {}
+_self_referencing["a"] = _self_referencing
+_deep = {"leaf": 1.0}
+for _ in range(MAX_NESTING + 5):
+    _deep = {"k": _deep}
+
+BAD_TOKENS = [
+    ("token-int", 5, TypeError, ["dict of features or a list of feature names", "int"]),
+    ("token-None", None, TypeError, ["NoneType"]),
+    ("token-str", "dog", TypeError, ["str", "'dog'", "[sequence]", "predict_single"]),
+    ("token-set", {"a", "b"}, TypeError, ["set"]),
+    ("token-bytes", b"dog", TypeError, ["bytes"]),
+    ("value-None", {"w": None}, TypeError, ["'w'", "NoneType", "omit its key"]),
+    ("value-nan", {"w": float("nan")}, ValueError, ["'w'", "nan", "finite"]),
+    ("value-nan-after-valid", {"a": "x", "b": 1, "w": float("nan")}, ValueError,
+     ["'w'", "nan", "finite"]),
+    ("value-float32-nan", {"w": np.float32("nan")}, ValueError, ["'w'", "nan", "finite"]),
+    ("value-inf", {"w": float("inf")}, ValueError, ["'w'", "inf", "finite"]),
+    ("value-neg-inf", {"w": -math.inf}, ValueError, ["'w'", "-inf", "finite"]),
+    ("value-np-inf", {"w": np.float64("-inf")}, ValueError, ["'w'", "inf", "finite"]),
+    ("value-huge-int", {"w": 10**400}, ValueError, ["'w'", "too large"]),
+    ("value-huge-negative-int", {"a": "b", "w": -(10**400)}, ValueError, ["'w'", "too large"]),
+    ("value-tuple", {"w": (1, 2)}, TypeError, ["'w'", "tuple"]),
+    ("value-object", {"w": object()}, TypeError, ["'w'", "object"]),
+    ("value-bytes", {"w": b"x"}, TypeError, ["'w'", "bytes"]),
+    ("value-complex", {"w": 1j}, TypeError, ["'w'", "complex"]),
+    ("value-decimal", {"w": Decimal("1.5")}, TypeError, ["'w'", "Decimal"]),
+    ("value-ndarray", {"w": np.ones(3)}, TypeError, ["'w'", "ndarray"]),
+    ("nested-nan", {"n": {"m": {"x": float("nan")}}}, ValueError, ["'n:m:x'", "finite"]),
+    ("key-int", {1: "x"}, TypeError, ["keys must be str", "int 1"]),
+    ("key-None-after-valid", {"a": 1, None: 1.0}, TypeError, ["keys must be str", "NoneType"]),
+    ("key-bytes", {b"k": 1.0}, TypeError, ["keys must be str", "bytes"]),
+    ("key-nested-int", {"n": {2: 1.0}}, TypeError, ["keys must be str", "int 2", "'n'"]),
+    ("list-value-int", {"l": ["x", 1]}, TypeError, ["'l'", "list holding int 1", "only str"]),
+    ("set-value-float", {"l": {"x", 2.5}}, TypeError, ["'l'", "set holding float"]),
+    ("list-token-int", ["a", 1], TypeError, ["feature names (str)", "int 1"]),
+    ("list-token-dicts", [{"w": "a"}], TypeError, ["nested one level too deep"]),
+    ("self-referencing", _self_referencing, ValueError, ["'a:a:a", "contain itself"]),
+    ("too-deep", _deep, ValueError, ["'k:k:k", f"more than {MAX_NESTING}"]),
+]
+
+
+@pytest.mark.parametrize("grow", [True, False])
+@pytest.mark.parametrize(
+    "bad, exc, fragments", [case[1:] for case in BAD_TOKENS], ids=[case[0] for case in BAD_TOKENS]
+)
+def test_bad_token_is_named(bad, exc, fragments, grow):
+    vocabulary = Vocabulary(["w:the"])
+    X = [[{"w": "the"}], [{"w": "a", "new": 1.0}, bad, {"w": "cat"}]]
+    with pytest.raises(exc, match=_loc("X[1][1]", *fragments)):
+        vocabulary.encode(X, grow=grow)
+    with pytest.raises(exc, match=_loc("X_dev[1][1]", *fragments)):
+        vocabulary.encode(X, grow=grow, name="X_dev")
+    # a failed fit leaves the vocabulary as it was, and it still works
+    assert vocabulary.attributes == ["w:the"]
+    encoded = vocabulary.encode([[{"w": "the", "new": 1.0}]], grow=True)
+    assert encoded.ids.tolist() == [0, 1] and vocabulary.attributes == ["w:the", "new"]
+
+
+def test_bad_value_in_a_later_token_of_a_long_input():
+    X = [[{"w": str(k)} for k in range(50)] for _ in range(20)]
+    X[13][41] = {"w": "x", "v": float("nan")}
+    with pytest.raises(ValueError, match=_loc("X[13][41]", "'v'")):
+        Vocabulary().encode(X, grow=True)
+
+
+def test_empty_training_data():
+    with pytest.raises(ValueError, match="X is empty"):
+        Vocabulary().encode([], grow=True)
+    with pytest.raises(ValueError, match="all 2 sequences are empty"):
+        Vocabulary().encode([[], []], grow=True)
+    with pytest.raises(ValueError, match="X_dev is empty"):
+        Vocabulary().encode([], grow=True, name="X_dev")
+    # tokens without features are fine, and predict takes anything empty
+    encoded = Vocabulary().encode([[{}], [[]]], grow=True)
+    assert encoded.indptr.tolist() == [0, 0, 0] and len(encoded.ids) == 0
+    encoded = Vocabulary(["a"]).encode([[], []], grow=False)
+    assert encoded.indptr.tolist() == [0] and encoded.lengths.tolist() == [0, 0]
+
+
+def test_check_sums_names_the_attribute_and_its_largest_value():
+    X = [[{"x": 1e308, "y": 1.0}], [{"x": -1.5e308}, {"x": 1e307}]]
+    vocabulary = Vocabulary()
+    encoded = vocabulary.encode(X, grow=True)
+    with pytest.raises(ValueError, match=_loc("feature 'x' are too large", "-1.5e+308",
+                                              "X[1][0]", "Scale")):
+        check_sums(encoded, vocabulary)
+    fine = Vocabulary()
+    check_sums(fine.encode([[{"x": 1e300}, {"x": 1e300}]], grow=True), fine)
+
+
+# -- the vocabulary itself ---------------------------------------------------------
+
+
+def test_vocabulary_api_and_pickle():
+    vocabulary = Vocabulary(["a", "w:x"])
+    assert len(vocabulary) == 2 and vocabulary.get("w:x") == 1
+    assert vocabulary.get("nope") == -1 and vocabulary.get("nope", None) is None
+    assert "a" in vocabulary and "b" not in vocabulary
+    assert vocabulary.attributes is vocabulary.attributes  # no copy per call
+    vocabulary.encode([[{"w": "y"}]], grow=True)
+    restored = pickle.loads(pickle.dumps(vocabulary))
+    assert restored.attributes == ["a", "w:x", "w:y"]
+    assert restored.value_separator == ":"
+    encoded = restored.encode([[{"w": "y", "a": 2}]], grow=False)
+    assert encoded.ids.tolist() == [2, 0]
+    with pytest.raises(ValueError, match="given twice"):
+        Vocabulary(["a", "a"])
+    with pytest.raises(TypeError, match="must be str"):
+        Vocabulary(["a", 1])
+    with pytest.raises(TypeError, match="value_separator"):
+        Vocabulary(value_separator=None)
+    assert "3 attributes" in repr(restored)
