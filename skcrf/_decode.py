@@ -15,7 +15,7 @@ from . import _kernels
 from ._blocks import Workspace, block_marginals, make_blocks, model_arrays
 from ._threads import single_blas_thread, split_sequences
 from ._validation import check_emissions
-from ._viterbi import viterbi_packed, viterbi_single
+from ._viterbi import viterbi_packed
 
 # Below this many tokens per thread, a batch is not worth sharding.
 _TOKENS_PER_THREAD = 4000
@@ -31,8 +31,10 @@ class Decoder:
 
     def __init__(self, model):
         ptr, labels, weights, transitions = model.nonzero()
+        transitions = np.ascontiguousarray(transitions)
         self.n_labels = model.n_labels
-        self.arrays = model_arrays(ptr, labels, weights, np.ascontiguousarray(transitions))
+        self.arrays = model_arrays(ptr, labels, weights, transitions)
+        self._single = _kernels.SequenceDecoder(ptr, labels, weights, transitions)
 
     @property
     def transitions(self):
@@ -101,10 +103,13 @@ class Decoder:
 
     def viterbi_single(self, encoded, name="X"):
         """Label indices of one encoded sequence (no blocks, no threads)."""
-        emissions = np.zeros((len(encoded.indptr) - 1, self.n_labels))
-        self._emissions(encoded.indptr, encoded.ids, encoded.values, emissions)
-        check_emissions(emissions, encoded.lengths, name=name)
-        return viterbi_single(emissions, self.transitions)
+        try:
+            return self._single.decode(encoded.indptr, encoded.ids, encoded.values)
+        except OverflowError:
+            emissions = np.zeros((len(encoded.indptr) - 1, self.n_labels))
+            self._emissions(encoded.indptr, encoded.ids, encoded.values, emissions)
+            check_emissions(emissions, encoded.lengths, name=name)
+            raise  # unreachable: check_emissions raises
 
 
 class _NonFinite(Exception):

@@ -312,3 +312,115 @@ def subtract_row_max(double[:, ::1] scores, double[::1] out_max):
             out_max[r] = m
             for j in range(n_labels):
                 row[j] -= m
+
+
+from libc.math cimport isfinite
+from libc.stdlib cimport free, malloc, realloc
+from skcrf._viterbi cimport (
+    intp,
+    ViterbiWork, viterbi_sequence, viterbi_work_free, viterbi_work_init,
+)
+
+
+cdef class SequenceDecoder:
+    """Viterbi for one sequence at a time, with the model's arrays held once.
+
+    The prediction path of ``predict_single``: a 25-token sentence is a
+    short chain, so the per-call cost is what matters. The model's arrays
+    are converted once here, the Viterbi workspace (with its per-label
+    pruning bound) is built once and grown as needed, and one call computes
+    the state scores and the path.
+
+    Parameters
+    ----------
+    state_ptr, state_labels, state_weights : ndarray
+        The model's state features (CSR by attribute).
+    transitions : ndarray of shape (n_labels, n_labels)
+    """
+
+    cdef const long long[::1] state_ptr
+    cdef const int[::1] state_labels
+    cdef const double[::1] state_weights
+    cdef const double[:, ::1] transitions
+    cdef Py_ssize_t n_labels
+    cdef ViterbiWork work
+    cdef bint has_work
+    cdef double* scores
+    cdef Py_ssize_t capacity
+
+    def __cinit__(self, const long long[::1] state_ptr, const int[::1] state_labels,
+                  const double[::1] state_weights, const double[:, ::1] transitions):
+        if state_labels.shape[0] != state_weights.shape[0] or state_ptr.shape[0] == 0:
+            raise ValueError("inconsistent state feature arrays")
+        if transitions.shape[0] != transitions.shape[1]:
+            raise ValueError("transitions must be square")
+        self.state_ptr = state_ptr
+        self.state_labels = state_labels
+        self.state_weights = state_weights
+        self.transitions = transitions
+        self.n_labels = transitions.shape[0]
+        self.has_work = False
+        self.scores = NULL
+        self.capacity = 0
+
+    def __dealloc__(self):
+        if self.has_work:
+            viterbi_work_free(&self.work)
+        free(self.scores)
+
+    cdef int _reserve(self, Py_ssize_t length) except -1:
+        cdef double* grown
+        if length <= self.capacity:
+            return 0
+        length = max(length, 2 * self.capacity, 64)
+        if self.has_work:
+            viterbi_work_free(&self.work)
+            self.has_work = False
+        grown = <double*> realloc(self.scores, length * max(self.n_labels, 1) * sizeof(double))
+        if grown == NULL:
+            raise MemoryError()
+        self.scores = grown
+        if viterbi_work_init(&self.work, &self.transitions[0, 0] if self.n_labels else NULL,
+                             self.n_labels, length, True) != 0:
+            raise MemoryError()
+        self.has_work = True
+        self.capacity = length
+        return 0
+
+    def decode(self, const long long[::1] indptr, const int[::1] ids,
+               const double[::1] values):
+        """Label index of each token of one encoded sequence.
+
+        Raises ``OverflowError(row)`` when the scores of token ``row`` are not
+        finite (the caller words the error).
+        """
+        cdef Py_ssize_t length = indptr.shape[0] - 1, r, p, k, a, j
+        cdef Py_ssize_t n_labels = self.n_labels, bad = -1
+        cdef double v
+        cdef double* row
+        path = np.empty(max(length, 0), dtype=np.intp)
+        cdef Py_ssize_t[::1] path_view = path
+        if length <= 0 or n_labels == 0:
+            return path
+        self._reserve(length)
+        with nogil:
+            for r in range(length):
+                row = self.scores + r * n_labels
+                for j in range(n_labels):
+                    row[j] = 0.0
+                for p in range(indptr[r], indptr[r + 1]):
+                    a = ids[p]
+                    v = values[p]
+                    for k in range(self.state_ptr[a], self.state_ptr[a + 1]):
+                        row[self.state_labels[k]] += v * self.state_weights[k]
+                for j in range(n_labels):
+                    if not isfinite(row[j]):
+                        bad = r
+                        break
+                if bad >= 0:
+                    break
+            if bad < 0:
+                viterbi_sequence(&self.work, self.scores, NULL, 0, length, <intp*> &path_view[0])
+        if bad >= 0:
+            raise OverflowError(bad)
+        return path

@@ -583,8 +583,8 @@ calibration_candidates, calibration_max_trials : default=None
 
     def predict_single(self, xseq):
         """Labels of one sequence of tokens."""
+        self._fitted_model()  # cheaper than check_is_fitted: this path is per sentence
         _check_single(xseq)
-        check_is_fitted(self)
         encoded = self._vocabulary.encode([xseq], grow=False, name="xseq")
         return self.classes_[self._decoder.viterbi_single(encoded, name="xseq")].tolist()
 
@@ -666,10 +666,12 @@ def _check_single(xseq):
         raise TypeError(
             f"xseq must be one sequence (a list of tokens); got {type(xseq).__name__}."
         )
-    for j, token in enumerate(xseq):
+    # A list of sequences shows in its first token (the encoder checks the rest).
+    if len(xseq) and type(xseq[0]) is not dict:
+        token = xseq[0]
         if isinstance(token, (list, tuple)) and token and isinstance(token[0], dict):
             raise TypeError(
-                f"xseq[{j}] is a list of dicts: xseq must be one sequence of tokens. "
+                "xseq[0] is a list of dicts: xseq must be one sequence of tokens. "
                 "For several sequences use predict / predict_marginals."
             )
 

@@ -31,8 +31,16 @@ def assert_finite_model(tagger):
     assert np.isfinite(losses).all()
     for key in ("feature_norm", "error_norm", "linesearch_step"):
         assert np.isfinite([entry[key] for entry in tagger.training_log_.iterations]).all()
-    assert np.isfinite(tagger.coef_).all()
+    assert np.isfinite(tagger.coef_.data).all()
     assert np.isfinite(tagger.transition_).all()
+
+
+def assert_same_coef(a, b):
+    """Two sparse coef_ with the same stored entries (the same features) and weights."""
+    assert a.shape == b.shape
+    np.testing.assert_array_equal(a.indptr, b.indptr)
+    np.testing.assert_array_equal(a.indices, b.indices)
+    np.testing.assert_array_equal(a.data, b.data)
 
 
 def assert_sane_predictions(tagger, X):
@@ -164,7 +172,7 @@ def test_training_is_deterministic():
     for params in ({"c2": 0.1}, {"c1": 0.05, "c2": 0.01}, {"n_jobs": 2}):
         a = fit_quietly(CRFTagger(max_iterations=30, **params), X, y)
         b = fit_quietly(CRFTagger(max_iterations=30, **params), X, y)
-        np.testing.assert_array_equal(a.coef_, b.coef_)
+        assert_same_coef(a.coef_, b.coef_)
         np.testing.assert_array_equal(a.transition_, b.transition_)
         assert [e["loss"] for e in a.training_log_.iterations] == [
             e["loss"] for e in b.training_log_.iterations
@@ -205,12 +213,15 @@ def test_interrupted_fit_leaves_an_unfitted_estimator_unfitted(monkeypatch, n_jo
 @pytest.mark.parametrize("n_jobs", [None, 2])
 def test_interrupted_fit_leaves_a_fitted_estimator_as_it_was(monkeypatch, n_jobs):
     tagger = CRFTagger(c2=0.1, n_jobs=n_jobs).fit(X_SMALL, Y_SMALL)
+    # coef_, transition_ and vectorizer_ are computed from the fitted model on
+    # access: the model object itself must be the one from before
     before = {
         name: getattr(tagger, name)
-        for name in ("classes_", "vectorizer_", "coef_", "transition_", "n_iter_",
-                     "status_", "training_log_", "n_features_")
+        for name in ("_model", "classes_", "attributes_", "n_iter_", "status_",
+                     "training_log_", "n_features_")
     }
-    coef = tagger.coef_.copy()
+    coef, transition = tagger.coef_, tagger.transition_
+    names = list(tagger.vectorizer_.feature_names_)
     predicted = tagger.predict(X_SMALL)
     _interrupt_on_third_call(monkeypatch)
     other_X = [[{"w": "x"}, {"w": "y"}]] * 3
@@ -218,7 +229,9 @@ def test_interrupted_fit_leaves_a_fitted_estimator_as_it_was(monkeypatch, n_jobs
         tagger.fit(other_X, [["P", "Q"]] * 3)
     for name, value in before.items():
         assert getattr(tagger, name) is value, name
-    np.testing.assert_array_equal(tagger.coef_, coef)
+    assert_same_coef(tagger.coef_, coef)
+    np.testing.assert_array_equal(tagger.transition_, transition)
+    assert tagger.vectorizer_.feature_names_ == names
     assert tagger.predict(X_SMALL) == predicted
 
 
@@ -232,7 +245,7 @@ def test_feature_sums_that_overflow_are_rejected_at_fit():
         warnings.simplefilter("error", RuntimeWarning)  # no numpy overflow noise
         warnings.simplefilter("ignore", ConvergenceWarning)
         tagger = CRFTagger().fit(X, [["A"], ["B"]])
-    assert np.isfinite(tagger.coef_).all()
+    assert np.isfinite(tagger.coef_.data).all()
 
 
 def test_overflowing_scores_at_predict_time_are_an_error():
@@ -250,7 +263,7 @@ def test_huge_values_stop_without_numpy_warnings():
 
 
 def test_check_emissions_names_the_token():
-    from skcrf._vectorize import check_emissions
+    from skcrf._validation import check_emissions
 
     lengths = np.array([1, 3, 2])
     flat = np.zeros((6, 2))
