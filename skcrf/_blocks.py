@@ -7,6 +7,8 @@ per block, or one sequence), each held in the packed time-major layout of
 by a block (a :class:`Workspace` per thread), never by the whole data.
 """
 
+from typing import NamedTuple
+
 import numpy as np
 
 from . import _kernels
@@ -91,24 +93,104 @@ class Workspace:
         self.beta_b = np.empty((max_batch, n_labels))
 
 
-def block_marginals(block, workspace, model_arrays, want_pairs=None, check=None):
+class StateLayout:
+    """Which attributes' state weights the kernels read as dense rows.
+
+    Most attributes have features with a few labels and are read sparsely
+    (label, weight) pairs; the few frequent ones that have features with a
+    good part of the labels carry most of the work, and a contiguous row of
+    ``n_labels`` weights is faster for them (the loop vectorizes). The
+    weights stay in the model's flat order; :meth:`dense_weights` builds the
+    rows for an evaluation and :meth:`gather` reads expected counts back.
+
+    Parameters
+    ----------
+    state_ptr, state_labels : ndarray
+        The state features (CSR by attribute).
+    n_labels : int
+    """
+
+    def __init__(self, state_ptr, state_labels, n_labels):
+        self.state_ptr = np.ascontiguousarray(state_ptr, dtype=np.int64)
+        self.state_labels = np.ascontiguousarray(state_labels, dtype=np.int32)
+        self.n_labels = n_labels
+        counts = np.diff(self.state_ptr)
+        dense = counts * DENSE_DENOMINATOR >= max(n_labels, 1)
+        self.n_dense = int(np.count_nonzero(dense))
+        self.dense_row = np.full(len(counts), -1, dtype=np.int32)
+        self.dense_row[dense] = np.arange(self.n_dense, dtype=np.int32)
+        feature_attribute = np.repeat(np.arange(len(counts)), counts)
+        in_dense = dense[feature_attribute]
+        self.dense_features = np.flatnonzero(in_dense)
+        self.dense_positions = (
+            self.dense_row[feature_attribute[in_dense]].astype(np.int64) * n_labels
+            + self.state_labels[in_dense]
+        )
+
+    def dense_weights(self, state_weights):
+        """The dense rows, shape (n_dense, n_labels); 0 where no feature exists."""
+        dense = np.zeros(self.n_dense * self.n_labels)
+        dense[self.dense_positions] = state_weights[self.dense_features]
+        return dense.reshape(self.n_dense, self.n_labels)
+
+    def gather(self, dense_expected, expected):
+        """Copy the dense rows' expected counts into ``expected`` (flat order)."""
+        expected[self.dense_features] = dense_expected.ravel()[self.dense_positions]
+
+
+#: An attribute with features for at least 1 / DENSE_DENOMINATOR of the
+#: labels is read as a dense row.
+DENSE_DENOMINATOR = 2
+
+
+class ScoreArrays(NamedTuple):
+    """What the kernels read of a model at one weight vector."""
+
+    layout: StateLayout
+    state_weights: np.ndarray
+    dense_weights: np.ndarray
+    transitions: np.ndarray
+    exp_trans: np.ndarray
+    t_max: float
+    spread: float
+
+
+def score_arrays(layout, state_weights, transitions):
+    """The :class:`ScoreArrays` of a weight vector (exp of the transitions included)."""
+    t_max = float(transitions.max()) if transitions.size else 0.0
+    spread = t_max - float(transitions.min()) if transitions.size else 0.0
+    with np.errstate(over="ignore", invalid="ignore"):
+        exp_trans = np.exp(transitions - t_max)
+    state_weights = np.ascontiguousarray(state_weights, dtype=np.float64)
+    return ScoreArrays(
+        layout, state_weights, layout.dense_weights(state_weights),
+        np.ascontiguousarray(transitions), exp_trans, t_max, spread,
+    )
+
+
+def state_scores(indptr, ids, values, arrays, out):
+    """Overwrite ``out`` with the state scores of the CSR rows."""
+    layout = arrays.layout
+    _kernels.state_scores(
+        indptr, ids, values, layout.state_ptr, layout.state_labels, arrays.state_weights,
+        layout.dense_row, arrays.dense_weights, out,
+    )
+
+
+def block_marginals(block, workspace, arrays, want_pairs=None, check=None):
     """Marginals of a block (a view into the workspace) and the block's log Z sum.
 
-    ``model_arrays`` is ``(state_ptr, state_labels, state_weights,
-    transitions, exp_trans, t_max, spread)``. With ``want_pairs`` (an
-    ``(L, L)`` array) the expected label pair counts are added to it;
-    ``check(emissions)``, when given, sees the state scores first.
+    With ``want_pairs`` (an ``(L, L)`` array) the expected label pair counts
+    are added to it; ``check(emissions)``, when given, sees the state scores
+    first.
     """
-    state_ptr, state_labels, state_weights, transitions, exp_trans, t_max, spread = model_arrays
     n = block.n_rows
     psi = workspace.psi[:n]
-    _kernels.state_scores(
-        block.indptr, block.ids, block.values, state_ptr, state_labels, state_weights, psi
-    )
+    state_scores(block.indptr, block.ids, block.values, arrays, psi)
     if check is not None:
         check(psi)
-    if not spread <= MAX_TRANSITION_SPREAD:
-        result = _forward_backward_numpy(psi, transitions, block.batch_sizes)
+    if not arrays.spread <= MAX_TRANSITION_SPREAD:
+        result = _forward_backward_numpy(psi, arrays.transitions, block.batch_sizes)
         if want_pairs is not None:
             want_pairs += result.transition_marginals
         return result.marginals, float(result.log_partition.sum())
@@ -120,19 +202,10 @@ def block_marginals(block, workspace, model_arrays, want_pairs=None, check=None)
     if want_pairs is not None:
         pairs = np.zeros_like(want_pairs)
     log_sum = _kernels.forward_backward(
-        psi, exp_trans, block.batch_sizes, alpha, workspace.scale,
+        psi, arrays.exp_trans, block.batch_sizes, alpha, workspace.scale,
         workspace.beta_a, workspace.beta_b, pairs,
     )
     if want_pairs is not None:
-        want_pairs += pairs * exp_trans
-    log_z = log_sum + float(row_max.sum()) + t_max * (n - block.n_sequences)
+        want_pairs += pairs * arrays.exp_trans
+    log_z = log_sum + float(row_max.sum()) + arrays.t_max * (n - block.n_sequences)
     return alpha, log_z
-
-
-def model_arrays(state_ptr, state_labels, state_weights, transitions):
-    """The tuple :func:`block_marginals` reads (exp of the transitions included)."""
-    t_max = float(transitions.max()) if transitions.size else 0.0
-    spread = t_max - float(transitions.min()) if transitions.size else 0.0
-    with np.errstate(over="ignore", invalid="ignore"):
-        exp_trans = np.exp(transitions - t_max)
-    return (state_ptr, state_labels, state_weights, transitions, exp_trans, t_max, spread)

@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from . import _kernels
-from ._blocks import Workspace, block_marginals, make_blocks, model_arrays
+from ._blocks import StateLayout, Workspace, block_marginals, make_blocks, score_arrays, state_scores
 from ._threads import single_blas_thread, split_sequences
 from ._validation import check_emissions
 from ._viterbi import viterbi_packed
@@ -33,16 +33,15 @@ class Decoder:
         ptr, labels, weights, transitions = model.nonzero()
         transitions = np.ascontiguousarray(transitions)
         self.n_labels = model.n_labels
-        self.arrays = model_arrays(ptr, labels, weights, transitions)
+        self.arrays = score_arrays(StateLayout(ptr, labels, model.n_labels), weights, transitions)
         self._single = _kernels.SequenceDecoder(ptr, labels, weights, transitions)
 
     @property
     def transitions(self):
-        return self.arrays[3]
+        return self.arrays.transitions
 
     def _emissions(self, indptr, ids, values, out):
-        ptr, labels, weights = self.arrays[:3]
-        _kernels.state_scores(indptr, ids, values, ptr, labels, weights, out)
+        state_scores(indptr, ids, values, self.arrays, out)
 
     def _run(self, encoded, n_threads, decode_block, out, name):
         """Apply ``decode_block(block, workspace)`` to every block; rows into ``out``."""

@@ -4,7 +4,8 @@
 cdef void add_state_scores(
     const long long[::1] indptr, const int[::1] ids, const double[::1] values,
     const long long[::1] state_ptr, const int[::1] state_labels,
-    const double[::1] state_weights, double[:, ::1] out,
+    const double[::1] state_weights, const int[::1] dense_row,
+    const double[:, ::1] dense_weights, double[:, ::1] out,
 ) noexcept nogil
 
 cdef double forward_scaled(
@@ -22,5 +23,6 @@ cdef void backward_marginals(
 cdef void add_expected_states(
     const long long[::1] indptr, const int[::1] ids, const double[::1] values,
     const long long[::1] state_ptr, const int[::1] state_labels,
-    const double[:, ::1] marginals, double[::1] out,
+    const double[:, ::1] marginals, const int[::1] dense_row,
+    double[::1] out, double[:, ::1] dense_out,
 ) noexcept nogil

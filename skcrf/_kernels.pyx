@@ -62,37 +62,61 @@ cdef inline void _add_at_b(
 cdef void add_state_scores(
     const long long[::1] indptr, const int[::1] ids, const double[::1] values,
     const long long[::1] state_ptr, const int[::1] state_labels,
-    const double[::1] state_weights, double[:, ::1] out,
+    const double[::1] state_weights, const int[::1] dense_row,
+    const double[:, ::1] dense_weights, double[:, ::1] out,
 ) noexcept nogil:
-    """out[r, label] += value * weight over the features of each token's attributes."""
-    cdef Py_ssize_t r, p, k, a
+    """out[r, label] += value * weight over the features of each token's attributes.
+
+    An attribute with a dense row (``dense_row[a] >= 0``) adds that whole
+    row of ``dense_weights``: a contiguous loop the compiler vectorizes, for
+    the few frequent attributes that hold features with most labels.
+    """
+    cdef Py_ssize_t r, p, k, a, d, j, n_labels = out.shape[1]
     cdef double v
     cdef double* row
+    cdef const double* dense
     for r in range(out.shape[0]):
         row = &out[r, 0]
         for p in range(indptr[r], indptr[r + 1]):
             a = ids[p]
             v = values[p]
-            for k in range(state_ptr[a], state_ptr[a + 1]):
-                row[state_labels[k]] += v * state_weights[k]
+            d = dense_row[a]
+            if d >= 0:
+                dense = &dense_weights[d, 0]
+                for j in range(n_labels):
+                    row[j] += v * dense[j]
+            else:
+                for k in range(state_ptr[a], state_ptr[a + 1]):
+                    row[state_labels[k]] += v * state_weights[k]
 
 
 cdef void add_expected_states(
     const long long[::1] indptr, const int[::1] ids, const double[::1] values,
     const long long[::1] state_ptr, const int[::1] state_labels,
-    const double[:, ::1] marginals, double[::1] out,
+    const double[:, ::1] marginals, const int[::1] dense_row,
+    double[::1] out, double[:, ::1] dense_out,
 ) noexcept nogil:
-    """out[k] += value * p(label of k) over every token holding k's attribute."""
-    cdef Py_ssize_t r, p, k, a
+    """out[k] += value * p(label of k) over every token holding k's attribute.
+
+    Attributes with a dense row accumulate whole rows into ``dense_out``.
+    """
+    cdef Py_ssize_t r, p, k, a, d, j, n_labels = marginals.shape[1]
     cdef double v
     cdef const double* row
+    cdef double* dense
     for r in range(marginals.shape[0]):
         row = &marginals[r, 0]
         for p in range(indptr[r], indptr[r + 1]):
             a = ids[p]
             v = values[p]
-            for k in range(state_ptr[a], state_ptr[a + 1]):
-                out[k] += v * row[state_labels[k]]
+            d = dense_row[a]
+            if d >= 0:
+                dense = &dense_out[d, 0]
+                for j in range(n_labels):
+                    dense[j] += v * row[j]
+            else:
+                for k in range(state_ptr[a], state_ptr[a + 1]):
+                    out[k] += v * row[state_labels[k]]
 
 
 cdef double forward_scaled(
@@ -213,28 +237,47 @@ cdef void backward_marginals(
 def state_scores(
     const long long[::1] indptr, const int[::1] ids, const double[::1] values,
     const long long[::1] state_ptr, const int[::1] state_labels,
-    const double[::1] state_weights, double[:, ::1] out,
+    const double[::1] state_weights, const int[::1] dense_row,
+    const double[:, ::1] dense_weights, double[:, ::1] out,
 ):
     """Overwrite ``out`` (n_tokens x n_labels) with the tokens' state scores."""
-    if indptr.shape[0] != out.shape[0] + 1:
-        raise ValueError("indptr must have one entry more than out has rows")
-    if state_ptr.shape[0] == 0 or state_labels.shape[0] != state_weights.shape[0]:
-        raise ValueError("inconsistent state feature arrays")
+    _check_state_arrays(indptr, out.shape[0], state_ptr, state_labels.shape[0],
+                        state_weights.shape[0], dense_row, dense_weights, out.shape[1])
     with nogil:
         out[:, :] = 0.0
-        add_state_scores(indptr, ids, values, state_ptr, state_labels, state_weights, out)
+        add_state_scores(indptr, ids, values, state_ptr, state_labels, state_weights,
+                         dense_row, dense_weights, out)
 
 
 def expected_states(
     const long long[::1] indptr, const int[::1] ids, const double[::1] values,
     const long long[::1] state_ptr, const int[::1] state_labels,
-    const double[:, ::1] marginals, double[::1] out,
+    const double[:, ::1] marginals, const int[::1] dense_row,
+    double[::1] out, double[:, ::1] dense_out,
 ):
-    """Add each state feature's expected value sum under ``marginals`` to ``out``."""
-    if indptr.shape[0] != marginals.shape[0] + 1 or out.shape[0] != state_labels.shape[0]:
-        raise ValueError("inconsistent shapes")
+    """Add each state feature's expected value sum under ``marginals`` to ``out``
+    (to ``dense_out`` for the attributes with a dense row)."""
+    _check_state_arrays(indptr, marginals.shape[0], state_ptr, state_labels.shape[0],
+                        out.shape[0], dense_row, dense_out, marginals.shape[1])
     with nogil:
-        add_expected_states(indptr, ids, values, state_ptr, state_labels, marginals, out)
+        add_expected_states(indptr, ids, values, state_ptr, state_labels, marginals,
+                            dense_row, out, dense_out)
+
+
+cdef int _check_state_arrays(
+    const long long[::1] indptr, Py_ssize_t n_rows, const long long[::1] state_ptr,
+    Py_ssize_t n_states, Py_ssize_t n_weights, const int[::1] dense_row,
+    const double[:, ::1] dense, Py_ssize_t n_labels,
+) except -1:
+    if indptr.shape[0] != n_rows + 1:
+        raise ValueError("indptr must have one entry more than there are rows")
+    if state_ptr.shape[0] == 0 or n_states != n_weights:
+        raise ValueError("inconsistent state feature arrays")
+    if dense_row.shape[0] != state_ptr.shape[0] - 1 or (
+        dense.shape[0] and dense.shape[1] != n_labels
+    ):
+        raise ValueError("inconsistent dense rows")
+    return 0
 
 
 def forward_backward(

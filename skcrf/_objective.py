@@ -30,7 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from . import _kernels
-from ._blocks import Workspace, block_marginals, make_blocks, model_arrays
+from ._blocks import StateLayout, Workspace, block_marginals, make_blocks, score_arrays
 from ._model import CRFModel
 from ._threads import single_blas_thread, split_sequences
 
@@ -119,25 +119,29 @@ def select_features(
 class _Shard:
     """The sequences one thread evaluates: blocks, buffers and accumulators."""
 
-    def __init__(self, encoded, sequences, n_labels, n_states):
+    def __init__(self, encoded, sequences, layout):
+        n_labels = layout.n_labels
         self.blocks = make_blocks(encoded, sequences, n_labels, drop_zeros=True)
         self.workspace = Workspace(self.blocks, n_labels)
-        self.expected = np.empty(n_states)
+        self.expected = np.empty(len(layout.state_labels))
+        self.dense_expected = np.empty((layout.n_dense, n_labels))
         self.pairs = np.empty((n_labels, n_labels))
 
     def evaluate(self, arrays):
         """log Z summed over the shard; expected counts into the accumulators."""
-        state_ptr, state_labels = arrays[0], arrays[1]
+        layout = arrays.layout
         self.expected[:] = 0.0
+        self.dense_expected[:] = 0.0
         self.pairs[:] = 0.0
         log_z = 0.0
         for block in self.blocks:
             marginals, block_log_z = block_marginals(block, self.workspace, arrays, self.pairs)
             log_z += block_log_z
             _kernels.expected_states(
-                block.indptr, block.ids, block.values, state_ptr, state_labels,
-                marginals, self.expected,
+                block.indptr, block.ids, block.values, layout.state_ptr, layout.state_labels,
+                marginals, layout.dense_row, self.expected, self.dense_expected,
             )
+        layout.gather(self.dense_expected, self.expected)
         return log_z
 
 
@@ -164,11 +168,9 @@ class CRFObjective:
         self.model = model
         self.observed = observed
         self.c2 = c2
-        n_labels, n_states = model.n_labels, model.n_states
-        self._state_labels = np.ascontiguousarray(model.state_labels, dtype=np.int32)
-        self._state_ptr = np.ascontiguousarray(model.state_ptr, dtype=np.int64)
+        self._layout = StateLayout(model.state_ptr, model.state_labels, model.n_labels)
         self._shards = [
-            _Shard(encoded, sequences, n_labels, n_states)
+            _Shard(encoded, sequences, self._layout)
             for sequences in split_sequences(encoded.lengths, n_threads)
         ]
         self._pool = None
@@ -193,10 +195,7 @@ class CRFObjective:
         model = self.model
         w = np.ascontiguousarray(w, dtype=np.float64)
         n_states = model.n_states
-        arrays = model_arrays(
-            self._state_ptr, self._state_labels, w[:n_states],
-            model.transition_matrix(w[n_states:]),
-        )
+        arrays = score_arrays(self._layout, w[:n_states], model.transition_matrix(w[n_states:]))
 
         def evaluate(shard):
             # A line search's trial point may overflow: the optimizer sees the

@@ -13,6 +13,7 @@ from scipy.special import logsumexp
 
 import skcrf._blocks
 from skcrf import _kernels
+from skcrf._blocks import StateLayout, score_arrays, state_scores
 from skcrf._inference import forward_backward as numpy_forward_backward
 from skcrf._objective import CRFObjective, select_features
 from skcrf._packing import pack
@@ -81,11 +82,14 @@ def brute_force_nll(X, labels, lengths, W, T):
     return total
 
 
-@pytest.fixture(params=[False, True], ids=["one block", "tiny blocks"])
+@pytest.fixture(params=[False, True], ids=["one block, dense rows", "tiny blocks, sparse"])
 def block_size(request, monkeypatch):
     if request.param:
-        # every block holds one or two sequences
+        # every block holds one or two sequences; every attribute sparse
         monkeypatch.setattr(skcrf._blocks, "BLOCK_ELEMENTS", 8)
+        monkeypatch.setattr(skcrf._blocks, "DENSE_DENOMINATOR", 0)
+    else:
+        monkeypatch.setattr(skcrf._blocks, "DENSE_DENOMINATOR", 1000)
     return request.param
 
 
@@ -260,28 +264,54 @@ def test_forward_backward_kernel_matches_numpy(n_labels, seed):
     np.testing.assert_allclose(pairs * exp_trans, expected.transition_marginals, atol=1e-10)
 
 
-def test_state_score_and_expected_count_kernels_match_dense_products():
+@pytest.mark.parametrize("denominator", [1, 4, 1000], ids=["sparse", "mixed", "dense"])
+def test_state_score_and_expected_count_kernels_match_dense_products(denominator, monkeypatch):
+    # denominator 1: only attributes with every label are dense rows; 1000:
+    # every attribute with a feature is.
+    monkeypatch.setattr(skcrf._blocks, "DENSE_DENOMINATOR", denominator)
     encoded, labels, classes, attributes = random_problem(3, n_sequences=10, n_labels=4)
     model, _ = select_features(encoded, labels, classes, attributes)
+    layout = StateLayout(model.state_ptr, model.state_labels, model.n_labels)
+    assert layout.n_dense > 0 if denominator > 1 else True
     rng = np.random.default_rng(0)
     w = rng.normal(size=model.n_states)
     X = dense_features(encoded, len(attributes))
     W = np.zeros((len(attributes), model.n_labels))
     W[model.state_attributes(), model.state_labels] = w
     scores = np.full((len(X), model.n_labels), np.nan)
-    _kernels.state_scores(
-        encoded.indptr, encoded.ids, encoded.values, model.state_ptr, model.state_labels, w, scores
-    )
+    arrays = score_arrays(layout, w, np.zeros((model.n_labels, model.n_labels)))
+    state_scores(encoded.indptr, encoded.ids, encoded.values, arrays, scores)
     np.testing.assert_allclose(scores, X @ W, atol=1e-12)
 
     marginals = rng.random((len(X), model.n_labels))
     expected = np.zeros(model.n_states)
+    dense_expected = np.zeros((layout.n_dense, model.n_labels))
     _kernels.expected_states(
-        encoded.indptr, encoded.ids, encoded.values, model.state_ptr, model.state_labels,
-        marginals, expected,
+        encoded.indptr, encoded.ids, encoded.values, layout.state_ptr, layout.state_labels,
+        marginals, layout.dense_row, expected, dense_expected,
     )
+    layout.gather(dense_expected, expected)
     dense = X.T @ marginals
-    np.testing.assert_allclose(expected, dense[model.state_attributes(), model.state_labels], atol=1e-12)
+    np.testing.assert_allclose(
+        expected, dense[model.state_attributes(), model.state_labels], atol=1e-12
+    )
+
+
+def test_dense_rows_go_to_frequent_attributes(monkeypatch):
+    monkeypatch.setattr(skcrf._blocks, "DENSE_DENOMINATOR", 4)
+    # 8 labels, DENSE_DENOMINATOR 4: an attribute with features for 2 or
+    # more labels (1/4) is dense
+    state_ptr = np.array([0, 1, 3, 11])
+    state_labels = np.array([5, 0, 7, 0, 1, 2, 3, 4, 5, 6, 7])
+    layout = StateLayout(state_ptr, state_labels, 8)
+    assert layout.dense_row.tolist() == [-1, 0, 1]
+    w = np.arange(11, dtype=float) + 1
+    dense = layout.dense_weights(w)
+    assert dense[0].tolist() == [2, 0, 0, 0, 0, 0, 0, 3]
+    assert dense[1].tolist() == [4, 5, 6, 7, 8, 9, 10, 11]
+    out = np.zeros(11)
+    layout.gather(dense, out)
+    assert out.tolist() == [0] + list(range(2, 12))
 
 
 def test_kernels_reject_inconsistent_shapes():
@@ -289,7 +319,13 @@ def test_kernels_reject_inconsistent_shapes():
         _kernels.state_scores(
             np.zeros(3, dtype=np.int64), np.zeros(0, dtype=np.int32), np.zeros(0),
             np.zeros(2, dtype=np.int64), np.zeros(0, dtype=np.int32), np.zeros(0),
-            np.zeros((5, 2)),
+            np.full(1, -1, dtype=np.int32), np.zeros((0, 2)), np.zeros((5, 2)),
+        )
+    with pytest.raises(ValueError, match="dense"):
+        _kernels.state_scores(
+            np.zeros(6, dtype=np.int64), np.zeros(0, dtype=np.int32), np.zeros(0),
+            np.zeros(2, dtype=np.int64), np.zeros(0, dtype=np.int32), np.zeros(0),
+            np.full(2, -1, dtype=np.int32), np.zeros((0, 2)), np.zeros((5, 2)),
         )
     with pytest.raises(ValueError, match="inconsistent"):
         _kernels.forward_backward(
