@@ -84,13 +84,12 @@ class Workspace:
 
     def __init__(self, blocks, n_labels):
         max_rows = max((block.n_rows for block in blocks), default=0)
-        max_batch = max((int(block.batch_sizes[0]) for block in blocks if block.n_rows), default=0)
         self.psi = np.empty((max_rows, n_labels))
         self.alpha = np.empty((max_rows, n_labels))
         self.scale = np.empty(max_rows)
         self.row_max = np.empty(max_rows)
-        self.beta_a = np.empty((max_batch, n_labels))
-        self.beta_b = np.empty((max_batch, n_labels))
+        self.beta = np.empty((max_rows, n_labels))
+        self.weighted = np.empty((max_rows, n_labels))
 
 
 class StateLayout:
@@ -203,7 +202,7 @@ def block_marginals(block, workspace, arrays, want_pairs=None, check=None):
         pairs = np.zeros_like(want_pairs)
     log_sum = _kernels.forward_backward(
         psi, arrays.exp_trans, block.batch_sizes, alpha, workspace.scale,
-        workspace.beta_a, workspace.beta_b, pairs,
+        workspace.beta, workspace.weighted, pairs,
     )
     if want_pairs is not None:
         want_pairs += pairs * arrays.exp_trans

@@ -14,9 +14,9 @@ cdef double forward_scaled(
 ) noexcept nogil
 
 cdef void backward_marginals(
-    double[:, ::1] psi, const double[:, ::1] exp_trans,
+    const double[:, ::1] psi, const double[:, ::1] exp_trans,
     const Py_ssize_t[::1] batch_sizes, double[:, ::1] alpha,
-    const double[::1] scale, double[:, ::1] beta_a, double[:, ::1] beta_b,
+    const double[::1] scale, double[:, ::1] beta, double[:, ::1] weighted,
     double[:, ::1] pair_sums, bint want_pairs,
 ) noexcept nogil
 

@@ -50,15 +50,6 @@ cdef inline void _matmul_bt(
           <double*>a, &n_labels, &zero, c, &n_labels)
 
 
-cdef inline void _add_at_b(
-    const double* a, int n_rows, const double* b, int n_labels, double* c
-) noexcept nogil:
-    """c (L x L) += a.T @ b, with a and b of shape (n_rows, L), row-major."""
-    cdef double one = 1.0
-    dgemm(b"N", b"T", &n_labels, &n_labels, &n_rows, &one, <double*>b, &n_labels,
-          <double*>a, &n_labels, &one, c, &n_labels)
-
-
 cdef void add_state_scores(
     const long long[::1] indptr, const int[::1] ids, const double[::1] values,
     const long long[::1] state_ptr, const int[::1] state_labels,
@@ -162,71 +153,65 @@ cdef double forward_scaled(
 
 
 cdef void backward_marginals(
-    double[:, ::1] psi, const double[:, ::1] exp_trans,
+    const double[:, ::1] psi, const double[:, ::1] exp_trans,
     const Py_ssize_t[::1] batch_sizes, double[:, ::1] alpha,
-    const double[::1] scale, double[:, ::1] beta_a, double[:, ::1] beta_b,
+    const double[::1] scale, double[:, ::1] beta, double[:, ::1] weighted,
     double[:, ::1] pair_sums, bint want_pairs,
 ) noexcept nogil:
     """Scaled backward pass turning ``alpha`` into the marginals in place.
 
-    With beta[t] = (psi[t+1] * beta[t+1] / scale[t+1]) @ exp_trans.T (and 1
-    at a sequence's last token), p(y_t = i) = alpha[t, i] * beta[t, i]. The
-    weighted rows psi * beta / scale overwrite psi. When ``want_pairs``,
-    ``pair_sums += alpha[t].T @ weighted[t + 1]`` summed over steps: times
-    ``exp_trans`` (elementwise, by the caller) that is the expected count of
-    every label pair. ``beta_a`` and ``beta_b`` hold two steps of beta
-    (rows: batch_sizes[0]).
+    beta[t] = (psi[t+1] * beta[t+1] / scale[t+1]) @ exp_trans.T (1 at a
+    sequence's last token) and p(y_t = i) = alpha[t, i] * beta[t, i]. The
+    weighted rows psi[t+1] * beta[t+1] / scale[t+1] are stored in
+    ``weighted`` at the rows of step t that they continue (0 where a
+    sequence ends), so that one product over the whole block,
+    ``pair_sums += alpha.T @ weighted`` (when ``want_pairs``), sums the
+    pairwise terms of every step: times ``exp_trans`` (elementwise, by the
+    caller) they are the expected label pair counts. ``beta`` and
+    ``weighted`` have at least as many rows as ``psi``.
     """
     cdef int n_labels = psi.shape[1]
-    cdef Py_ssize_t n_steps = batch_sizes.shape[0]
+    cdef Py_ssize_t n_steps = batch_sizes.shape[0], n_rows = psi.shape[0]
     cdef Py_ssize_t t, r, j, lo, next_lo, n, n_next
     cdef double inv
-    cdef double[:, ::1] beta_next = beta_a
-    cdef double[:, ::1] beta = beta_b
-    cdef double[:, ::1] swap
     cdef double* w_row
-    cdef double* a_row
+    cdef const double* p_row
     cdef const double* b_row
+    cdef double* a_row
+    cdef double one = 1.0
+    cdef int k_rows = <int> n_rows
     if n_steps == 0:
         return
-    # offsets of the last step
-    lo = 0
-    for t in range(n_steps - 1):
-        lo += batch_sizes[t]
+    lo = n_rows - batch_sizes[n_steps - 1]
     n = batch_sizes[n_steps - 1]
-    for r in range(n):
+    for r in range(lo, lo + n):
         for j in range(n_labels):
-            beta_next[r, j] = 1.0
+            beta[r, j] = 1.0
+            weighted[r, j] = 0.0
     for t in range(n_steps - 2, -1, -1):
         next_lo = lo
         n_next = n
         n = batch_sizes[t]
         lo = next_lo - n
-        # weighted rows of step t + 1, in place of psi
         for r in range(n_next):
-            w_row = &psi[next_lo + r, 0]
-            b_row = &beta_next[r, 0]
+            w_row = &weighted[lo + r, 0]
+            p_row = &psi[next_lo + r, 0]
+            b_row = &beta[next_lo + r, 0]
             inv = 1.0 / scale[next_lo + r]
             for j in range(n_labels):
-                w_row[j] *= b_row[j] * inv
-        _matmul_bt(&psi[next_lo, 0], <int>n_next, &exp_trans[0, 0], n_labels, &beta[0, 0])
-        for r in range(n_next, n):
+                w_row[j] = p_row[j] * b_row[j] * inv
+        _matmul_bt(&weighted[lo, 0], <int>n_next, &exp_trans[0, 0], n_labels, &beta[lo, 0])
+        for r in range(lo + n_next, lo + n):
             for j in range(n_labels):
                 beta[r, j] = 1.0
-        if want_pairs:
-            _add_at_b(&alpha[lo, 0], <int>n_next, &psi[next_lo, 0], n_labels, &pair_sums[0, 0])
-        # step t + 1 is done: its alpha becomes the marginals
-        for r in range(n_next):
-            a_row = &alpha[next_lo + r, 0]
-            b_row = &beta_next[r, 0]
-            for j in range(n_labels):
-                a_row[j] *= b_row[j]
-        swap = beta_next
-        beta_next = beta
-        beta = swap
-    for r in range(n):
+                weighted[r, j] = 0.0
+    if want_pairs:
+        # pair_sums (L x L) += alpha.T @ weighted, over every row of the block
+        dgemm(b"N", b"T", &n_labels, &n_labels, &k_rows, &one, &weighted[0, 0], &n_labels,
+              &alpha[0, 0], &n_labels, &one, &pair_sums[0, 0], &n_labels)
+    for r in range(n_rows):
         a_row = &alpha[r, 0]
-        b_row = &beta_next[r, 0]
+        b_row = &beta[r, 0]
         for j in range(n_labels):
             a_row[j] *= b_row[j]
 
@@ -281,16 +266,16 @@ cdef int _check_state_arrays(
 
 
 def forward_backward(
-    double[:, ::1] psi, const double[:, ::1] exp_trans,
+    const double[:, ::1] psi, const double[:, ::1] exp_trans,
     const Py_ssize_t[::1] batch_sizes, double[:, ::1] alpha, double[::1] scale,
-    double[:, ::1] beta_a, double[:, ::1] beta_b, pair_sums=None,
+    double[:, ::1] beta, double[:, ::1] weighted, pair_sums=None,
 ):
     """Marginals of one packed block, in place of ``alpha``.
 
     Parameters
     ----------
     psi : ndarray of shape (n_rows, n_labels)
-        ``exp(emissions - row max)``; overwritten.
+        ``exp(emissions - row max)``.
     exp_trans : ndarray of shape (n_labels, n_labels)
         ``exp(transitions - max)``, with ``max - min`` of the transitions at
         most a few hundred (see the module docstring).
@@ -299,7 +284,7 @@ def forward_backward(
         Output: the marginals ``p(y_r = j | x)``.
     scale : ndarray of shape (n_rows,)
         Output: the scale factors.
-    beta_a, beta_b : ndarray of shape (>= batch_sizes[0], n_labels)
+    beta, weighted : ndarray of shape (>= n_rows, n_labels)
         Scratch.
     pair_sums : ndarray of shape (n_labels, n_labels) or None
         When given, ``alpha[t].T @ weighted[t + 1]`` summed over steps is
@@ -320,18 +305,18 @@ def forward_backward(
         total != n_rows or alpha.shape[0] < n_rows or alpha.shape[1] != n_labels
         or scale.shape[0] < n_rows or exp_trans.shape[0] != n_labels
         or exp_trans.shape[1] != n_labels
-        or (n_rows and (beta_a.shape[0] < batch_sizes[0] or beta_b.shape[0] < batch_sizes[0]
-                        or beta_a.shape[1] != n_labels or beta_b.shape[1] != n_labels))
+        or beta.shape[0] < n_rows or weighted.shape[0] < n_rows
+        or beta.shape[1] != n_labels or weighted.shape[1] != n_labels
     ):
         raise ValueError("inconsistent shapes")
     if n_rows == 0 or n_labels == 0:
         return 0.0
-    pairs = pair_sums if want_pairs else beta_a  # unused unless want_pairs
+    pairs = pair_sums if want_pairs else beta  # unused unless want_pairs
     if want_pairs and (pairs.shape[0] != n_labels or pairs.shape[1] != n_labels):
         raise ValueError("pair_sums must be n_labels x n_labels")
     with nogil:
         log_sum = forward_scaled(psi, exp_trans, batch_sizes, alpha, scale)
-        backward_marginals(psi, exp_trans, batch_sizes, alpha, scale, beta_a, beta_b,
+        backward_marginals(psi, exp_trans, batch_sizes, alpha, scale, beta, weighted,
                            pairs, want_pairs)
     return log_sum
 

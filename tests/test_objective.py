@@ -251,11 +251,10 @@ def test_forward_backward_kernel_matches_numpy(n_labels, seed):
     t_max = transitions.max()
     exp_trans = np.exp(transitions - t_max)
     alpha, scale = np.empty_like(psi), np.empty(n)
-    beta_a = np.empty((int(layout.batch_sizes[0]), n_labels))
-    beta_b = np.empty_like(beta_a)
+    beta, weighted = np.empty_like(psi), np.empty_like(psi)
     pairs = np.zeros((n_labels, n_labels))
     log_sum = _kernels.forward_backward(
-        psi, exp_trans, layout.batch_sizes, alpha, scale, beta_a, beta_b, pairs
+        psi, exp_trans, layout.batch_sizes, alpha, scale, beta, weighted, pairs
     )
     n_sequences = np.count_nonzero(lengths)
     log_z = log_sum + row_max.sum() + t_max * (n - n_sequences)
