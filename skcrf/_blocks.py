@@ -16,7 +16,7 @@ from ._inference import forward_backward as _forward_backward_numpy
 from ._packing import pack, sequence_rows
 
 #: Upper bound on tokens x labels of one block (unless one sequence is longer).
-BLOCK_ELEMENTS = 1 << 18
+BLOCK_ELEMENTS = 1 << 16
 
 #: Largest transition spread (max - min, in nats) of the scaled
 #: forward-backward: its scale factors stay above exp(-spread) / L and its

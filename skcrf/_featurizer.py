@@ -13,6 +13,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 
 from ._compat import Interval, _fit_context
+from ._validation import check_sequences
 
 __all__ = ["SequenceFeaturizer", "word_shape"]
 
@@ -85,40 +86,34 @@ def _describe(obj):
 
 
 def _check_X(X):
-    """Validate the outer structure of X and return it as a list of lists.
+    """Validate the structure of X; return it as a list, and its parsed tokens.
 
-    Each returned sequence is a list of ``(word, columns)`` pairs; the
-    original sequences are returned as well (for ``feature_func``).
+    The containers are checked by :func:`skcrf._validation.check_sequences`,
+    the estimator's rules (lists, tuples and arrays accepted; generators, str,
+    dicts and sets rejected, with messages naming ``X[i]``); the tokens here.
+    Each parsed sequence is a list of ``(word, columns)`` pairs; the original
+    sequences are returned as well (for ``feature_func``).
     """
-    if isinstance(X, (str, bytes)):
-        raise TypeError(
-            "X must be a list of sequences (lists of tokens); got a single "
-            f"{_describe(X)} — wrap a single sentence as [sentence.split()]"
-        )
-    if isinstance(X, Mapping):
-        raise TypeError(
-            "X must be a list of sequences (lists of tokens); got a "
-            f"{_describe(X)}"
-        )
-    try:
-        X = list(X)
-    except TypeError:
-        raise TypeError(
-            "X must be a list of sequences (lists of tokens); got "
-            f"{_describe(X)}"
-        ) from None
-    if X and all(isinstance(seq, str) for seq in X):
+    if (
+        isinstance(X, (list, tuple))
+        and X
+        and all(isinstance(seq, str) for seq in X)
+    ):
         raise TypeError(
             "X must be a list of sequences (lists of tokens); got a list of "
-            "str — wrap a single sentence as [sentence]"
+            "str: X[0] is the word " + repr(X[0])[:60] + ". Wrap a single "
+            "sentence as [sentence]."
         )
+    try:
+        X = check_sequences(X, name="X", single_hint=False)
+    except TypeError as exc:
+        if isinstance(X, (list, tuple)) and any(isinstance(seq, Mapping) for seq in X):
+            raise TypeError(
+                f"{exc} (X looks already featurized; pass it to the tagger directly)"
+            ) from None
+        raise
     parsed = []
     for i, seq in enumerate(X):
-        if not isinstance(seq, (list, tuple, np.ndarray)):
-            raise TypeError(
-                f"X must be a list of sequences (lists of tokens); sequence "
-                f"{i} is a {_describe(seq)}"
-            )
         tokens = []
         for j, tok in enumerate(seq):
             if isinstance(tok, str):
@@ -127,25 +122,22 @@ def _check_X(X):
             if isinstance(tok, (tuple, list)):
                 if len(tok) == 0:
                     raise ValueError(
-                        f"token {j} of sequence {i} is an empty {_describe(tok)};"
-                        " a tuple token must start with the word"
+                        f"X[{i}][{j}] is an empty {_describe(tok)}; a tuple token "
+                        "must start with the word"
                     )
                 if not isinstance(tok[0], str):
                     raise TypeError(
-                        f"token {j} of sequence {i}: the first element (the "
-                        f"word) must be a str, got {_describe(tok[0])}"
+                        f"X[{i}][{j}]: the first element (the word) must be a str, "
+                        f"got {_describe(tok[0])}"
                     )
                 tokens.append((str(tok[0]), tuple(tok[1:])))
                 continue
             hint = ""
             if isinstance(tok, Mapping):
-                hint = (
-                    " (X looks already featurized; pass it to the tagger "
-                    "directly)"
-                )
+                hint = " (X looks already featurized; pass it to the tagger directly)"
             raise TypeError(
-                f"token {j} of sequence {i} must be a str or a tuple/list "
-                f"(word, extra columns...); got {_describe(tok)}{hint}"
+                f"X[{i}][{j}] must be a str or a tuple/list (word, extra "
+                f"columns...); got {_describe(tok)}{hint}"
             )
         parsed.append(tokens)
     return X, parsed
@@ -337,14 +329,14 @@ class SequenceFeaturizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
                     feats = dict(feats)
                 else:
                     raise TypeError(
-                        f"feature_func must return a dict; for token {j} of "
-                        f"sequence {i} it returned {_describe(feats)}"
+                        f"feature_func must return a dict; for X[{i}][{j}] it "
+                        f"returned {_describe(feats)}"
                     )
             for key in feats:
                 if not isinstance(key, str):
                     raise TypeError(
                         f"feature_func returned a non-str key {key!r} "
-                        f"({_describe(key)}) for token {j} of sequence {i}"
+                        f"({_describe(key)}) for X[{i}][{j}]"
                     )
             out.append(feats)
         return out

@@ -452,3 +452,100 @@ cdef class SequenceDecoder:
         if bad >= 0:
             raise OverflowError(bad)
         return path
+
+
+def state_feature_sums(
+    const long long[::1] indptr, const int[::1] ids, const double[::1] values,
+    const Py_ssize_t[::1] labels, Py_ssize_t n_attributes, Py_ssize_t n_labels,
+    bint all_labels=False,
+):
+    """The (attribute, label) pairs stored in the training data, with value sums.
+
+    A pair is stored when a token with that label holds the attribute
+    (explicit zeros included). With ``all_labels``, every label of every
+    attribute is returned (sum 0 where never seen).
+
+    Returns
+    -------
+    state_ptr : ndarray of int64, shape (n_attributes + 1,)
+    state_labels : ndarray of int32
+        Increasing within an attribute.
+    state_sums : ndarray of float64
+        The value sum of each pair.
+
+    Notes
+    -----
+    The entries are regrouped by attribute (a counting sort: 12 bytes an
+    entry), then each attribute's labels are marked in an ``n_labels``
+    array; no sort of all entries and no attributes x labels array.
+    """
+    cdef Py_ssize_t n_tokens = indptr.shape[0] - 1, n_entries = ids.shape[0]
+    cdef Py_ssize_t r, p, q, a, j, k, n_states
+    if labels.shape[0] != n_tokens:
+        raise ValueError("one label per token is needed")
+    offsets_arr = np.zeros(n_attributes + 1, dtype=np.int64)
+    fill_arr = np.empty(n_attributes, dtype=np.int64)
+    entry_labels_arr = np.empty(n_entries, dtype=np.int32)
+    entry_values_arr = np.empty(n_entries, dtype=np.float64)
+    seen_arr = np.full(max(n_labels, 1), -1, dtype=np.int64)
+    sums_arr = np.zeros(max(n_labels, 1), dtype=np.float64)
+    cdef long long[::1] offsets = offsets_arr
+    cdef long long[::1] fill = fill_arr
+    cdef int[::1] entry_labels = entry_labels_arr
+    cdef double[::1] entry_values = entry_values_arr
+    cdef long long[::1] seen = seen_arr
+    cdef double[::1] sums = sums_arr
+    for p in range(n_entries):
+        a = ids[p]
+        if a < 0 or a >= n_attributes:
+            raise ValueError("attribute id out of range")
+        offsets[a + 1] += 1
+    with nogil:
+        for a in range(n_attributes):
+            offsets[a + 1] += offsets[a]
+            fill[a] = offsets[a]
+        for r in range(n_tokens):
+            for p in range(indptr[r], indptr[r + 1]):
+                a = ids[p]
+                q = fill[a]
+                fill[a] = q + 1
+                entry_labels[q] = <int> labels[r]
+                entry_values[q] = values[p]
+        # count the distinct labels of each attribute
+        n_states = 0
+        for a in range(n_attributes):
+            if all_labels:
+                n_states += n_labels
+                continue
+            for q in range(offsets[a], offsets[a + 1]):
+                j = entry_labels[q]
+                if seen[j] != a:
+                    seen[j] = a
+                    n_states += 1
+    state_ptr_arr = np.zeros(n_attributes + 1, dtype=np.int64)
+    state_labels_arr = np.empty(n_states, dtype=np.int32)
+    state_sums_arr = np.empty(n_states, dtype=np.float64)
+    cdef long long[::1] state_ptr = state_ptr_arr
+    cdef int[::1] state_labels = state_labels_arr
+    cdef double[::1] state_sums = state_sums_arr
+    with nogil:
+        seen[:] = -1
+        k = 0
+        for a in range(n_attributes):
+            for q in range(offsets[a], offsets[a + 1]):
+                j = entry_labels[q]
+                if seen[j] != a:
+                    seen[j] = a
+                    sums[j] = 0.0
+                sums[j] += entry_values[q]
+            for j in range(n_labels):  # in label order
+                if seen[j] == a:
+                    state_labels[k] = <int> j
+                    state_sums[k] = sums[j]
+                    k += 1
+                elif all_labels:
+                    state_labels[k] = <int> j
+                    state_sums[k] = 0.0
+                    k += 1
+            state_ptr[a + 1] = k
+    return state_ptr_arr, state_labels_arr, state_sums_arr

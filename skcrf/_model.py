@@ -129,15 +129,20 @@ class CRFModel:
             dense transition matrix.
         """
         keep = self.state_weights != 0
-        kept_before = np.zeros(self.n_states + 1, dtype=np.int64)
-        np.cumsum(keep, out=kept_before[1:])
-        ptr = kept_before[self.state_ptr]
+        ptr = kept_state_ptr(self.state_ptr, keep)
         return (
             ptr,
             np.ascontiguousarray(self.state_labels[keep], dtype=np.int32),
             np.ascontiguousarray(self.state_weights[keep], dtype=np.float64),
             self.transition_matrix(),
         )
+
+
+def kept_state_ptr(state_ptr, keep):
+    """``state_ptr`` of the state features where the mask ``keep`` is True."""
+    kept_before = np.zeros(len(keep) + 1, dtype=np.int64)
+    np.cumsum(keep, out=kept_before[1:])
+    return kept_before[state_ptr]
 
 
 @dataclass

@@ -31,7 +31,7 @@ import numpy as np
 
 from . import _kernels
 from ._blocks import StateLayout, Workspace, block_marginals, make_blocks, score_arrays
-from ._model import CRFModel
+from ._model import CRFModel, kept_state_ptr
 from ._threads import single_blas_thread, split_sequences
 
 def select_features(
@@ -74,21 +74,15 @@ def select_features(
         counts), in the flat parameter order.
     """
     n_labels = len(classes)
-    n_attributes = len(attributes)
-    indptr, ids, values = encoded.indptr, encoded.ids, encoded.values
-    keys = ids.astype(np.int64) * n_labels
-    keys += np.repeat(np.asarray(labels, dtype=np.int64), np.diff(indptr))
-    if all_possible_states:
-        state_keys = np.arange(n_attributes * n_labels, dtype=np.int64)
-        state_sum = np.bincount(keys, weights=values, minlength=n_attributes * n_labels)
-    else:
-        state_keys, inverse = np.unique(keys, return_inverse=True)
-        state_sum = np.bincount(inverse, weights=values, minlength=len(state_keys))
-    del keys
+    labels = np.asarray(labels, dtype=np.intp)
+    state_ptr, state_labels, state_sum = _kernels.state_feature_sums(
+        encoded.indptr, encoded.ids, encoded.values, labels, len(attributes), n_labels,
+        all_possible_states,
+    )
     kept = state_sum >= min_freq
-    state_keys, state_sum = state_keys[kept], state_sum[kept]
-    state_ptr = np.zeros(n_attributes + 1, dtype=np.int64)
-    np.cumsum(np.bincount(state_keys // n_labels, minlength=n_attributes), out=state_ptr[1:])
+    if not kept.all():
+        state_ptr = kept_state_ptr(state_ptr, kept)
+        state_labels, state_sum = state_labels[kept], state_sum[kept]
 
     lengths = np.asarray(encoded.lengths, dtype=np.intp)
     transition_sum = np.zeros(n_labels * n_labels)
@@ -106,8 +100,8 @@ def select_features(
         classes=classes,
         attributes=attributes,
         state_ptr=state_ptr,
-        state_labels=(state_keys % n_labels).astype(np.int32),
-        state_weights=np.zeros(len(state_keys)),
+        state_labels=state_labels,
+        state_weights=np.zeros(len(state_labels)),
         transition_index=transition_index.astype(np.int64),
         transition_weights=np.zeros(len(transition_index)),
         value_separator=value_separator,

@@ -1,5 +1,6 @@
 """The public estimator: a linear-chain CRF tagger with scikit-learn's API."""
 
+import os
 import warnings
 from collections.abc import Mapping
 from numbers import Integral, Real
@@ -241,9 +242,9 @@ calibration_candidates, calibration_max_trials : default=None
         "variance": [Interval(Real, 0, None, closed="neither"), None],
         "gamma": [Interval(Real, 0, None, closed="neither"), None],
         "verbose": ["verbose"],
-        "model_filename": [None],
+        "model_filename": [str, os.PathLike, None],
         "keep_tempfiles": ["boolean", None],
-        "trainer_cls": [None],
+        "trainer_cls": [type, None],
         "n_jobs": [Integral, None],
     }
 
@@ -313,6 +314,7 @@ calibration_candidates, calibration_max_trials : default=None
         self.n_jobs = n_jobs
 
     def _validate_params(self):
+        super()._validate_params()
         if self.trainer_cls is not None:
             raise ValueError(
                 "trainer_cls is not supported: it selects a python-crfsuite trainer, and "
@@ -325,7 +327,6 @@ calibration_candidates, calibration_max_trials : default=None
                 "supported in this version of skcrf; use tagger.save(path) and "
                 "CRFTagger.load(path), or pickle."
             )
-        super()._validate_params()
         if self.n_jobs == 0:
             raise ValueError("n_jobs == 0 has no meaning; use None, a positive count or -1.")
 
@@ -487,7 +488,7 @@ calibration_candidates, calibration_max_trials : default=None
         return tagger
 
     def __getstate__(self):
-        state = super().__getstate__()
+        state = dict(super().__getstate__())  # a copy: it may be our __dict__
         # The encoder's caches and the decoder's arrays are rebuilt on load.
         state.pop("_vocabulary", None)
         state.pop("_decoder", None)

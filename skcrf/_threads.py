@@ -14,11 +14,23 @@ import threading
 from contextlib import contextmanager
 
 import numpy as np
-from threadpoolctl import threadpool_limits  # a scikit-learn dependency
+import threadpoolctl  # a scikit-learn dependency
+from threadpoolctl import threadpool_limits
 
 _blas_lock = threading.Lock()
 _blas_users = 0
 _blas_limiter = None
+
+
+def _release_openblas_control():
+    # threadpoolctl >= 3.6 lets only one "controlling" thread change a
+    # pthreads OpenBLAS and silently ignores the others; the limit may be set
+    # by one thread and restored by another, so control is released around
+    # both (under _blas_lock, so no other change is in flight).
+    controller = getattr(threadpoolctl, "OpenBLASController", None)
+    clear = getattr(controller, "clear_controlling_thread", None)
+    if clear is not None:
+        clear(force=True)
 
 
 @contextmanager
@@ -27,7 +39,9 @@ def single_blas_thread():
     global _blas_users, _blas_limiter
     with _blas_lock:
         if _blas_users == 0:
+            _release_openblas_control()
             _blas_limiter = threadpool_limits(limits=1, user_api="blas")
+            _release_openblas_control()
         _blas_users += 1
     try:
         yield
@@ -35,7 +49,9 @@ def single_blas_thread():
         with _blas_lock:
             _blas_users -= 1
             if _blas_users == 0:
+                _release_openblas_control()
                 _blas_limiter.restore_original_limits()
+                _release_openblas_control()
                 _blas_limiter = None
 
 

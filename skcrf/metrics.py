@@ -39,6 +39,8 @@ from sklearn import metrics as _skmetrics
 from sklearn.exceptions import UndefinedMetricWarning
 from sklearn.metrics import make_scorer
 
+from ._label_sequences import check_label_sequence_pair
+
 __all__ = [
     "SCORERS",
     "entity_classification_report",
@@ -62,68 +64,13 @@ __all__ = [
 # Input validation
 # ---------------------------------------------------------------------------
 
-_EXAMPLE = "[['B-PER', 'I-PER', 'O'], ['O', 'B-LOC']]"
-
-
-def _as_label_sequence(seq, name, index):
-    """Return ``seq`` (the sequence ``name[index]``) as a list of labels."""
-    where = f"{name}[{index}]"
-    if isinstance(seq, (str, bytes)):
-        raise TypeError(
-            f"{where} is a string ({seq!r}), not a sequence of labels. "
-            f"{name} must be a list of sequences of labels such as {_EXAMPLE}, "
-            f"not a flat list of labels; wrap a single sequence as [{name}]."
-        )
-    if isinstance(seq, (dict, set, frozenset)):
-        raise TypeError(
-            f"{where} is a {type(seq).__name__}, which is unordered; each "
-            "sequence must be a list, tuple or 1-D array of labels."
-        )
-    if isinstance(seq, np.ndarray):
-        if seq.ndim != 1:
-            if seq.ndim == 0:
-                raise TypeError(
-                    f"{where} is a single label ({seq!r}), not a sequence: "
-                    f"{name} looks like a flat list of labels. It must be a "
-                    f"list of sequences of labels such as {_EXAMPLE}."
-                )
-            raise ValueError(
-                f"{where} is a {seq.ndim}-D array; each sequence must be 1-D."
-            )
-        return seq.tolist()
-    try:
-        return list(seq)
-    except TypeError:
-        raise TypeError(
-            f"{where} is a single label ({seq!r}), not a sequence: {name} "
-            "looks like a flat list of labels. It must be a list of sequences "
-            f"of labels such as {_EXAMPLE}; wrap a single sequence as [{name}]."
-        ) from None
-
-
-def _as_sequence_list(y, name):
-    """Return ``y`` (a list of sequences) as a list of lists of labels."""
-    if isinstance(y, (str, bytes)):
-        raise TypeError(
-            f"{name} must be a list of sequences of labels such as {_EXAMPLE}; "
-            f"got a string: {y!r}."
-        )
-    if isinstance(y, np.ndarray) and y.ndim == 0:
-        raise TypeError(
-            f"{name} must be a list of sequences of labels; got a scalar."
-        )
-    try:
-        seqs = list(y)
-    except TypeError:
-        raise TypeError(
-            f"{name} must be a list of sequences of labels such as {_EXAMPLE}; "
-            f"got {type(y).__name__}."
-        ) from None
-    return [_as_label_sequence(seq, name, i) for i, seq in enumerate(seqs)]
-
 
 def _check_sequences(y_true, y_pred):
     """Validate a pair of lists of sequences and return them as lists of lists.
+
+    The rules are :mod:`skcrf._validation`'s (the estimator's): lists, tuples
+    and arrays of sequences are accepted, generators are rejected, labels must
+    be hashable and not NaN; messages name the place (``y_pred[1]``).
 
     Raises
     ------
@@ -134,21 +81,7 @@ def _check_sequences(y_true, y_pred):
         If the numbers of sequences differ, or if some ``y_true[i]`` and
         ``y_pred[i]`` have different lengths (the message names ``i``).
     """
-    y_true = _as_sequence_list(y_true, "y_true")
-    y_pred = _as_sequence_list(y_pred, "y_pred")
-    if len(y_true) != len(y_pred):
-        raise ValueError(
-            "y_true and y_pred must contain the same number of sequences; got "
-            f"{len(y_true)} and {len(y_pred)}."
-        )
-    for i, (seq_true, seq_pred) in enumerate(zip(y_true, y_pred)):
-        if len(seq_true) != len(seq_pred):
-            raise ValueError(
-                f"Sequence {i} has length {len(seq_true)} in y_true but length "
-                f"{len(seq_pred)} in y_pred; each pair of sequences must have "
-                "the same length."
-            )
-    return y_true, y_pred
+    return check_label_sequence_pair(y_true, y_pred)
 
 
 def _flatten(y_true, y_pred):

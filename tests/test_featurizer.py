@@ -195,11 +195,21 @@ def test_extra_column_value_types():
     assert feats["col6"] == "None"
 
 
-def test_accepts_tuples_arrays_and_generators():
+def test_accepts_tuples_and_arrays_rejects_generators():
     ref = SequenceFeaturizer().transform([["a", "b"], ["c"]])
     assert SequenceFeaturizer().transform((("a", "b"), ("c",))) == ref
     assert SequenceFeaturizer().transform([np.array(["a", "b"]), ["c"]]) == ref
-    assert SequenceFeaturizer().transform(s for s in [["a", "b"], ["c"]]) == ref
+    ragged = np.empty(2, dtype=object)
+    ragged[:] = [["a", "b"], ["c"]]
+    assert SequenceFeaturizer().transform(ragged) == ref
+    # the estimator's rule (skcrf._validation): a one-shot iterator is rejected,
+    # by fit and transform alike, with a message saying to pass list(...)
+    for method in ("fit", "transform", "fit_transform"):
+        with pytest.raises(TypeError, match=r"^X must be .*generator.*list\(\.\.\.\)"):
+            getattr(SequenceFeaturizer(), method)(s for s in [["a", "b"], ["c"]])
+        with pytest.raises(TypeError, match=r"^X\[1\] must be .*generator.*list\(\.\.\.\)"):
+            getattr(SequenceFeaturizer(), method)([["a"], (w for w in ["b"])])
+    assert SequenceFeaturizer().transform(list(s for s in [["a", "b"], ["c"]])) == ref
 
 
 def test_deterministic():
@@ -241,13 +251,13 @@ def test_feature_func_non_dict_names_indices():
         return {"ok": True} if i == 0 else ["nope"]
 
     fz = SequenceFeaturizer(feature_func=bad)
-    with pytest.raises(TypeError, match=r"token 1 of sequence 2 .*list"):
+    with pytest.raises(TypeError, match=r"X\[2\]\[1\] it returned list"):
         fz.transform([["a"], ["b"], ["c", "d"]])
 
 
 def test_feature_func_non_str_key_names_indices():
     fz = SequenceFeaturizer(feature_func=lambda s, i: {i: 1.0})
-    with pytest.raises(TypeError, match=r"non-str key 0 .*token 0 of sequence 0"):
+    with pytest.raises(TypeError, match=r"non-str key 0 .*X\[0\]\[0\]"):
         fz.transform([["a"]])
 
 
@@ -257,7 +267,7 @@ def test_feature_func_non_str_key_names_indices():
 
 
 def test_error_flat_list_of_str():
-    with pytest.raises(TypeError, match=r"got a list of str .*\[sentence\]"):
+    with pytest.raises(TypeError, match=r"got a list of str: X\[0\] is the word .John.*\[sentence\]"):
         SequenceFeaturizer().fit_transform(["John", "runs"])
     with pytest.raises(TypeError, match=r"got a list of str"):
         SequenceFeaturizer().fit(["John", "runs"])
@@ -275,17 +285,23 @@ def test_error_not_iterable(X):
 
 
 def test_error_bad_sequence_names_index():
-    with pytest.raises(TypeError, match="sequence 1 is a int"):
+    with pytest.raises(TypeError, match=r"X\[1\] must be a sequence .*got int"):
         SequenceFeaturizer().transform([["a"], 3])
+    with pytest.raises(TypeError, match=r"X\[1\] is a str \('b'\)"):
+        SequenceFeaturizer().transform([["a"], "b"])
+    with pytest.raises(TypeError, match=r"X\[0\] is a dict.*already featurized"):
+        SequenceFeaturizer().transform([{"w": "a"}])
+    with pytest.raises(TypeError, match=r"X\[0\] must be .*set"):
+        SequenceFeaturizer().transform([{"a", "b"}])
 
 
 @pytest.mark.parametrize(
     "token, exc, pattern",
     [
-        (3, TypeError, r"token 1 of sequence 1 must be a str or a tuple/list"),
-        ({"w": "a"}, TypeError, r"token 1 of sequence 1 .*already featurized"),
-        ((), ValueError, r"token 1 of sequence 1 is an empty tuple"),
-        ((3, "NN"), TypeError, r"token 1 of sequence 1: the first element"),
+        (3, TypeError, r"X\[1\]\[1\] must be a str or a tuple/list"),
+        ({"w": "a"}, TypeError, r"X\[1\]\[1\] .*already featurized"),
+        ((), ValueError, r"X\[1\]\[1\] is an empty tuple"),
+        ((3, "NN"), TypeError, r"X\[1\]\[1\]: the first element"),
     ],
 )
 def test_error_bad_token_names_indices(token, exc, pattern):

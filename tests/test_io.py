@@ -24,9 +24,6 @@ from skcrf.io import FORMAT_VERSION, load_model, load_state, save_model, save_st
 DATA = pathlib.Path(__file__).parent / "data"
 V1_PATH = DATA / "model_v1.skcrf"
 V1_EXPECTED = json.loads((DATA / "model_v1_expected.json").read_text())
-NEEDS_ESTIMATOR = pytest.mark.skip(reason="needs the new estimator (lead)")
-
-
 # -- building states directly --------------------------------------------------
 
 
@@ -1075,7 +1072,6 @@ def test_v1_file_predicts_what_skcrf_0_1_predicted():
     assert len({tuple(p) for p in V1_EXPECTED["predict"]}) >= 5  # not a trivial model
 
 
-@NEEDS_ESTIMATOR
 def test_v1_file_through_the_estimator_predicts_like_0_1():
     tagger = load_model(V1_PATH)
     assert isinstance(tagger, skcrf.CRFTagger)
@@ -1208,7 +1204,6 @@ Y_TOY = [["D", "N", "V"], ["D", "N"], ["D", "N", "V"], ["D", "N", "V"]]
 X_NEW = [[{"w": "a"}, {"w": "cat"}, {"w": "barks"}], [{"w": "unseen"}], []]
 
 
-@NEEDS_ESTIMATOR
 @pytest.mark.parametrize("how", ["method", "function"])
 def test_estimator_round_trip(tmp_path, how):
     tagger = skcrf.CRFTagger(c2=0.05, max_iterations=50).fit(X_TOY, Y_TOY)
@@ -1226,7 +1221,6 @@ def test_estimator_round_trip(tmp_path, how):
     assert loaded.predict_marginals(X_TOY + X_NEW) == tagger.predict_marginals(X_TOY + X_NEW)
 
 
-@NEEDS_ESTIMATOR
 def test_estimator_subclass_and_unfitted(tmp_path):
     class Tagger2(skcrf.CRFTagger):
         pass

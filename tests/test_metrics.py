@@ -118,8 +118,13 @@ def test_flat_metrics_accept_tuples_arrays_and_numpy_labels():
     # a 2-D array is a list of equal-length sequences
     y2d = np.array([[1, 2], [2, 2]])
     assert flat_accuracy_score(y2d, [[1, 2], [2, 1]]) == 0.75
-    # generators of sequences are fine too
-    assert flat_accuracy_score((s for s in [[1], [2]]), [[1], [3]]) == 0.5
+    # generators are rejected, as by the estimator (skcrf._validation): a
+    # consumed generator would otherwise be scored silently as empty
+    with pytest.raises(TypeError, match=r"y_true must be .*generator.*list\(\.\.\.\)"):
+        flat_accuracy_score((s for s in [[1], [2]]), [[1], [3]])
+    with pytest.raises(TypeError, match=r"y_pred\[1\] must be .*generator"):
+        flat_accuracy_score([[1], [2]], [[1], (s for s in [3])])
+    assert flat_accuracy_score(list(s for s in [[1], [2]]), [[1], [3]]) == 0.5
 
 
 def test_flat_metrics_match_sklearn_crfsuite():
@@ -162,7 +167,7 @@ ALL_METRICS = [
 def test_sequence_length_mismatch_names_index_and_lengths(metric):
     y_true = [["O"], ["O", "B-PER"], ["O", "O", "O"]]
     y_pred = [["O"], ["O", "B-PER"], ["O", "O"]]
-    with pytest.raises(ValueError, match=r"Sequence 2 has length 3 .* length 2"):
+    with pytest.raises(ValueError, match=r"y_true\[2\] has length 3 but y_pred\[2\] has length 2"):
         metric(y_true, y_pred)
 
 
@@ -186,7 +191,7 @@ def test_flat_list_of_labels_is_rejected(metric):
 
 @pytest.mark.parametrize("metric", ALL_METRICS)
 def test_plain_string_is_rejected(metric):
-    with pytest.raises(TypeError, match="got a string"):
+    with pytest.raises(TypeError, match="got str"):
         metric("B-PER O", [["B-PER", "O"]])
     with pytest.raises(TypeError, match="got int"):
         metric([["O"]], 3)
@@ -195,8 +200,15 @@ def test_plain_string_is_rejected(metric):
 def test_other_bad_sequences():
     with pytest.raises(TypeError, match="unordered"):
         flat_accuracy_score([{"a", "b"}], [["a", "b"]])
-    with pytest.raises(ValueError, match="2-D array"):
+    with pytest.raises(ValueError, match=r"y_true\[0\] is a 2-D array"):
         flat_accuracy_score([np.zeros((2, 2))], [[0, 0]])
+    # the estimator's label rules: hashable, not NaN, named at their place
+    with pytest.raises(TypeError, match=r"y_pred\[1\]\[0\].*not hashable"):
+        flat_accuracy_score([["a"], ["b"]], [["a"], [["b"]]])
+    with pytest.raises(ValueError, match=r"y_true\[0\]\[1\].*NaN"):
+        flat_accuracy_score([[1.0, float("nan")]], [[1.0, 2.0]])
+    with pytest.raises(TypeError, match=r"y_true must be .*set"):
+        flat_accuracy_score({("a",)}, [["a"]])
 
 
 # ---------------------------------------------------------------------------

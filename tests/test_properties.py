@@ -1,11 +1,13 @@
-"""Property-based tests (hypothesis) of vectorization, inference and CRFTagger.
+"""Property-based tests (hypothesis) of featurization, inference and CRFTagger.
 
 - random token features (unicode keys, str/bool/int/float values, zeros,
   negatives, nested dicts, lists of str, feature-name lists) and labels (str,
   int, mixed): fit and predict never crash, predictions have the right
   lengths and known labels, marginals are finite and sum to 1;
 - an invalid value anywhere is reported at its place ``X[i][j]``;
-- vectorization loses nothing: a token's row sums to its values;
+- encoding loses nothing: a token's row sums to its values, and the compiled
+  encoder gives exactly the attributes (names, ids, values, order) of a plain
+  Python oracle of CRFsuite's naming rules;
 - Viterbi finds a path of maximum score, checked by enumerating all paths of
   small random problems in the packed layout;
 - forward-backward's log Z, marginals and transition marginals equal their
@@ -32,7 +34,8 @@ from skcrf import CRFTagger
 from skcrf._inference import forward_backward, viterbi
 from skcrf._packing import pack
 from skcrf._objective import select_features
-from skcrf._vectorize import check_labels, encode_labels, token_features, vectorize
+from skcrf._featurize import Vocabulary
+from skcrf._validation import check_labels, check_sequences, encode_labels
 
 _SCALE = max(1, int(os.environ.get("SKCRF_HYPOTHESIS_SCALE", "1")))
 
@@ -88,9 +91,15 @@ def training_data(draw, max_sequences=5):
 
 def _n_parameters(X, y, **options):
     """Number of features the model of (X, y) would have."""
-    matrix, lengths, _ = vectorize(X)
-    indices, classes = encode_labels(check_labels(y, lengths))
-    return select_features(matrix, indices, lengths, len(classes), **options).n_parameters
+    vocabulary = Vocabulary()
+    encoded = vocabulary.encode(check_sequences(X), grow=True)
+    indices, classes = encode_labels(check_labels(y, encoded.lengths))
+    model, _ = select_features(encoded, indices, classes, vocabulary.attributes, **options)
+    return model.n_features
+
+
+def _transition_exists(tagger):
+    return tagger.transition_ != 0
 
 
 def _fit(X, y, **params):
@@ -126,11 +135,12 @@ def _check_predictions(tagger, X):
        c1=st.sampled_from([0.0, 0.1]), c2=st.sampled_from([0.0, 0.01, 1.0]))
 def test_fit_and_predict_never_crash(data, X_new, c1, c2):
     X, y = data
-    # a model without any feature cannot be fitted yet: see
-    # test_validation.py::test_training_data_that_gives_no_features
-    assume(_n_parameters(X, y) > 0)
+    # (a model without any feature is fitted too, see
+    # test_validation.py::test_training_data_that_gives_no_features)
     tagger = _fit(X, y, c1=c1, c2=c2)
-    assert np.isfinite(tagger.coef_).all() and np.isfinite(tagger.transition_).all()
+    assert tagger.n_features_ == _n_parameters(X, y)
+    assert tagger.coef_.nnz + np.count_nonzero(_transition_exists(tagger)) <= tagger.n_features_
+    assert np.isfinite(tagger.coef_.data).all() and np.isfinite(tagger.transition_).all()
     losses = [entry["loss"] for entry in tagger.training_log_.iterations]
     assert np.isfinite(losses).all()
     _check_predictions(tagger, X)
@@ -145,8 +155,8 @@ def test_fit_and_predict_never_crash(data, X_new, c1, c2):
 def test_options_never_crash(data):
     X, y = data
     options = {"all_possible_states": True, "all_possible_transitions": True, "min_freq": 0.5}
-    assume(_n_parameters(X, y, **options) > 0)
     tagger = _fit(X, y, n_jobs=2, **options)
+    assert tagger.n_features_ == _n_parameters(X, y, **options)
     _check_predictions(tagger, X)
 
 
@@ -185,7 +195,7 @@ def test_an_invalid_value_is_reported_where_it_is(X, data):
     X[i][j] = {"ok": 1.0, "n": {key: bad}} if nested else {"ok": 1.0, key: bad}
     y = [["L"] * len(seq) for seq in X]
     with pytest.raises((ValueError, TypeError), match=rf"X\[{i}\]\[{j}\]"):
-        vectorize(X)
+        Vocabulary().encode(check_sequences(X), grow=True)
     with pytest.raises((ValueError, TypeError), match=rf"X\[{i}\]\[{j}\]"):
         CRFTagger().fit(X, y)
 
@@ -211,26 +221,140 @@ def _expected_row_sum(token):
     return math.fsum(total)
 
 
+def _rows(encoded, vocabulary):
+    """Each token's ``[(attribute name, value), ...]``, in stored order."""
+    names = vocabulary.attributes
+    return [
+        [(names[a], v) for a, v in zip(encoded.ids[start:stop].tolist(),
+                                        encoded.values[start:stop].tolist())]
+        for start, stop in zip(encoded.indptr[:-1].tolist(), encoded.indptr[1:].tolist())
+    ]
+
+
 @_settings(100)
 @given(X=st.lists(sequences, min_size=1, max_size=4))
-def test_vectorization_keeps_every_value(X):
+def test_encoding_keeps_every_value(X):
     assume(any(X))
-    matrix, lengths, vectorizer = vectorize(X)
-    assert lengths.tolist() == [len(seq) for seq in X]
-    assert matrix.shape[0] == sum(lengths)
-    assert np.isfinite(matrix.data).all()
+    vocabulary = Vocabulary()
+    encoded = vocabulary.encode(check_sequences(X), grow=True)
+    assert encoded.lengths.tolist() == [len(seq) for seq in X]
+    assert len(encoded.indptr) - 1 == sum(encoded.lengths)
+    assert np.isfinite(encoded.values).all()
     flat = [token for seq in X for token in seq]
-    row_sums = np.asarray(matrix.sum(axis=1)).ravel()
-    for token, row_sum in zip(flat, row_sums):
+    for token, row in zip(flat, _rows(encoded, vocabulary)):
         expected = _expected_row_sum(token)
-        assert row_sum == pytest.approx(expected, rel=1e-9, abs=1e-6)
-    # transforming with the fitted vectorizer gives the same matrix
-    again, _, _ = vectorize(X, vectorizer)
-    assert (again != matrix).nnz == 0
-    # the checked path and the fast path agree
-    for token in flat:
-        if isinstance(token, dict):
-            assert token_features(dict(token), 0, 0) == token_features(token, 0, 0)
+        assert math.fsum(v for _, v in row) == pytest.approx(expected, rel=1e-9, abs=1e-6)
+    # encoding again with the fitted vocabulary gives the same arrays
+    again = vocabulary.encode(check_sequences(X), grow=False)
+    for a, b in zip(encoded, again):
+        np.testing.assert_array_equal(a, b)
+
+
+# -- the compiled encoder against a plain-Python oracle --------------------------
+
+
+def _oracle_pairs(token, separator):
+    """CRFsuite's (python-crfsuite's) attributes of one valid token, written
+    from the rules alone: ``key<sep>value`` for a str value, the key with the
+    number for a number or bool, nested keys joined by ':', one ``key<sep>item``
+    per str of a list, a list token's names with 1.0 each; in token order."""
+    if isinstance(token, (list, tuple)):
+        return [(str(name), 1.0) for name in token]
+    pairs = []
+
+    def walk(mapping, prefix):
+        for key, value in mapping.items():
+            name = prefix + str(key)
+            if isinstance(value, str):
+                pairs.append((name + separator + str(value), 1.0))
+            elif isinstance(value, dict):
+                walk(value, name + ":")
+            elif isinstance(value, (list, set, frozenset)):
+                pairs.extend((name + separator + str(item), 1.0) for item in value)
+            elif isinstance(value, (bool, np.bool_)):
+                pairs.append((name, 1.0 if value else 0.0))
+            else:
+                pairs.append((name, float(value)))
+
+    walk(token, "")
+    return pairs
+
+
+def _oracle_encode(X, separator, attributes=None):
+    """``(attributes, rows)``: ids in order of first appearance when learning
+    (``attributes`` None), unseen names dropped when given."""
+    growing = attributes is None
+    attributes = [] if growing else list(attributes)
+    ids = {name: k for k, name in enumerate(attributes)}
+    rows = []
+    for seq in X:
+        for token in seq:
+            row = []
+            for name, value in _oracle_pairs(token, separator):
+                if name not in ids:
+                    if not growing:
+                        continue
+                    ids[name] = len(attributes)
+                    attributes.append(name)
+                row.append((name, value))
+            rows.append(row)
+    return attributes, rows
+
+
+class _StrSubclass(str):
+    pass
+
+
+# values the compiled fast path hands to the checked path (numpy scalars, str
+# subclasses, nested dicts, lists) next to those it handles itself
+oracle_scalars = st.one_of(
+    scalars,
+    st.builds(np.float64, st.floats(-1e3, 1e3, allow_nan=False)),
+    st.builds(np.int32, st.integers(-1000, 1000)),
+    st.builds(np.bool_, st.booleans()),
+    st.builds(_StrSubclass, text),
+    st.integers(-(2**70), 2**70),  # ints past int64
+    st.sampled_from(["", ":", "a:b", "=", "x=y"]),
+)
+oracle_keys = st.one_of(keys, st.sampled_from(["a", "a:b", "a=b", ":"]))
+oracle_values = st.recursive(
+    oracle_scalars, lambda inner: st.dictionaries(oracle_keys, inner, max_size=3),
+    max_leaves=6,
+)
+oracle_tokens = st.one_of(
+    st.dictionaries(oracle_keys, oracle_values, max_size=5),
+    st.dictionaries(st.sampled_from(["w", "p", "a"]), st.sampled_from(["a", "b", "b:c"]),
+                    max_size=3),  # few distinct keys and values: the caches are hit
+    list_tokens,
+    st.tuples(st.sampled_from(["a:b", "w:a", "bias"]), text),
+)
+oracle_sequences = st.lists(st.lists(oracle_tokens, max_size=6), min_size=1, max_size=5)
+
+
+@_settings(150)
+@given(X=oracle_sequences, X_new=oracle_sequences, separator=st.sampled_from([":", "="]))
+def test_compiled_encoder_equals_a_plain_python_oracle(X, X_new, separator):
+    assume(any(X))
+    vocabulary = Vocabulary(value_separator=separator)
+    encoded = vocabulary.encode(check_sequences(X), grow=True)
+    attributes, rows = _oracle_encode(X, separator)
+    assert vocabulary.attributes == attributes
+    assert _rows(encoded, vocabulary) == rows
+    assert encoded.lengths.tolist() == [len(seq) for seq in X]
+    # predicting: unseen attributes are skipped, the vocabulary does not grow;
+    # the same with a vocabulary rebuilt from the names (a loaded model)
+    for known in (vocabulary, Vocabulary(attributes, value_separator=separator)):
+        for data in (X_new, X, X_new + X):
+            predicted = known.encode(check_sequences(data), grow=False)
+            assert _rows(predicted, known) == _oracle_encode(data, separator, attributes)[1]
+        assert known.attributes == attributes
+    # growing further adds the new names after the old ones
+    more = vocabulary.encode(check_sequences(X_new + X), grow=True)
+    attributes_more, rows_more = _oracle_encode(X_new + X, separator, None)
+    assert vocabulary.attributes == attributes + [
+        name for name in attributes_more if name not in set(attributes)
+    ]
+    assert _rows(more, vocabulary) == rows_more
 
 
 # -- inference kernels against brute force ---------------------------------------

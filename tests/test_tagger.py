@@ -2,10 +2,16 @@
 
 import warnings
 
+import threading
+
 import numpy as np
 import pytest
+import scipy.sparse as sp
+import threadpoolctl
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
 
+import skcrf._objective
+import skcrf._threads
 from skcrf import CRFTagger
 from skcrf._lbfgs import LBFGSStatus
 
@@ -24,6 +30,14 @@ def fit_quietly(tagger, X, y, **kwargs):
         return tagger.fit(X, y, **kwargs)
 
 
+def assert_same_coef(a, b):
+    """Sparse coef_ with the same stored entries (features) and weights."""
+    assert a.shape == b.shape
+    np.testing.assert_array_equal(a.indptr, b.indptr)
+    np.testing.assert_array_equal(a.indices, b.indices)
+    np.testing.assert_array_equal(a.data, b.data)
+
+
 def test_fit_predict_and_fitted_attributes():
     tagger = CRFTagger(c2=0.01).fit(X_TOY, Y_TOY)
     assert tagger.predict(X_TOY) == Y_TOY
@@ -40,7 +54,20 @@ def test_fit_predict_and_fitted_attributes():
     # only transitions seen in training exist: D->N, N->V
     assert set(tagger.transition_features_) == {("D", "N"), ("N", "V")}
     assert all(w != 0 for w in tagger.state_features_.values())
-    assert ("w=dog", "N") in tagger.state_features_
+    # CRFsuite's attribute names: key:value
+    assert ("w:dog", "N") in tagger.state_features_
+    # ids in order of first appearance, and coef_ a CSR matrix with one
+    # stored entry per state feature (zero weights included)
+    assert tagger.attributes_ == ["w:the", "w:dog", "w:barks", "w:a", "w:cat", "w:sleeps"]
+    assert tagger.vectorizer_.feature_names_ == tagger.attributes_
+    assert sp.issparse(tagger.coef_) and tagger.coef_.format == "csr"
+    n_transitions = len(tagger.transition_features_)
+    assert tagger.coef_.nnz == tagger.n_features_ - n_transitions
+    coef = tagger.coef_.toarray()
+    for (name, label), weight in tagger.state_features_.items():
+        a = tagger.attributes_.index(name)
+        k = tagger.classes_.tolist().index(label)
+        assert coef[a, k] == weight
 
 
 def test_predict_returns_lists_even_for_equal_lengths():
@@ -84,7 +111,8 @@ def test_token_formats_follow_python_crfsuite():
     y = [["X"], ["Y"]]
     t_dicts = CRFTagger().fit(as_dicts, y)
     t_lists = CRFTagger().fit(as_lists, y)
-    np.testing.assert_array_equal(t_dicts.coef_, t_lists.coef_)
+    assert t_dicts.attributes_ == t_lists.attributes_ == ["a", "b", "c"]
+    assert_same_coef(t_dicts.coef_, t_lists.coef_)
 
     # "c": False stores c with value 0, which still creates the feature
     # (c, X) as in CRFsuite; c = 1 at the Y token then pushes its weight down.
@@ -97,7 +125,7 @@ def test_token_formats_follow_python_crfsuite():
     nested = [[{"n": {"a": 1, "b": "x"}, "l": ["p", "q"]}], [{"n": {"a": 2}}]]
     tagger = CRFTagger().fit(nested, y)
     names = set(tagger.vectorizer_.feature_names_)
-    assert names == {"n:a", "n:b=x", "l=p", "l=q"}
+    assert names == {"n:a", "n:b:x", "l:p", "l:q"}
 
 
 def test_dev_data_is_logged_but_does_not_change_the_model():
@@ -105,8 +133,10 @@ def test_dev_data_is_logged_but_does_not_change_the_model():
     y_dev = [["D", "N"], ["D", "UNSEEN"]]
     plain = CRFTagger(c2=0.1).fit(X_TOY, Y_TOY)
     with_dev = CRFTagger(c2=0.1).fit(X_TOY, Y_TOY, X_dev=X_dev, y_dev=y_dev)
-    np.testing.assert_array_equal(plain.coef_, with_dev.coef_)
+    assert_same_coef(plain.coef_, with_dev.coef_)
     np.testing.assert_array_equal(plain.transition_, with_dev.transition_)
+    # "bird" (dev only) never joins the vocabulary
+    assert plain.attributes_ == with_dev.attributes_
     assert "UNSEEN" not in with_dev.classes_.tolist()
     accuracies = [it["dev_accuracy"] for it in with_dev.training_log_.iterations]
     assert accuracies[-1] == 0.75  # the unseen label is always wrong
@@ -143,13 +173,16 @@ def test_l1_gives_sparse_weights():
 def test_n_jobs_gives_the_same_model():
     one = CRFTagger(n_jobs=1).fit(X_TOY, Y_TOY)
     two = CRFTagger(n_jobs=2).fit(X_TOY, Y_TOY)
-    np.testing.assert_allclose(one.coef_, two.coef_, rtol=1e-9, atol=1e-12)
+    np.testing.assert_array_equal(one.coef_.indices, two.coef_.indices)
+    np.testing.assert_array_equal(one.coef_.indptr, two.coef_.indptr)
+    np.testing.assert_allclose(one.coef_.data, two.coef_.data, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(one.transition_, two.transition_, rtol=1e-9, atol=1e-12)
 
 
 def test_training_is_deterministic():
     a = CRFTagger(c1=0.05, c2=0.1).fit(X_TOY, Y_TOY)
     b = CRFTagger(c1=0.05, c2=0.1).fit(X_TOY, Y_TOY)
-    np.testing.assert_array_equal(a.coef_, b.coef_)
+    assert_same_coef(a.coef_, b.coef_)
     np.testing.assert_array_equal(a.transition_, b.transition_)
 
 
@@ -174,3 +207,306 @@ def test_parameter_validation_names_the_range():
         CRFTagger(num_memories=0).fit(X_TOY, Y_TOY)
     with pytest.raises(ValueError, match="'linesearch'.*MoreThuente"):
         CRFTagger(linesearch="Bogus").fit(X_TOY, Y_TOY)
+
+
+# -- the constructor: sklearn_crfsuite.CRF's signature -------------------------
+
+
+def test_algorithm_is_the_first_positional_parameter():
+    tagger = CRFTagger("lbfgs", 0, False, True, 0.0, 0.01)
+    params = tagger.get_params()
+    assert params["algorithm"] == "lbfgs" and params["c2"] == 0.01
+    assert params["all_possible_transitions"] is True
+    tagger.fit(X_TOY, Y_TOY)
+    reference = CRFTagger(algorithm="lbfgs", c2=0.01, all_possible_transitions=True)
+    reference.fit(X_TOY, Y_TOY)
+    assert_same_coef(tagger.coef_, reference.coef_)
+    # all_possible_transitions: every label pair has a feature
+    assert tagger.n_features_ == tagger.coef_.nnz + 9
+    with pytest.raises(TypeError):
+        CRFTagger("lbfgs", *[None] * 27, 2)  # n_jobs is keyword-only
+
+
+@pytest.mark.parametrize(
+    "params, owners",
+    [
+        ({"pa_type": 1}, "'pa'"),
+        ({"c": 0.5}, "'pa'"),
+        ({"variance": 2.0}, "'arow'"),
+        ({"calibration_eta": 0.5}, "'l2sgd'"),
+        ({"algorithm": "lbfgs", "averaging": False}, "'pa'"),
+        ({"algorithm": "ap", "c1": 0.1}, "'lbfgs'"),
+        ({"algorithm": "ap", "c2": 0.1}, "'l2sgd', 'lbfgs'"),
+        ({"algorithm": "pa", "num_memories": 3}, "'lbfgs'"),
+        ({"algorithm": "l2sgd", "epsilon": 0.1}, "'ap', 'arow', 'lbfgs', 'pa'"),
+    ],
+)
+def test_a_parameter_of_another_algorithm_is_an_error(params, owners):
+    algorithm = params.get("algorithm", "lbfgs")
+    (name, value), = ((k, v) for k, v in params.items() if k != "algorithm")
+    message = (
+        rf"{name}={value!r} does not apply to algorithm='{algorithm}': it is a "
+        rf"parameter of {owners}\."
+    )
+    with pytest.raises(ValueError, match=message):
+        CRFTagger(**params).fit(X_TOY, Y_TOY)
+
+
+@pytest.mark.parametrize("algorithm", ["l2sgd", "ap", "pa", "arow"])
+def test_other_algorithms_are_not_implemented_yet(algorithm):
+    # their own parameters are accepted, and the error says what to use
+    own = {"l2sgd": {"c2": 0.5}, "ap": {"epsilon": 0.1}, "pa": {"pa_type": 2},
+           "arow": {"gamma": 0.5}}[algorithm]
+    with pytest.raises(NotImplementedError, match=rf"algorithm='{algorithm}'.*'lbfgs'"):
+        CRFTagger(algorithm=algorithm, **own).fit(X_TOY, Y_TOY)
+
+
+def test_n_jobs_zero_is_an_error():
+    with pytest.raises(ValueError, match="n_jobs == 0"):
+        CRFTagger(n_jobs=0).fit(X_TOY, Y_TOY)
+    CRFTagger(n_jobs=-1).fit(X_TOY, Y_TOY)  # all cores: accepted
+
+
+def test_trainer_cls_and_model_filename_are_rejected():
+    class Trainer:
+        pass
+
+    with pytest.raises(ValueError, match="trainer_cls is not supported"):
+        CRFTagger(trainer_cls=Trainer).fit(X_TOY, Y_TOY)
+    with pytest.raises(NotImplementedError, match="model_filename"):
+        CRFTagger(model_filename="model.crfsuite").fit(X_TOY, Y_TOY)
+    # keep_tempfiles is accepted (there are no temporary files)
+    CRFTagger(keep_tempfiles=True).fit(X_TOY, Y_TOY)
+
+
+# -- threads ---------------------------------------------------------------------
+
+
+def _blas_threads():
+    return sorted(
+        (info["filepath"], info["num_threads"])
+        for info in threadpoolctl.threadpool_info()
+        if info["user_api"] == "blas"
+    )
+
+
+def test_concurrent_fits_give_the_models_of_sequential_fits(monkeypatch):
+    rng = np.random.default_rng(3)
+    datasets = []
+    for _ in range(2):
+        X = [[{"w": f"w{rng.integers(30)}", "x": float(rng.normal())}
+              for _ in range(rng.integers(1, 12))] for _ in range(150)]
+        y = [[f"L{rng.integers(5)}" for _ in seq] for seq in X]
+        datasets.append((X, y))
+    params = [{"c2": 0.1, "n_jobs": 2}, {"c1": 0.05, "c2": 0.01}]
+
+    def fit(k):
+        X, y = datasets[k]
+        return fit_quietly(CRFTagger(max_iterations=15, **params[k]), X, y,
+                           X_dev=X[:20], y_dev=y[:20])
+
+    before = _blas_threads()
+    assert before, "no BLAS library loaded: the test would check nothing"
+    sequential = [fit(0), fit(1)]
+    assert _blas_threads() == before
+
+    # Both fits wait for each other at their first objective evaluation, so
+    # their optimizations (and their BLAS limits) overlap.
+    original = skcrf._objective.CRFObjective.loss_gradient
+    barrier = threading.Barrier(2, timeout=60)
+    users = []
+
+    def loss_gradient(self, w):
+        if not getattr(self, "_met", False):
+            self._met = True
+            barrier.wait()
+            users.append(skcrf._threads._blas_users)
+            barrier.wait()
+        return original(self, w)
+
+    monkeypatch.setattr(skcrf._objective.CRFObjective, "loss_gradient", loss_gradient)
+    results, errors = [None, None], []
+
+    def run(k):
+        try:
+            results[k] = fit(k)
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+            barrier.abort()
+
+    threads = [threading.Thread(target=run, args=(k,)) for k in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors, errors
+    assert users == [2, 2]  # one shared, counted limit
+    assert _blas_threads() == before  # restored once both have ended
+
+    for concurrent, alone in zip(results, sequential):
+        assert concurrent.attributes_ == alone.attributes_
+        assert concurrent.classes_.tolist() == alone.classes_.tolist()
+        assert_same_coef(concurrent.coef_, alone.coef_)
+        np.testing.assert_array_equal(concurrent.transition_, alone.transition_)
+        assert [e["loss"] for e in concurrent.training_log_.iterations] == [
+            e["loss"] for e in alone.training_log_.iterations
+        ]
+        assert [e["dev_accuracy"] for e in concurrent.training_log_.iterations] == [
+            e["dev_accuracy"] for e in alone.training_log_.iterations
+        ]
+
+
+def test_single_blas_thread_nests_and_restores():
+    from skcrf._threads import single_blas_thread
+
+    before = _blas_threads()
+    with single_blas_thread():
+        assert all(n == 1 for _, n in _blas_threads())
+        with single_blas_thread():
+            assert skcrf._threads._blas_users == 2
+        assert all(n == 1 for _, n in _blas_threads())  # still limited
+    assert skcrf._threads._blas_users == 0
+    assert _blas_threads() == before
+
+
+@pytest.fixture
+def restore_blas():
+    """Put BLAS back as it was, whatever the test did to it."""
+    before = threadpoolctl.threadpool_info()
+    yield
+    controller = getattr(threadpoolctl, "OpenBLASController", None)
+    clear = getattr(controller, "clear_controlling_thread", None)
+    if clear is not None:
+        clear(force=True)
+    for info in before:
+        if info["user_api"] == "blas":
+            threadpoolctl.threadpool_limits(
+                limits={info["filepath"]: info["num_threads"]}
+            )
+    if clear is not None:
+        clear(force=True)
+
+
+def test_blas_limit_holds_in_any_thread_and_is_always_restored(restore_blas):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from skcrf._threads import single_blas_thread
+
+    before = _blas_threads()
+    assert before and any(n > 1 for _, n in before), "needs multithreaded BLAS"
+    seen = []
+    # the main thread uses the limit once, then a worker thread
+    with single_blas_thread():
+        seen.append(("main", _blas_threads()))
+
+    def worker():
+        with single_blas_thread():
+            seen.append(("worker", _blas_threads()))
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    thread.join()
+    # two overlapping users on long-lived pool threads: A enters first, B ends last
+    a_in, b_in, a_out = threading.Event(), threading.Event(), threading.Event()
+
+    def first():
+        with single_blas_thread():
+            a_in.set()
+            assert b_in.wait(30)
+            seen.append(("overlap", _blas_threads()))
+        a_out.set()
+
+    def last():
+        assert a_in.wait(30)
+        with single_blas_thread():
+            b_in.set()
+            assert a_out.wait(30)
+            seen.append(("last", _blas_threads()))
+
+    with ThreadPoolExecutor(2) as pool:
+        futures = [pool.submit(first), pool.submit(last)]
+        for future in futures:
+            future.result()
+        after_with_pool_alive = _blas_threads()
+    for where, blas in seen:
+        assert all(n == 1 for _, n in blas), (where, blas)
+    assert after_with_pool_alive == before
+    assert _blas_threads() == before
+
+
+# -- vectorizer_ and coef_ agree with the encoding --------------------------------
+
+
+def _random_flat_tokens(seed, n_sequences=30):
+    """Flat dict tokens: str, bool (False is an explicit 0), float and int values."""
+    rng = np.random.default_rng(seed)
+    words = ["a", "b", "c=d", "", "é", "x:y"]
+    X = []
+    for _ in range(n_sequences):
+        sequence = []
+        for _ in range(rng.integers(0, 6)):
+            token = {}
+            for key in rng.choice(["w", "p", "n", "k=v", "f", "g"], size=rng.integers(0, 5)):
+                kind = rng.integers(0, 4)
+                if kind == 0:
+                    token[key] = str(rng.choice(words))
+                elif kind == 1:
+                    token[key] = bool(rng.integers(0, 2))
+                elif kind == 2:
+                    token[key] = float(rng.normal())
+                else:
+                    token[key] = int(rng.integers(-3, 4))
+            sequence.append(token)
+        X.append(sequence)
+    return X
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_vectorizer_transforms_flat_tokens_as_the_encoder_does(seed):
+    from sklearn.feature_extraction import DictVectorizer
+
+    from skcrf._featurize import Vocabulary
+
+    X, X_new = _random_flat_tokens(seed), _random_flat_tokens(seed + 100)
+    X[0] = X[0] + [{"w": "a"}]  # at least one token
+    y = [["A" if k % 2 else "B" for k in range(len(seq))] for seq in X]
+    tagger = fit_quietly(CRFTagger(c2=0.1, max_iterations=10), X, y)
+    vectorizer = tagger.vectorizer_
+    assert isinstance(vectorizer, DictVectorizer) and vectorizer.separator == ":"
+    assert vectorizer.feature_names_ == tagger.attributes_
+    # DictVectorizer(separator=':') names attributes as the encoder does
+    reference = DictVectorizer(separator=":", sort=False)
+    reference.fit([token for seq in X for token in seq])
+    assert reference.feature_names_ == tagger.attributes_
+    vocabulary = Vocabulary(tagger.attributes_)
+    for data in (X, X_new):
+        flat = [token for seq in data for token in seq]
+        if not flat:
+            continue
+        encoded = vocabulary.encode(data, grow=False)
+        rows = sp.csr_matrix(
+            (encoded.values, encoded.ids, encoded.indptr),
+            shape=(len(flat), len(tagger.attributes_)),
+        )
+        expected = vectorizer.transform(flat)
+        np.testing.assert_array_equal(rows.indptr, expected.indptr)  # explicit zeros too
+        np.testing.assert_array_equal(rows.toarray(), expected.toarray())
+        # and the state scores decoding uses are X @ coef_: one-token sequences'
+        # marginals are the softmax of those scores
+        scores = np.asarray(expected @ tagger.coef_.toarray())
+        want = np.exp(scores - scores.max(axis=1, keepdims=True))
+        want /= want.sum(axis=1, keepdims=True)
+        marginals = tagger.predict_marginals([[token] for token in flat])
+        got = np.array([[m[0][label] for label in tagger.classes_] for m in marginals])
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-15)
+
+
+def test_global_output_config_does_not_matter():
+    from sklearn import config_context
+
+    plain = CRFTagger(c2=0.1).fit(X_TOY, Y_TOY)
+    with config_context(transform_output="pandas"):
+        configured = CRFTagger(c2=0.1).fit(X_TOY, Y_TOY)
+        assert configured.predict(X_TOY) == plain.predict(X_TOY)
+        assert configured.predict_marginals(X_TOY) == plain.predict_marginals(X_TOY)
+    assert_same_coef(configured.coef_, plain.coef_)

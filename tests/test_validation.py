@@ -7,7 +7,7 @@ predict_single and predict_marginals_single. Allowed inputs that look odd
 (empty sequences, unseen features, unicode, labels of any hashable type) must
 simply work.
 
-Decisions documented here (see also skcrf/_vectorize.py):
+Decisions documented here (see also skcrf/_validation.py):
 
 - Generators and other one-shot iterators are rejected (for X, y and each
   sequence) with a message saying to pass ``list(...)``: a consumed generator
@@ -27,13 +27,13 @@ import pytest
 from sklearn.exceptions import ConvergenceWarning
 
 from skcrf import CRFTagger
-from skcrf._vectorize import (
+from skcrf._featurize import Vocabulary
+from skcrf._validation import (
     MAX_NESTING,
     check_labels,
     check_sequences,
     encode_labels,
-    token_features,
-    vectorize,
+    token_attributes,
 )
 
 X_TOY = [
@@ -55,6 +55,28 @@ def _quiet_fit(estimator, X, y, **kwargs):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         return estimator.fit(X, y, **kwargs)
+
+
+def _row_sums(tokens, separator=":"):
+    """``{attribute: summed value}`` of each token, through the compiled encoder."""
+    vocabulary = Vocabulary(value_separator=separator)
+    encoded = vocabulary.encode([list(tokens)], grow=True)
+    rows = []
+    for start, stop in zip(encoded.indptr[:-1], encoded.indptr[1:]):
+        row = {}
+        for k in range(start, stop):
+            name = vocabulary.attributes[encoded.ids[k]]
+            row[name] = row.get(name, 0.0) + float(encoded.values[k])
+        rows.append(row)
+    return rows
+
+
+def assert_same_coef(a, b):
+    """Sparse coef_ with the same stored entries (features) and weights."""
+    assert a.shape == b.shape
+    np.testing.assert_array_equal(a.indptr, b.indptr)
+    np.testing.assert_array_equal(a.indices, b.indices)
+    np.testing.assert_array_equal(a.data, b.data)
 
 
 def _loc(*parts):
@@ -333,7 +355,7 @@ def test_score_rejects_only_empty_sequences(tagger):
         ("c1", "0.1", "range [0.0, inf)"),
         ("c2", -1, "must be a float in the range [0.0, inf)"),
         ("c2", np.inf, "range [0.0, inf)"),
-        ("c2", None, "range [0.0, inf)"),
+        ("c2", "1", "range [0.0, inf) or None"),
         ("epsilon", -1e-5, "must be a float in the range [0.0, inf)"),
         ("delta", -1e-5, "must be a float in the range [0.0, inf)"),
         ("delta", "small", "range [0.0, inf)"),
@@ -342,7 +364,7 @@ def test_score_rejects_only_empty_sequences(tagger):
         ("num_memories", True, "must be an integer >= 1"),
         ("linesearch", "Bogus", "must be a str among"),
         ("linesearch", "morethuente", "MoreThuente"),
-        ("linesearch", None, "StrongBacktracking"),
+        ("linesearch", 1, "StrongBacktracking"),
         ("max_iterations", -1, "must be an int in the range [0, inf) or None"),
         ("max_iterations", 10.5, "range [0, inf) or None"),
         ("max_iterations", True, "must be an integer >= 0"),
@@ -365,6 +387,23 @@ def test_invalid_parameters_name_the_valid_range(param, value, fragment):
     # pass scikit-learn's int check are caught by the optimizer's own check
     with pytest.raises(ValueError, match=_loc(param, fragment)):
         CRFTagger(**{param: value}).fit(X_TOY, Y_TOY)
+
+
+def test_none_means_the_algorithms_default():
+    # sklearn_crfsuite.CRF's convention: every training parameter defaults to
+    # None, CRFsuite's default for the algorithm (c2=1, MoreThuente, ...)
+    default = CRFTagger().fit(X_TOY, Y_TOY)
+    explicit = CRFTagger(
+        algorithm="lbfgs", min_freq=0.0, all_possible_states=False,
+        all_possible_transitions=False, c1=0.0, c2=1.0, max_iterations=None,
+        num_memories=6, epsilon=1e-5, period=10, delta=1e-5, linesearch="MoreThuente",
+        max_linesearch=20,
+    ).fit(X_TOY, Y_TOY)
+    assert_same_coef(default.coef_, explicit.coef_)
+    np.testing.assert_array_equal(default.transition_, explicit.transition_)
+    assert default.n_iter_ == explicit.n_iter_
+    other = CRFTagger(c2=0.5).fit(X_TOY, Y_TOY)
+    assert not np.array_equal(other.coef_.data, default.coef_.data)
 
 
 def test_parameter_errors_are_both_value_and_type_errors():
@@ -397,7 +436,7 @@ def test_parameter_errors_are_both_value_and_type_errors():
 )
 def test_valid_edge_parameters_are_accepted(params):
     tagger = _quiet_fit(CRFTagger(**params), X_TOY, Y_TOY)
-    assert np.isfinite(tagger.coef_).all()
+    assert np.isfinite(tagger.coef_.data).all()
     assert len(tagger.predict(X_TOY)) == len(X_TOY)
 
 
@@ -422,7 +461,7 @@ def test_empty_sequences_among_training_data():
 
 
 def test_unseen_features_and_labels_at_predict_time(tagger):
-    X = [[{"never": "seen", "w": "dog"}, {"unknown": 3.0}, ["brand-new", "w=cat"], {}]]
+    X = [[{"never": "seen", "w": "dog"}, {"unknown": 3.0}, ["brand-new", "w:cat"], {}]]
     predicted = tagger.predict(X)
     assert len(predicted[0]) == 4 and set(predicted[0]) <= {"D", "N", "V"}
     # a label never seen in training just counts as wrong
@@ -447,10 +486,11 @@ def test_unicode_everywhere():
     tagger = CRFTagger(c2=0.01).fit(X, y)
     assert tagger.predict(X) == y
     names = set(tagger.vectorizer_.feature_names_)
-    assert {"wörd=naïve", "😀=🎉", "e\u0301=cafe\u0301", "ключ=да", "汉字:子=字"} <= names
+    assert {"wörd:naïve", "😀:🎉", "e\u0301:cafe\u0301", "ключ:да", "ключ:нет", "汉字:子:字",
+            "\u05e9\u05dc\u05d5\u05dd", "\u0000nul", "a=b:c"} == names
     # composed and decomposed forms are different strings: no silent
     # normalization, so the composed one is an unseen feature
-    assert "e\u0301=caf\u00e9" not in names
+    assert "e\u0301:caf\u00e9" not in names
     composed = [[{"e\u0301": "caf\u00e9"}]]
     assert tagger.predict_marginals(composed) == tagger.predict_marginals([[{}]])
 
@@ -498,10 +538,17 @@ def test_empty_dict_tokens_and_feature_lists_with_duplicates():
     as_lists = [[["a", "a", "b"], ["b"]], [["a"], ["b", "b", "b"]]]
     as_dicts = [[{"a": 2.0, "b": 1.0}, {"b": 1.0}], [{"a": 1.0}, {"b": 3.0}]]
     y = [["X", "Y"], ["X", "Y"]]
-    np.testing.assert_array_equal(
-        CRFTagger().fit(as_lists, y).coef_, CRFTagger().fit(as_dicts, y).coef_
-    )
-    assert token_features(("a", "b", "a"), 0, 0) == {"a": 2.0, "b": 1.0}
+    from_lists, from_dicts = CRFTagger().fit(as_lists, y), CRFTagger().fit(as_dicts, y)
+    # the same features; the weights equal up to rounding: a repeated name is
+    # stored once per occurrence (Encoded), so its value is summed in another order
+    assert from_lists.attributes_ == from_dicts.attributes_
+    np.testing.assert_array_equal(from_lists.coef_.indptr, from_dicts.coef_.indptr)
+    np.testing.assert_array_equal(from_lists.coef_.indices, from_dicts.coef_.indices)
+    np.testing.assert_allclose(from_lists.coef_.data, from_dicts.coef_.data, rtol=1e-12)
+    np.testing.assert_allclose(from_lists.transition_, from_dicts.transition_, rtol=1e-12)
+    # a repeated name is listed each time; the values add up where they are used
+    assert token_attributes(("a", "b", "a"), 0, 0) == [("a", 1.0), ("b", 1.0), ("a", 1.0)]
+    assert _row_sums([("a", "b", "a")]) == [{"a": 2.0, "b": 1.0}]
 
 
 def test_nested_dicts_zeros_negatives_bools_and_numpy_scalars():
@@ -511,15 +558,23 @@ def test_nested_dicts_zeros_negatives_bools_and_numpy_scalars():
     ]
     tagger = CRFTagger(c2=0.1).fit(X, [["A"], ["B"]])
     names = set(tagger.vectorizer_.feature_names_)
-    assert {"n:a", "n:b:c=x", "n:b:d", "z", "f", "t", "g", "h"} == names
+    assert {"n:a", "n:b:c:x", "n:b:d", "z", "f", "t", "g", "h"} == names
     assert tagger.predict(X) == [["A"], ["B"]]
-    assert token_features({"n": {"a": 1, "b": {"c": "x"}}}, 0, 0) == {"n:a": 1.0, "n:b:c=x": 1.0}
-    # the same attribute from two routes adds up
-    assert token_features({"n:a": 1.0, "n": {"a": 2.0}}, 0, 0) == {"n:a": 3.0}
+    assert token_attributes({"n": {"a": 1, "b": {"c": "x"}}}, 0, 0) == [
+        ("n:a", 1.0), ("n:b:c:x", 1.0)
+    ]
+    # the same attribute from two routes (a nested key, a key:value string)
+    # is one attribute, and its values add up
+    assert token_attributes({"n:a": 1.0, "n": {"a": 2.0}}, 0, 0) == [
+        ("n:a", 1.0), ("n:a", 2.0)
+    ]
+    assert _row_sums([{"n:a": 1.0, "n": {"a": 2.0}}, {"k:v": 1, "k": "v"}]) == [
+        {"n:a": 3.0}, {"k:v": 2.0}
+    ]
     nested = {"a": 1.0}
     for _ in range(MAX_NESTING - 1):
         nested = {"k": nested}
-    assert list(token_features(nested, 0, 0).values()) == [1.0]
+    assert [value for _, value in token_attributes(nested, 0, 0)] == [1.0]
 
 
 def test_containers_other_than_lists(tagger):
@@ -532,15 +587,21 @@ def test_containers_other_than_lists(tagger):
     y_arrays = np.empty(len(Y_TOY), dtype=object)
     y_arrays[:] = [np.array(seq, dtype=object) for seq in Y_TOY]
     tagger2 = CRFTagger(c2=0.1).fit(as_tuples, y_arrays)
-    np.testing.assert_array_equal(tagger2.coef_, tagger.coef_)
+    assert tagger2.attributes_ == tagger.attributes_
+    assert_same_coef(tagger2.coef_, tagger.coef_)
 
 
 # -- the helpers directly --------------------------------------------------------
 
 
 def test_helpers_keep_their_contracts():
-    matrix, lengths, vectorizer = vectorize(X_TOY)
-    assert matrix.shape == (8, len(vectorizer.feature_names_))
+    vocabulary = Vocabulary()
+    encoded = vocabulary.encode(check_sequences(X_TOY), grow=True)
+    assert encoded.indptr.dtype == np.int64 and encoded.indptr.tolist() == list(range(9))
+    assert encoded.ids.dtype == np.int32 and encoded.values.dtype == np.float64
+    assert vocabulary.attributes == ["w:the", "w:dog", "w:barks", "w:a", "w:cat", "w:sleeps"]
+    assert encoded.ids.tolist() == [0, 1, 2, 3, 4, 0, 4, 5]
+    lengths = encoded.lengths
     assert lengths.tolist() == [3, 2, 3]
     assert check_sequences(X_TOY) == X_TOY
     labels = check_labels(Y_TOY, lengths)
@@ -550,15 +611,35 @@ def test_helpers_keep_their_contracts():
     assert indices.tolist() == [0, 1, 2, 0, 1, 0, 1, 2]
     indices, _ = encode_labels(["N", "X"], classes)
     assert indices.tolist() == [1, -1]
-    empty, lengths, _ = vectorize([[], []], vectorizer)
-    assert empty.shape == (0, len(vectorizer.feature_names_)) and lengths.tolist() == [0, 0]
+    # predicting: empty sequences, and unseen attributes skipped (no growth)
+    empty = vocabulary.encode([[], []], grow=False)
+    assert empty.indptr.tolist() == [0] and empty.lengths.tolist() == [0, 0]
+    unseen = vocabulary.encode([[{"w": "dog", "new": 1.0}]], grow=False)
+    assert unseen.ids.tolist() == [1] and len(vocabulary) == 6
+    with pytest.raises(ValueError, match="X has no tokens"):
+        Vocabulary().encode([[], []], grow=True)
 
 
-def test_fast_path_returns_valid_plain_dicts_unchanged():
-    token = {"w": "x", "b": True, "i": 3, "f": -1.5}
-    assert token_features(token, 0, 0) is token
-    # anything else takes the checked path
-    assert token_features({"f": np.float64(2.0)}, 0, 0) == {"f": 2.0}
+def test_plain_dict_fast_path_equals_the_checked_path():
+    # Plain dicts take the encoder's compiled path; any other mapping (and a
+    # numpy scalar value) takes the checked path, token_attributes.
+    from types import MappingProxyType
+
+    token = {"w": "x", "b": True, "i": 3, "f": -1.5, "z": False}
+    vocabulary = Vocabulary()
+    fast = vocabulary.encode([[token]], grow=True)
+    checked = vocabulary.encode([[MappingProxyType(token)]], grow=False)
+    for a, b in zip(fast, checked):
+        np.testing.assert_array_equal(a, b)
+    assert vocabulary.attributes == ["w:x", "b", "i", "f", "z"]
+    assert fast.values.tolist() == [1.0, 1.0, 3.0, -1.5, 0.0]
+    assert token_attributes(MappingProxyType(token), 0, 0) == [
+        ("w:x", 1.0), ("b", 1.0), ("i", 3.0), ("f", -1.5), ("z", 0.0)
+    ]
+    assert token_attributes({"f": np.float64(2.0)}, 0, 0) == [("f", 2.0)]
+    assert _row_sums([{"f": np.float64(2.0), "g": np.int8(-3), "h": np.bool_(False)}]) == [
+        {"f": 2.0, "g": -3.0, "h": 0.0}
+    ]
 
 
 def test_error_messages_stay_short_for_huge_values(tagger):
