@@ -39,7 +39,7 @@ from sklearn import metrics as _skmetrics
 from sklearn.exceptions import UndefinedMetricWarning
 from sklearn.metrics import make_scorer
 
-from ._label_sequences import check_label_sequence_pair
+from ._validation import check_label_sequence_pair
 
 __all__ = [
     "SCORERS",
