@@ -194,8 +194,7 @@ def block_marginals(block, workspace, arrays, want_pairs=None, check=None):
             want_pairs += result.transition_marginals
         return result.marginals, float(result.log_partition.sum())
     row_max = workspace.row_max[:n]
-    _kernels.subtract_row_max(psi, row_max)
-    np.exp(psi, out=psi)
+    _kernels.exp_shifted(psi, row_max)
     alpha = workspace.alpha[:n]
     pairs = None
     if want_pairs is not None:

@@ -246,8 +246,7 @@ def test_forward_backward_kernel_matches_numpy(n_labels, seed):
 
     psi = emissions.copy()
     row_max = np.empty(n)
-    _kernels.subtract_row_max(psi, row_max)
-    np.exp(psi, out=psi)
+    _kernels.exp_shifted(psi, row_max)
     t_max = transitions.max()
     exp_trans = np.exp(transitions - t_max)
     alpha, scale = np.empty_like(psi), np.empty(n)
@@ -311,6 +310,28 @@ def test_dense_rows_go_to_frequent_attributes(monkeypatch):
     out = np.zeros(11)
     layout.gather(dense, out)
     assert out.tolist() == [0] + list(range(2, 12))
+
+
+def test_vectorized_exp_matches_libm_within_one_ulp():
+    rng = np.random.default_rng(0)
+    scores = np.concatenate([-rng.random(200_000) * 708, -rng.random(1000) * 1e-6, [0.0]])
+    scores = np.concatenate([scores, np.zeros(-len(scores) % 7)]).reshape(-1, 7)
+    scores[:, 0] = 0.0  # each row's maximum, so nothing is shifted
+    psi, row_max = scores.copy(), np.empty(len(scores))
+    _kernels.exp_shifted(psi, row_max)
+    expected = np.exp(scores)
+    assert (row_max == 0).all()
+    assert np.max(np.abs(psi - expected) / np.spacing(expected)) <= 1.0
+
+
+def test_vectorized_exp_keeps_nan_and_bounds_underflow():
+    scores = np.array([[0.0, -1000.0, -np.inf, np.nan, -707.0, -709.0]])
+    psi, row_max = scores.copy(), np.empty(1)
+    _kernels.exp_shifted(psi, row_max)
+    assert psi[0, 0] == 1.0 and np.isnan(psi[0, 3])
+    assert psi[0, 4] == pytest.approx(np.exp(-707.0), rel=1e-15)
+    # below exp(-708) the result stays at exp(-708): no subnormals, no 0
+    assert psi[0, 1] == psi[0, 2] == psi[0, 5] == pytest.approx(np.exp(-708.0), rel=1e-15)
 
 
 def test_kernels_reject_inconsistent_shapes():
