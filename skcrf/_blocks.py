@@ -26,33 +26,41 @@ MAX_TRANSITION_SPREAD = 300.0
 
 
 class Block:
-    """Sequences of similar length in the packed layout.
+    """Sequences of similar length in the packed layout, with their features."""
 
-    The token features stay where they are (the CSR arrays of ``encoded``,
-    shared by every block); ``rows`` lists the CSR row of each packed row.
-    """
-
-    def __init__(self, encoded, sequences):
+    def __init__(self, encoded, sequences, drop_zeros):
         lengths = np.asarray(encoded.lengths)
         layout = pack(lengths[sequences])
-        self.indptr, self.ids, self.values = encoded.indptr, encoded.ids, encoded.values
-        self.rows = sequence_rows(lengths, sequences)[layout.flat_index]
+        rows = sequence_rows(lengths, sequences)[layout.flat_index]
+        self.indptr, self.ids, self.values = gather_rows(
+            encoded.indptr, encoded.ids, encoded.values, rows, drop_zeros=drop_zeros
+        )
         self.batch_sizes = layout.batch_sizes
-        self.n_rows = len(self.rows)
+        self.n_rows = len(rows)
         self.n_sequences = int(np.count_nonzero(lengths[sequences]))
+        self.layout = layout
+        self.rows = rows
 
 
-def without_zeros(encoded):
-    """``encoded`` with its explicit zeros dropped, in place (its arrays change).
+def gather_rows(indptr, ids, values, rows, *, drop_zeros=False):
+    """CSR arrays of the given rows, in that order (explicit zeros dropped if asked)."""
+    starts = indptr[rows]
+    counts = indptr[rows + 1] - starts
+    new_indptr = np.zeros(len(rows) + 1, dtype=np.int64)
+    np.cumsum(counts, out=new_indptr[1:])
+    positions = np.repeat(starts - new_indptr[:-1], counts) + np.arange(new_indptr[-1])
+    new_ids, new_values = ids[positions], values[positions]
+    if drop_zeros:
+        nonzero = new_values != 0
+        if not nonzero.all():
+            new_ids, new_values = new_ids[nonzero], new_values[nonzero]
+            kept = np.zeros(len(nonzero) + 1, dtype=np.int64)
+            np.cumsum(nonzero, out=kept[1:])
+            new_indptr = kept[new_indptr]
+    return new_indptr, np.ascontiguousarray(new_ids), np.ascontiguousarray(new_values)
 
-    Explicit zeros define features at fit (:func:`skcrf._objective.select_features`)
-    but add nothing to scores or expected counts.
-    """
-    n = _kernels.compact_nonzero(encoded.indptr, encoded.ids, encoded.values)
-    return encoded._replace(ids=encoded.ids[:n], values=encoded.values[:n])
 
-
-def make_blocks(encoded, sequences, n_labels):
+def make_blocks(encoded, sequences, n_labels, *, drop_zeros=False):
     """Cut ``sequences`` (indices) into blocks of similar lengths within the budget."""
     lengths = np.asarray(encoded.lengths)
     sequences = np.asarray(sequences)
@@ -65,7 +73,7 @@ def make_blocks(encoded, sequences, n_labels):
     while start < len(sequences):
         stop = int(np.searchsorted(ends, base + budget, side="right"))
         stop = max(stop, start + 1)
-        blocks.append(Block(encoded, sequences[start:stop]))
+        blocks.append(Block(encoded, sequences[start:stop], drop_zeros))
         base = int(ends[stop - 1])
         start = stop
     return blocks
@@ -159,12 +167,12 @@ def score_arrays(layout, state_weights, transitions):
     )
 
 
-def state_scores(indptr, ids, values, rows, arrays, out):
-    """Overwrite ``out[r]`` with the state scores of CSR row ``rows[r]``."""
+def state_scores(indptr, ids, values, arrays, out):
+    """Overwrite ``out`` with the state scores of the CSR rows."""
     layout = arrays.layout
     _kernels.state_scores(
-        indptr, ids, values, rows, layout.state_ptr, layout.state_labels,
-        arrays.state_weights, layout.dense_row, arrays.dense_weights, out,
+        indptr, ids, values, layout.state_ptr, layout.state_labels, arrays.state_weights,
+        layout.dense_row, arrays.dense_weights, out,
     )
 
 
@@ -177,7 +185,7 @@ def block_marginals(block, workspace, arrays, want_pairs=None, check=None):
     """
     n = block.n_rows
     psi = workspace.psi[:n]
-    state_scores(block.indptr, block.ids, block.values, block.rows, arrays, psi)
+    state_scores(block.indptr, block.ids, block.values, arrays, psi)
     if check is not None:
         check(psi)
     if not arrays.spread <= MAX_TRANSITION_SPREAD:

@@ -41,8 +41,7 @@ class Decoder:
         return self.arrays.transitions
 
     def _emissions(self, indptr, ids, values, out):
-        rows = np.arange(len(indptr) - 1, dtype=np.intp)
-        state_scores(indptr, ids, values, rows, self.arrays, out)
+        state_scores(indptr, ids, values, self.arrays, out)
 
     def _run(self, encoded, n_threads, decode_block, out, name):
         """Apply ``decode_block(block, workspace)`` to every block; rows into ``out``."""
@@ -82,7 +81,7 @@ class Decoder:
 
         def decode_block(block, workspace):
             emissions = workspace.psi[: block.n_rows]
-            state_scores(block.indptr, block.ids, block.values, block.rows, self.arrays, emissions)
+            self._emissions(block.indptr, block.ids, block.values, emissions)
             _check_finite(emissions)
             block_path = np.empty(block.n_rows, dtype=np.intp)
             viterbi_packed(emissions, transitions, block.batch_sizes, block_path)

@@ -3,7 +3,7 @@
 
 cdef void add_state_scores(
     const long long[::1] indptr, const int[::1] ids, const double[::1] values,
-    const Py_ssize_t[::1] rows, const long long[::1] state_ptr, const int[::1] state_labels,
+    const long long[::1] state_ptr, const int[::1] state_labels,
     const double[::1] state_weights, const int[::1] dense_row,
     const double[:, ::1] dense_weights, double[:, ::1] out,
 ) noexcept nogil
@@ -22,7 +22,7 @@ cdef void backward_marginals(
 
 cdef void add_expected_states(
     const long long[::1] indptr, const int[::1] ids, const double[::1] values,
-    const Py_ssize_t[::1] rows, const long long[::1] state_ptr, const int[::1] state_labels,
+    const long long[::1] state_ptr, const int[::1] state_labels,
     const double[:, ::1] marginals, const int[::1] dense_row,
     double[::1] out, double[:, ::1] dense_out,
 ) noexcept nogil

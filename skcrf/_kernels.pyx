@@ -97,25 +97,23 @@ cdef inline void _matmul_bt(
 
 cdef void add_state_scores(
     const long long[::1] indptr, const int[::1] ids, const double[::1] values,
-    const Py_ssize_t[::1] rows, const long long[::1] state_ptr, const int[::1] state_labels,
+    const long long[::1] state_ptr, const int[::1] state_labels,
     const double[::1] state_weights, const int[::1] dense_row,
     const double[:, ::1] dense_weights, double[:, ::1] out,
 ) noexcept nogil:
-    """out[r, label] += value * weight over the features of the attributes of
-    token ``rows[r]`` (a CSR row of ``indptr``, ``ids``, ``values``).
+    """out[r, label] += value * weight over the features of each token's attributes.
 
     An attribute with a dense row (``dense_row[a] >= 0``) adds that whole
     row of ``dense_weights``: a contiguous loop the compiler vectorizes, for
     the few frequent attributes that hold features with most labels.
     """
-    cdef Py_ssize_t r, p, k, a, d, j, src, n_labels = out.shape[1]
+    cdef Py_ssize_t r, p, k, a, d, j, n_labels = out.shape[1]
     cdef double v
     cdef double* row
     cdef const double* dense
     for r in range(out.shape[0]):
         row = &out[r, 0]
-        src = rows[r]
-        for p in range(indptr[src], indptr[src + 1]):
+        for p in range(indptr[r], indptr[r + 1]):
             a = ids[p]
             v = values[p]
             d = dense_row[a]
@@ -130,23 +128,21 @@ cdef void add_state_scores(
 
 cdef void add_expected_states(
     const long long[::1] indptr, const int[::1] ids, const double[::1] values,
-    const Py_ssize_t[::1] rows, const long long[::1] state_ptr, const int[::1] state_labels,
+    const long long[::1] state_ptr, const int[::1] state_labels,
     const double[:, ::1] marginals, const int[::1] dense_row,
     double[::1] out, double[:, ::1] dense_out,
 ) noexcept nogil:
-    """out[k] += value * p(label of k) over every token holding k's attribute
-    (``marginals[r]`` belongs to token ``rows[r]``).
+    """out[k] += value * p(label of k) over every token holding k's attribute.
 
     Attributes with a dense row accumulate whole rows into ``dense_out``.
     """
-    cdef Py_ssize_t r, p, k, a, d, j, src, n_labels = marginals.shape[1]
+    cdef Py_ssize_t r, p, k, a, d, j, n_labels = marginals.shape[1]
     cdef double v
     cdef const double* row
     cdef double* dense
     for r in range(marginals.shape[0]):
         row = &marginals[r, 0]
-        src = rows[r]
-        for p in range(indptr[src], indptr[src + 1]):
+        for p in range(indptr[r], indptr[r + 1]):
             a = ids[p]
             v = values[p]
             d = dense_row[a]
@@ -270,46 +266,41 @@ cdef void backward_marginals(
 
 def state_scores(
     const long long[::1] indptr, const int[::1] ids, const double[::1] values,
-    const Py_ssize_t[::1] rows, const long long[::1] state_ptr, const int[::1] state_labels,
+    const long long[::1] state_ptr, const int[::1] state_labels,
     const double[::1] state_weights, const int[::1] dense_row,
     const double[:, ::1] dense_weights, double[:, ::1] out,
 ):
-    """Overwrite ``out[r]`` with the state scores of token ``rows[r]``."""
-    _check_state_arrays(indptr, rows, out.shape[0], state_ptr, state_labels.shape[0],
+    """Overwrite ``out`` (n_tokens x n_labels) with the tokens' state scores."""
+    _check_state_arrays(indptr, out.shape[0], state_ptr, state_labels.shape[0],
                         state_weights.shape[0], dense_row, dense_weights, out.shape[1])
     with nogil:
         out[:, :] = 0.0
-        add_state_scores(indptr, ids, values, rows, state_ptr, state_labels, state_weights,
+        add_state_scores(indptr, ids, values, state_ptr, state_labels, state_weights,
                          dense_row, dense_weights, out)
 
 
 def expected_states(
     const long long[::1] indptr, const int[::1] ids, const double[::1] values,
-    const Py_ssize_t[::1] rows, const long long[::1] state_ptr, const int[::1] state_labels,
+    const long long[::1] state_ptr, const int[::1] state_labels,
     const double[:, ::1] marginals, const int[::1] dense_row,
     double[::1] out, double[:, ::1] dense_out,
 ):
-    """Add each state feature's expected value sum under ``marginals`` (row
-    ``r`` for token ``rows[r]``) to ``out`` (to ``dense_out`` for the
-    attributes with a dense row)."""
-    _check_state_arrays(indptr, rows, marginals.shape[0], state_ptr, state_labels.shape[0],
+    """Add each state feature's expected value sum under ``marginals`` to ``out``
+    (to ``dense_out`` for the attributes with a dense row)."""
+    _check_state_arrays(indptr, marginals.shape[0], state_ptr, state_labels.shape[0],
                         out.shape[0], dense_row, dense_out, marginals.shape[1])
     with nogil:
-        add_expected_states(indptr, ids, values, rows, state_ptr, state_labels, marginals,
+        add_expected_states(indptr, ids, values, state_ptr, state_labels, marginals,
                             dense_row, out, dense_out)
 
 
 cdef int _check_state_arrays(
-    const long long[::1] indptr, const Py_ssize_t[::1] rows, Py_ssize_t n_rows,
-    const long long[::1] state_ptr, Py_ssize_t n_states, Py_ssize_t n_weights,
-    const int[::1] dense_row, const double[:, ::1] dense, Py_ssize_t n_labels,
+    const long long[::1] indptr, Py_ssize_t n_rows, const long long[::1] state_ptr,
+    Py_ssize_t n_states, Py_ssize_t n_weights, const int[::1] dense_row,
+    const double[:, ::1] dense, Py_ssize_t n_labels,
 ) except -1:
-    cdef Py_ssize_t r, n_tokens = indptr.shape[0] - 1
-    if rows.shape[0] != n_rows:
-        raise ValueError("rows must have one entry per output row")
-    for r in range(n_rows):
-        if rows[r] < 0 or rows[r] >= n_tokens:
-            raise ValueError("rows must index the rows of indptr")
+    if indptr.shape[0] != n_rows + 1:
+        raise ValueError("indptr must have one entry more than there are rows")
     if state_ptr.shape[0] == 0 or n_states != n_weights:
         raise ValueError("inconsistent state feature arrays")
     if dense_row.shape[0] != state_ptr.shape[0] - 1 or (
@@ -604,27 +595,3 @@ def state_feature_sums(
                     k += 1
             state_ptr[a + 1] = k
     return state_ptr_arr, state_labels_arr, state_sums_arr
-
-
-def compact_nonzero(long long[::1] indptr, int[::1] ids, double[::1] values):
-    """Drop the entries whose value is 0, in place; returns the entries kept.
-
-    Explicit zeros (a ``False`` feature) define features at fit but add
-    nothing to scores or expected counts. ``indptr`` is rewritten; the first
-    ``n`` entries of ``ids`` and ``values`` are the kept ones, in order.
-    """
-    cdef Py_ssize_t r, p, n = 0, start
-    if ids.shape[0] != values.shape[0] or indptr[indptr.shape[0] - 1] > ids.shape[0]:
-        raise ValueError("inconsistent CSR arrays")
-    with nogil:
-        start = indptr[0]
-        for r in range(indptr.shape[0] - 1):
-            for p in range(start, indptr[r + 1]):
-                if values[p] != 0.0:
-                    ids[n] = ids[p]
-                    values[n] = values[p]
-                    n += 1
-            start = indptr[r + 1]
-            indptr[r + 1] = n
-        indptr[0] = 0
-    return n

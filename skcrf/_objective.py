@@ -30,14 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from . import _kernels
-from ._blocks import (
-    StateLayout,
-    Workspace,
-    block_marginals,
-    make_blocks,
-    score_arrays,
-    without_zeros,
-)
+from ._blocks import StateLayout, Workspace, block_marginals, make_blocks, score_arrays
 from ._model import CRFModel, kept_state_ptr
 from ._threads import single_blas_thread, split_sequences
 
@@ -122,7 +115,7 @@ class _Shard:
 
     def __init__(self, encoded, sequences, layout):
         n_labels = layout.n_labels
-        self.blocks = make_blocks(encoded, sequences, n_labels)
+        self.blocks = make_blocks(encoded, sequences, n_labels, drop_zeros=True)
         self.workspace = Workspace(self.blocks, n_labels)
         self.expected = np.empty(len(layout.state_labels))
         self.dense_expected = np.empty((layout.n_dense, n_labels))
@@ -139,9 +132,8 @@ class _Shard:
             marginals, block_log_z = block_marginals(block, self.workspace, arrays, self.pairs)
             log_z += block_log_z
             _kernels.expected_states(
-                block.indptr, block.ids, block.values, block.rows, layout.state_ptr,
-                layout.state_labels, marginals, layout.dense_row, self.expected,
-                self.dense_expected,
+                block.indptr, block.ids, block.values, layout.state_ptr, layout.state_labels,
+                marginals, layout.dense_row, self.expected, self.dense_expected,
             )
         layout.gather(self.dense_expected, self.expected)
         return log_z
@@ -156,8 +148,7 @@ class CRFObjective:
     Parameters
     ----------
     encoded : Encoded
-        Token features of the training data (CSR rows, flat order). Its
-        arrays are taken over: explicit zeros are dropped from them in place.
+        Token features of the training data (CSR rows, flat order).
     model : CRFModel
         The features (their weights are ignored).
     observed : ndarray of shape (n_features,)
@@ -172,7 +163,6 @@ class CRFObjective:
         self.observed = observed
         self.c2 = c2
         self._layout = StateLayout(model.state_ptr, model.state_labels, model.n_labels)
-        encoded = without_zeros(encoded)
         self._shards = [
             _Shard(encoded, sequences, self._layout)
             for sequences in split_sequences(encoded.lengths, n_threads)

@@ -278,20 +278,18 @@ def test_state_score_and_expected_count_kernels_match_dense_products(denominator
     W[model.state_attributes(), model.state_labels] = w
     scores = np.full((len(X), model.n_labels), np.nan)
     arrays = score_arrays(layout, w, np.zeros((model.n_labels, model.n_labels)))
-    # rows in a shuffled order: row r of the output is CSR row rows[r]
-    rows = np.random.default_rng(1).permutation(len(X)).astype(np.intp)
-    state_scores(encoded.indptr, encoded.ids, encoded.values, rows, arrays, scores)
-    np.testing.assert_allclose(scores, X[rows] @ W, atol=1e-12)
+    state_scores(encoded.indptr, encoded.ids, encoded.values, arrays, scores)
+    np.testing.assert_allclose(scores, X @ W, atol=1e-12)
 
     marginals = rng.random((len(X), model.n_labels))
     expected = np.zeros(model.n_states)
     dense_expected = np.zeros((layout.n_dense, model.n_labels))
     _kernels.expected_states(
-        encoded.indptr, encoded.ids, encoded.values, rows, layout.state_ptr,
-        layout.state_labels, marginals, layout.dense_row, expected, dense_expected,
+        encoded.indptr, encoded.ids, encoded.values, layout.state_ptr, layout.state_labels,
+        marginals, layout.dense_row, expected, dense_expected,
     )
     layout.gather(dense_expected, expected)
-    dense = X[rows].T @ marginals
+    dense = X.T @ marginals
     np.testing.assert_allclose(
         expected, dense[model.state_attributes(), model.state_labels], atol=1e-12
     )
@@ -312,17 +310,6 @@ def test_dense_rows_go_to_frequent_attributes(monkeypatch):
     out = np.zeros(11)
     layout.gather(dense, out)
     assert out.tolist() == [0] + list(range(2, 12))
-
-
-def test_compact_nonzero_drops_explicit_zeros_in_place():
-    encoded, _, _, attributes = random_problem(4, n_sequences=12)
-    X = dense_features(encoded, len(attributes))
-    indptr, ids, values = encoded.indptr.copy(), encoded.ids.copy(), encoded.values.copy()
-    n = _kernels.compact_nonzero(indptr, ids, values)
-    assert n == np.count_nonzero(encoded.values) and indptr[-1] == n
-    assert (values[:n] != 0).all()
-    compact = Encoded(indptr, ids[:n], values[:n], encoded.lengths)
-    np.testing.assert_array_equal(dense_features(compact, len(attributes)), X)
 
 
 def test_vectorized_exp_matches_libm_within_one_ulp():
@@ -351,21 +338,12 @@ def test_kernels_reject_inconsistent_shapes():
     with pytest.raises(ValueError, match="indptr"):
         _kernels.state_scores(
             np.zeros(3, dtype=np.int64), np.zeros(0, dtype=np.int32), np.zeros(0),
-            np.array([0, 1, 2, 0, 1], dtype=np.intp),
-            np.zeros(2, dtype=np.int64), np.zeros(0, dtype=np.int32), np.zeros(0),
-            np.full(1, -1, dtype=np.int32), np.zeros((0, 2)), np.zeros((5, 2)),
-        )
-    with pytest.raises(ValueError, match="rows"):
-        _kernels.state_scores(
-            np.zeros(6, dtype=np.int64), np.zeros(0, dtype=np.int32), np.zeros(0),
-            np.array([0, 1, 2, 3, 5], dtype=np.intp),
             np.zeros(2, dtype=np.int64), np.zeros(0, dtype=np.int32), np.zeros(0),
             np.full(1, -1, dtype=np.int32), np.zeros((0, 2)), np.zeros((5, 2)),
         )
     with pytest.raises(ValueError, match="dense"):
         _kernels.state_scores(
             np.zeros(6, dtype=np.int64), np.zeros(0, dtype=np.int32), np.zeros(0),
-            np.arange(5, dtype=np.intp),
             np.zeros(2, dtype=np.int64), np.zeros(0, dtype=np.int32), np.zeros(0),
             np.full(2, -1, dtype=np.int32), np.zeros((0, 2)), np.zeros((5, 2)),
         )
