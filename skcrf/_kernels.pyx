@@ -26,6 +26,7 @@ All kernels release the GIL; the Python wrappers check shapes once.
 """
 
 from libc.math cimport log
+from libc.stdint cimport uint64_t
 from scipy.linalg.cython_blas cimport dgemm
 
 import numpy as np
@@ -521,77 +522,71 @@ def state_feature_sums(
 
     Notes
     -----
-    The entries are regrouped by attribute (a counting sort: 12 bytes an
-    entry), then each attribute's labels are marked in an ``n_labels``
-    array; no sort of all entries and no attributes x labels array.
+    One bit per (attribute, label) marks the pairs seen (n_attributes x
+    n_labels bits: 1/64 of a dense array of weights), then a second pass
+    adds each value to its pair, found by binary search among the
+    attribute's labels. No sort, no per-entry temporary.
     """
     cdef Py_ssize_t n_tokens = indptr.shape[0] - 1, n_entries = ids.shape[0]
-    cdef Py_ssize_t r, p, q, a, j, k, n_states
+    cdef Py_ssize_t words = (n_labels + 63) // 64
+    cdef Py_ssize_t r, p, a, j, k, lo, hi, mid, n_states
+    cdef uint64_t[::1] seen
     if labels.shape[0] != n_tokens:
         raise ValueError("one label per token is needed")
-    offsets_arr = np.zeros(n_attributes + 1, dtype=np.int64)
-    fill_arr = np.empty(n_attributes, dtype=np.int64)
-    entry_labels_arr = np.empty(n_entries, dtype=np.int32)
-    entry_values_arr = np.empty(n_entries, dtype=np.float64)
-    seen_arr = np.full(max(n_labels, 1), -1, dtype=np.int64)
-    sums_arr = np.zeros(max(n_labels, 1), dtype=np.float64)
-    cdef long long[::1] offsets = offsets_arr
-    cdef long long[::1] fill = fill_arr
-    cdef int[::1] entry_labels = entry_labels_arr
-    cdef double[::1] entry_values = entry_values_arr
-    cdef long long[::1] seen = seen_arr
-    cdef double[::1] sums = sums_arr
+    for r in range(n_tokens):
+        if labels[r] < 0 or labels[r] >= n_labels:
+            raise ValueError("label index out of range")
     for p in range(n_entries):
-        a = ids[p]
-        if a < 0 or a >= n_attributes:
+        if ids[p] < 0 or ids[p] >= n_attributes:
             raise ValueError("attribute id out of range")
-        offsets[a + 1] += 1
-    with nogil:
-        for a in range(n_attributes):
-            offsets[a + 1] += offsets[a]
-            fill[a] = offsets[a]
-        for r in range(n_tokens):
-            for p in range(indptr[r], indptr[r + 1]):
-                a = ids[p]
-                q = fill[a]
-                fill[a] = q + 1
-                entry_labels[q] = <int> labels[r]
-                entry_values[q] = values[p]
-        # count the distinct labels of each attribute
-        n_states = 0
-        for a in range(n_attributes):
-            if all_labels:
-                n_states += n_labels
-                continue
-            for q in range(offsets[a], offsets[a + 1]):
-                j = entry_labels[q]
-                if seen[j] != a:
-                    seen[j] = a
-                    n_states += 1
     state_ptr_arr = np.zeros(n_attributes + 1, dtype=np.int64)
-    state_labels_arr = np.empty(n_states, dtype=np.int32)
-    state_sums_arr = np.empty(n_states, dtype=np.float64)
     cdef long long[::1] state_ptr = state_ptr_arr
-    cdef int[::1] state_labels = state_labels_arr
+    if all_labels:
+        state_ptr_arr[1:] = np.arange(1, n_attributes + 1, dtype=np.int64) * n_labels
+        state_labels_arr = np.tile(np.arange(n_labels, dtype=np.int32), n_attributes)
+    else:
+        seen_arr = np.zeros(max(n_attributes * words, 1), dtype=np.uint64)
+        seen = seen_arr
+        with nogil:
+            for r in range(n_tokens):
+                j = labels[r]
+                for p in range(indptr[r], indptr[r + 1]):
+                    seen[ids[p] * words + j // 64] |= (<uint64_t> 1) << (j % 64)
+            n_states = 0
+            for a in range(n_attributes):
+                for j in range(n_labels):
+                    if (seen[a * words + j // 64] >> (j % 64)) & 1:
+                        n_states += 1
+                state_ptr[a + 1] = n_states
+        state_labels_arr = np.empty(n_states, dtype=np.int32)
+        state_labels_view = state_labels_arr
+        _fill_labels(seen, words, n_attributes, n_labels, state_labels_view)
+        del seen_arr
+    state_sums_arr = np.zeros(state_ptr_arr[n_attributes], dtype=np.float64)
+    cdef const int[::1] state_labels = state_labels_arr
     cdef double[::1] state_sums = state_sums_arr
     with nogil:
-        seen[:] = -1
-        k = 0
-        for a in range(n_attributes):
-            for q in range(offsets[a], offsets[a + 1]):
-                j = entry_labels[q]
-                if seen[j] != a:
-                    seen[j] = a
-                    sums[j] = 0.0
-                sums[j] += entry_values[q]
-            for j in range(n_labels):  # in label order
-                if seen[j] == a:
-                    state_labels[k] = <int> j
-                    state_sums[k] = sums[j]
-                    k += 1
-                elif all_labels:
-                    state_labels[k] = <int> j
-                    state_sums[k] = 0.0
-                    k += 1
-            state_ptr[a + 1] = k
+        for r in range(n_tokens):
+            j = labels[r]
+            for p in range(indptr[r], indptr[r + 1]):
+                a = ids[p]
+                lo = state_ptr[a]
+                hi = state_ptr[a + 1] - 1
+                while lo < hi:  # the pair exists: find it among a's labels
+                    mid = (lo + hi) // 2
+                    if state_labels[mid] < j:
+                        lo = mid + 1
+                    else:
+                        hi = mid
+                state_sums[lo] += values[p]
     return state_ptr_arr, state_labels_arr, state_sums_arr
+
+
+cdef void _fill_labels(const uint64_t[::1] seen, Py_ssize_t words, Py_ssize_t n_attributes,
+                       Py_ssize_t n_labels, int[::1] out) noexcept nogil:
+    cdef Py_ssize_t a, j, k = 0
+    for a in range(n_attributes):
+        for j in range(n_labels):
+            if (seen[a * words + j // 64] >> (j % 64)) & 1:
+                out[k] = <int> j
+                k += 1
