@@ -12,7 +12,14 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from . import _kernels
-from ._blocks import StateLayout, Workspace, block_marginals, make_blocks, score_arrays, state_scores
+from ._blocks import (
+    StateLayout,
+    Workspace,
+    block_marginals,
+    make_blocks,
+    score_arrays,
+    state_scores,
+)
 from ._threads import single_blas_thread, split_sequences
 from ._validation import check_emissions
 from ._viterbi import viterbi_packed
@@ -50,24 +57,25 @@ class Decoder:
         n_threads = min(n_threads, max(1, n_tokens // _TOKENS_PER_THREAD))
 
         def run(sequences):
+            """False if some token's scores overflowed (the caller says where)."""
             blocks = make_blocks(encoded, sequences, self.n_labels)
             workspace = Workspace(blocks, self.n_labels)
             for block in blocks:
                 try:
                     out[block.rows] = decode_block(block, workspace)
-                except _NonFinite as exc:
-                    return int(block.rows[exc.row])
-            return None
+                except _NonFinite:
+                    return False
+            return True
 
         shards = split_sequences(lengths, n_threads)
         with single_blas_thread(), np.errstate(over="ignore", invalid="ignore"):
             if len(shards) == 1:
-                bad = [run(shards[0])]
+                finite = [run(shards[0])]
             else:
                 with ThreadPoolExecutor(len(shards)) as pool:
-                    bad = list(pool.map(run, shards))
-        bad = [row for row in bad if row is not None]
-        if bad:
+                    finite = list(pool.map(run, shards))
+        if not all(finite):
+            # the error path: recompute the scores to name the first bad token
             emissions = np.zeros((n_tokens, self.n_labels))
             self._emissions(encoded.indptr, encoded.ids, encoded.values, emissions)
             check_emissions(emissions, lengths, name=name)
@@ -112,11 +120,9 @@ class Decoder:
 
 
 class _NonFinite(Exception):
-    def __init__(self, row):
-        self.row = row
+    """Some state scores overflowed."""
 
 
 def _check_finite(emissions):
-    """Raise _NonFinite with the first row whose scores overflowed."""
     if not np.isfinite(emissions).all():
-        raise _NonFinite(int(np.flatnonzero(~np.isfinite(emissions).all(axis=1))[0]))
+        raise _NonFinite
