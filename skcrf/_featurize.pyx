@@ -15,19 +15,39 @@ Design
   ``bool``, ``int`` or finite ``float`` values: the token is walked with
   ``PyDict_Next``. A numeric value's attribute is its key, found directly in
   ``_ids`` (no separate cache: it would be the same lookup). A string value
-  is found in a two-level cache ``key -> {value -> id}``, so no
-  ``key:value`` string is built for a known attribute; on a cache miss the
-  name is built once and looked up in ``_ids`` (so ``{'a:b': 1}`` and
-  ``{'a': 'b'}`` are the same attribute ``a:b``, as in CRFsuite), and the
-  answer is cached.
+  is found in a cache ``(key number, value) -> id`` (``_key_numbers`` numbers
+  the keys), so no ``key:value`` string is built for a known attribute; on a
+  cache miss the name is built once and looked up in ``_ids`` (so
+  ``{'a:b': 1}`` and ``{'a': 'b'}`` are the same attribute ``a:b``, as in
+  CRFsuite), and the answer is cached.
+- The cache is a C hash table (open addressing, linear probing) of 32-byte
+  entries holding the value's hash, the key number, the id as a C int and
+  the value's characters when it is a 1-byte string of at most 15 of them
+  (else a reference to the value, kept alive in ``_long_values``). Such a
+  short value is hashed by the table itself (its 16 packed bytes, with a seed
+  taken from a str hash, so as random per process), not with the str's
+  SipHash, which the values built anew for each token would pay: a hit
+  reads one entry, with no dict probe, no key object to compare and no int
+  object to convert (on large vocabularies those are cache misses, which
+  dominated the time). No pointer into the table is held across a call that
+  may run Python code (building a name may run the garbage collector):
+  a miss looks the slot up again to store its answer. Each token is walked
+  twice: first checking values, hashing them and prefetching their slots
+  (so the cache misses of a token overlap), then finding the ids in order.
+- ``_complete``: while every name in ``_ids`` that holds the (one-character)
+  separator was added through the cache (no names given to the constructor,
+  none from the general path, no rollback), a predict-time cache miss of a
+  key and a value without the separator is an unseen attribute: the name
+  ``key:value`` holds the separator once, so no other (key, value) or
+  numeric key names it, and it would be cached. No name is built then.
 - Tokens made by one feature function hold the same key objects in the same
   order, so during one ``encode`` call a small memo per position in the
-  token (``_Memo``) remembers the last key seen there, with its ``{value ->
-  id}`` dict or its id: comparing with the previous token's key (the same
-  object, or an equal string that is still in the CPU cache when keys are
-  built per token, e.g. with f-strings) replaces a dict lookup. The memo
-  borrows pointers that stay valid for the call (the input holds the keys;
-  the vocabulary holds the dicts and never drops one) and is dropped after it.
+  token (``_Memo``) remembers the last key seen there, with its key number
+  or its id: comparing with the previous token's key (the same object, or an
+  equal string that is still in the CPU cache when keys are built per token,
+  e.g. with f-strings) replaces a dict lookup. The memo borrows key pointers
+  that stay valid for the call (the input holds the keys) and is dropped
+  after it; key numbers are never reused.
 - Any other token (nested dicts, list values, list-of-names tokens, numpy
   scalars, str subclasses, invalid values) goes to the general path,
   :func:`skcrf._validation.token_attributes`, which checks it and raises the
@@ -48,19 +68,34 @@ Design
 import numpy as np
 
 cimport numpy as cnp
-from cpython.dict cimport PyDict_GetItem, PyDict_Next, PyDict_SetItem
+from cpython.dict cimport PyDict_GetItem, PyDict_Next
 from cpython.float cimport PyFloat_AS_DOUBLE
 from cpython.long cimport PyLong_AsLong
-from cpython.object cimport PyObject, PyTypeObject, Py_TYPE
+from cpython.mem cimport PyMem_Calloc, PyMem_Free
+from cpython.object cimport PyObject, PyObject_Hash, PyTypeObject, Py_TYPE
+from cpython.unicode cimport (
+    PyUnicode_1BYTE_KIND, PyUnicode_DATA, PyUnicode_GET_LENGTH, PyUnicode_KIND,
+)
 from cpython.exc cimport PyErr_Clear, PyErr_Occurred
 from libc.math cimport isfinite
-from libc.stdint cimport int32_t, int64_t, INT32_MAX
-from libc.string cimport memset
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t, uintptr_t, INT32_MAX
+from libc.string cimport memcmp, memcpy, memset
 
 cdef extern from "Python.h":
     # declared here without an exception clause: an overflow is cleared and
     # handed to the general path, which names the value
     double _long_as_double "PyLong_AsDouble"(object number)
+    bint PyUnicode_IS_READY(object o)
+
+cdef extern from *:
+    """
+    #if defined(__GNUC__) || defined(__clang__)
+    #define SKCRF_PREFETCH(address) __builtin_prefetch(address)
+    #else
+    #define SKCRF_PREFETCH(address) ((void) 0)
+    #endif
+    """
+    void _prefetch "SKCRF_PREFETCH"(const void *address)
 
 from ._validation import Encoded, check_nonempty, token_attributes
 
@@ -76,12 +111,103 @@ cdef enum:
     _MEMO_SIZE = 64
 
 
+# The string-value cache (see the module's notes).
+cdef enum:
+    _INLINE = 15             # characters of a 1-byte string kept in an entry
+    _FIRST_CAPACITY = 1024   # entries (a power of 2)
+
+# ``_Value.w1`` of a value too long to be kept in an entry (``w0``: a
+# PyObject * to it); a packed short value has its length (< 0xFF) in byte 15.
+cdef uint64_t _LONG = 0xFFFFFFFFFFFFFFFFULL
+
+# Seeds of the hash of short values (as random as str hashes: derived from one).
+cdef uint64_t _SEED0 = <uint64_t> hash("skcrf._featurize") | 1
+cdef uint64_t _SEED1 = (_SEED0 * 0x9E3779B97F4A7C15ULL) ^ (_SEED0 >> 29)
+
+
+cdef struct _Value:
+    # a string value as the cache compares it: its characters (and length),
+    # packed into 16 zero-padded bytes when short, else (w0, _LONG)
+    uint64_t w0
+    uint64_t w1
+    Py_hash_t hash          # of the packed bytes, or the str's own hash
+
+
+cdef struct _Entry:
+    Py_hash_t hash          # the value's hash (_Value.hash)
+    int32_t id              # the attribute's id; -1: unseen (predict time)
+    int32_t tag             # key number + 1; 0: an empty slot
+    uint64_t w0             # the value (_Value.w0, w1)
+    uint64_t w1
+
+
 cdef struct _Memo:
     # the last key seen at one position of a token, during one encode call
     PyObject *string_key
-    PyObject *by_value      # its {value -> id} dict (borrowed; NULL: none)
+    Py_ssize_t key_number   # its number in the cache (-1: not cached)
     PyObject *number_key
     Py_ssize_t number_id    # its id when the value is a number
+
+
+cdef inline uint64_t _slot_hash(Py_hash_t value_hash, int32_t tag):
+    cdef uint64_t x = (<uint64_t> value_hash) ^ (<uint64_t> tag * 0x9E3779B97F4A7C15ULL)
+    x ^= x >> 32
+    x *= 0xD6E8FEB86659FD93ULL
+    x ^= x >> 32
+    return x
+
+
+cdef inline void _pack(str value, _Value *packed):
+    """``packed`` describes ``value``: its bytes when short, else the str."""
+    cdef Py_ssize_t length
+    cdef uint64_t words[2]
+    cdef uint64_t x
+    cdef PyObject *pointer
+    if PyUnicode_IS_READY(value) and PyUnicode_KIND(value) == PyUnicode_1BYTE_KIND:
+        length = PyUnicode_GET_LENGTH(value)
+        if length <= _INLINE:
+            words[0] = 0
+            words[1] = 0
+            memcpy(words, PyUnicode_DATA(value), length)
+            (<uint8_t *> words)[15] = <uint8_t> length
+            packed.w0 = words[0]
+            packed.w1 = words[1]
+            x = (words[0] ^ _SEED0) * 0x9E3779B97F4A7C15ULL
+            x ^= ((words[1] ^ _SEED1) * 0xC2B2AE3D27D4EB4FULL)
+            x ^= x >> 31
+            x *= 0xBF58476D1CE4E5B9ULL
+            x ^= x >> 29
+            packed.hash = <Py_hash_t> x
+            return
+    pointer = <PyObject *> value
+    packed.w0 = <uint64_t> pointer
+    packed.w1 = _LONG
+    packed.hash = PyObject_Hash(value)  # (cannot fail for a str)
+
+
+cdef inline bint _entry_holds(_Entry *entry, _Value *packed, int32_t tag, str value):
+    """Whether a (non-empty) entry is the one of ``value`` (``packed``) under
+    key ``tag``."""
+    if entry.hash != packed.hash or entry.tag != tag or entry.w1 != packed.w1:
+        return False
+    if entry.w0 == packed.w0:
+        return True  # the same bytes, or the same long str
+    return packed.w1 == _LONG and _str_equal(<PyObject *> <uintptr_t> entry.w0, value)
+
+
+cdef inline bint _str_equal(PyObject *a, str b):
+    """``<str> a == b``, without Cython's general comparison."""
+    cdef Py_ssize_t length
+    cdef unsigned int kind
+    if a == <PyObject *> b:
+        return True
+    if not (PyUnicode_IS_READY(<str> a) and PyUnicode_IS_READY(b)):
+        return <str> a == b
+    length = PyUnicode_GET_LENGTH(b)
+    kind = PyUnicode_KIND(b)
+    if PyUnicode_GET_LENGTH(<str> a) != length or PyUnicode_KIND(<str> a) != kind:
+        return False
+    return memcmp(PyUnicode_DATA(<str> a), PyUnicode_DATA(b), length * kind) == 0
 
 
 cdef inline bint _same_key(PyObject *remembered, PyObject *key):
@@ -89,7 +215,7 @@ cdef inline bint _same_key(PyObject *remembered, PyObject *key):
     if remembered == key:
         return True
     # an equal key built anew for each token (f-string keys)
-    return remembered != NULL and <str> remembered == <str> key
+    return remembered != NULL and _str_equal(remembered, <str> key)
 
 
 cdef class _Output:
@@ -156,9 +282,26 @@ cdef class Vocabulary:
 
     cdef list _names          # id -> name
     cdef dict _ids            # name -> id (int objects): the source of truth
-    cdef dict _by_key         # key -> {str value -> id}: the string-value cache
+    cdef dict _key_numbers    # key -> its number in the string-value cache
+    cdef _Entry *_table       # the string-value cache (see the module's notes)
+    cdef Py_ssize_t _mask     # its capacity - 1
+    cdef Py_ssize_t _used     # its entries
+    cdef list _long_values    # the values the table references
     cdef str _separator
     cdef Py_ssize_t _cached_misses
+    cdef bint _complete       # every name holding the separator is cached
+
+    def __cinit__(self, *args, **kwargs):
+        self._table = <_Entry *> PyMem_Calloc(_FIRST_CAPACITY, sizeof(_Entry))
+        if self._table == NULL:
+            raise MemoryError()
+        self._mask = _FIRST_CAPACITY - 1
+        self._used = 0
+        self._long_values = []
+        self._key_numbers = {}
+
+    def __dealloc__(self):
+        PyMem_Free(self._table)
 
     def __init__(self, attributes=(), value_separator=":"):
         if type(value_separator) is not str:
@@ -168,8 +311,13 @@ cdef class Vocabulary:
         self._separator = value_separator
         self._names = []
         self._ids = {}
-        self._by_key = {}
         self._cached_misses = 0
+        self._complete = len(value_separator) == 1
+        # (a second __init__ starts afresh)
+        memset(self._table, 0, (self._mask + 1) * sizeof(_Entry))
+        self._used = 0
+        self._long_values = []
+        self._key_numbers = {}
         for attribute in attributes:
             if type(attribute) is not str:
                 raise TypeError(
@@ -211,6 +359,13 @@ cdef class Vocabulary:
     # -- ids ------------------------------------------------------------------
 
     cdef Py_ssize_t _add(self, str name) except -1:
+        """Give ``name`` the next id (a name not added through the string-value
+        cache ends ``_complete`` if it holds the separator)."""
+        if self._complete and self._separator in name:
+            self._complete = False
+        return self._add_name(name)
+
+    cdef Py_ssize_t _add_name(self, str name) except -1:
         cdef Py_ssize_t attribute = len(self._names)
         if attribute >= INT32_MAX:
             raise OverflowError("more than 2**31 - 1 attributes: ids are int32.")
@@ -227,69 +382,145 @@ cdef class Vocabulary:
             return -1
         return self._add(name)
 
-    cdef PyObject *_values_of(self, str key, bint grow) except? NULL:
-        """The cache ``{value -> id}`` of ``key`` (borrowed), made when missing;
-        NULL at predict time once the cache of unseen answers is full."""
-        cdef PyObject *by_value = PyDict_GetItem(self._by_key, key)
-        if by_value != NULL:
-            return by_value
+    cdef Py_ssize_t _key_number(self, str key, bint grow) except -2:
+        """The number of ``key`` in the string-value cache, given when missing;
+        -1 at predict time once the cache of unseen answers is full."""
+        cdef PyObject *found = PyDict_GetItem(self._key_numbers, key)
+        cdef Py_ssize_t number
+        if found != NULL:
+            return PyLong_AsLong(<object> found)
         if not grow:
             if self._cached_misses >= _MISS_CACHE_LIMIT:
-                return NULL
-            self._cached_misses += 1  # the key may be unseen: count its dict
-        new = {}
-        self._by_key[key] = new
-        return <PyObject *> new
+                return -1
+            self._cached_misses += 1  # the key may be unseen: count its number
+        number = len(self._key_numbers)
+        if number >= INT32_MAX - 1:
+            return -1  # (out of tags: not cached)
+        self._key_numbers[key] = number
+        return number
 
-    cdef inline Py_ssize_t _string_id(self, PyObject *by_value, str key, str value,
-                                      bint grow) except -2:
-        """Id of the attribute of a string value, through the key's cache."""
+    cdef inline Py_ssize_t _string_id(self, Py_ssize_t key_number, str key, str value,
+                                      _Value *packed, bint grow) except -2:
+        """Id of the attribute of a string value, through the cache (``packed``:
+        from :func:`_pack`; ``key_number`` -1: not cached)."""
+        cdef Py_ssize_t slot
+        cdef int32_t tag
+        cdef _Entry *entry
+        if key_number < 0:
+            return self._resolve(key + self._separator + value, grow)
+        tag = <int32_t> (key_number + 1)
+        slot = <Py_ssize_t> (_slot_hash(packed.hash, tag) & <uint64_t> self._mask)
+        while True:
+            entry = &self._table[slot]
+            if entry.tag == 0:
+                break
+            if _entry_holds(entry, packed, tag, value):
+                if entry.id >= 0 or not grow:
+                    return entry.id
+                break
+            slot = (slot + 1) & self._mask
+        return self._string_miss(tag, key, value, packed, grow)
+
+    cdef Py_ssize_t _string_miss(self, int32_t tag, str key, str value, _Value *packed,
+                                 bint grow) except -2:
+        cdef Py_ssize_t attribute, slot
+        cdef _Entry *entry
         cdef PyObject *found
-        cdef Py_ssize_t attribute
-        if by_value != NULL:
-            found = PyDict_GetItem(<dict> by_value, value)
+        if (not grow and self._complete and self._separator not in key
+                and self._separator not in value):
+            # "key:value" holds the separator once, so only (key, value) names
+            # it, and every such name in _ids is cached: unseen
+            attribute = -1
+        else:
+            # the only place a "key:value" name is built on the fast path
+            name = key + self._separator + value
+            found = PyDict_GetItem(self._ids, name)
             if found != NULL:
                 attribute = PyLong_AsLong(<object> found)
-                if attribute >= 0 or not grow:
-                    return attribute
-        return self._string_miss(by_value, key, value, grow)
-
-    cdef Py_ssize_t _string_miss(self, PyObject *by_value, str key, str value,
-                                 bint grow) except -2:
-        # the only place a "key:value" name is built on the fast path
-        cdef Py_ssize_t attribute = self._resolve(key + self._separator + value, grow)
-        if by_value == NULL:
-            return attribute
+            elif grow:
+                attribute = self._add_name(name)  # cached below: _complete stays
+            else:
+                attribute = -1
         if attribute < 0:
             if self._cached_misses >= _MISS_CACHE_LIMIT:
                 return attribute  # remember no more unseen values
             self._cached_misses += 1
-        PyDict_SetItem(<dict> by_value, value, attribute)
+        # the table may have changed while the name was built: find the slot again
+        if 4 * (self._used + 1) > 3 * (self._mask + 1):
+            self._grow_table()
+        slot = <Py_ssize_t> (_slot_hash(packed.hash, tag) & <uint64_t> self._mask)
+        while True:
+            entry = &self._table[slot]
+            if entry.tag == 0:
+                break
+            if _entry_holds(entry, packed, tag, value):
+                entry.id = <int32_t> attribute
+                return attribute
+            slot = (slot + 1) & self._mask
+        if packed.w1 == _LONG:
+            self._long_values.append(value)  # keeps it alive (cannot run Python code)
+        entry.hash = packed.hash
+        entry.w0 = packed.w0
+        entry.w1 = packed.w1
+        entry.id = <int32_t> attribute
+        entry.tag = tag
+        self._used += 1
         return attribute
+
+    cdef int _grow_table(self) except -1:
+        cdef Py_ssize_t capacity = 2 * (self._mask + 1), old_capacity = self._mask + 1
+        cdef Py_ssize_t mask = capacity - 1, i, slot
+        cdef _Entry *old = self._table
+        cdef _Entry *table = <_Entry *> PyMem_Calloc(capacity, sizeof(_Entry))
+        if table == NULL:
+            raise MemoryError()
+        for i in range(old_capacity):
+            if old[i].tag != 0:
+                slot = <Py_ssize_t> (_slot_hash(old[i].hash, old[i].tag) & <uint64_t> mask)
+                while table[slot].tag != 0:
+                    slot = (slot + 1) & mask
+                table[slot] = old[i]
+        self._table = table
+        self._mask = mask
+        PyMem_Free(old)
+        return 0
 
     cdef void _rollback(self, Py_ssize_t size):
         """Forget the attributes from id ``size`` on (after a failed encode)."""
         for name in self._names[size:]:
             del self._ids[name]
         del self._names[size:]
-        # the cache may hold forgotten ids: empty it, but keep the inner dicts
-        # alive (a memo may borrow them) -- the vocabulary never drops one
-        for by_value in self._by_key.values():
-            by_value.clear()
+        # the cache may hold forgotten ids: empty it (key numbers stay); the
+        # names kept are no longer all cached
+        memset(self._table, 0, (self._mask + 1) * sizeof(_Entry))
+        self._used = 0
+        del self._long_values[:]
         self._cached_misses = 0
+        if size:
+            self._complete = False
 
     # -- encoding -------------------------------------------------------------
 
     cdef bint _encode_plain(self, dict token, bint grow, _Output out,
                             _Memo *memo) except -1:
         """Encode a plain dict token; False (nothing written) if it needs the
-        general path."""
-        cdef Py_ssize_t position = 0, start = out.size, slot = -1, attribute
+        general path.
+
+        Two passes over each chunk of up to _MEMO_SIZE items: the first checks
+        the values, finds the keys' numbers, hashes the string values and
+        prefetches their cache slots (so the memory accesses of a whole token
+        overlap); the second finds the ids in order (ids are given in order of
+        first appearance) and writes them."""
+        cdef Py_ssize_t position = 0, start = out.size, slot = -1, n = 0, key_number
         cdef PyObject *key
         cdef PyObject *value
-        cdef PyObject *by_value
         cdef PyTypeObject *value_type
         cdef double number
+        cdef PyObject *keys[_MEMO_SIZE]
+        cdef PyObject *values[_MEMO_SIZE]
+        cdef double numbers[_MEMO_SIZE]
+        cdef Py_ssize_t key_numbers[_MEMO_SIZE]   # -2: a number
+        cdef _Value packed[_MEMO_SIZE]
         while PyDict_Next(token, &position, &key, &value):
             slot += 1
             if Py_TYPE(<object> key) != <PyTypeObject *> str:
@@ -297,13 +528,17 @@ cdef class Vocabulary:
             value_type = Py_TYPE(<object> value)
             if value_type == <PyTypeObject *> str:
                 if slot < _MEMO_SIZE and _same_key(memo[slot].string_key, key):
-                    by_value = memo[slot].by_value
+                    key_number = memo[slot].key_number
                 else:
-                    by_value = self._values_of(<str> key, grow)
+                    key_number = self._key_number(<str> key, grow)
                     if slot < _MEMO_SIZE:
                         memo[slot].string_key = key
-                        memo[slot].by_value = by_value
-                attribute = self._string_id(by_value, <str> key, <str> value, grow)
+                        memo[slot].key_number = key_number
+                if key_number >= 0:
+                    _pack(<str> value, &packed[n])
+                    _prefetch(&self._table[
+                        _slot_hash(packed[n].hash, <int32_t> (key_number + 1))
+                        & <uint64_t> self._mask])
                 number = 1.0
             else:
                 if value_type == <PyTypeObject *> bool:
@@ -319,6 +554,38 @@ cdef class Vocabulary:
                         break
                 else:
                     break
+                key_number = -2
+            keys[n] = key
+            values[n] = value
+            numbers[n] = number
+            key_numbers[n] = key_number
+            n += 1
+            if n == _MEMO_SIZE:
+                self._push_items(keys, values, numbers, key_numbers, packed, n,
+                                 slot + 1 - n, grow, out, memo)
+                n = 0
+        else:
+            self._push_items(keys, values, numbers, key_numbers, packed, n,
+                             slot + 1 - n, grow, out, memo)
+            return True
+        out.size = start  # drop this token's partial output
+        return False
+
+    cdef int _push_items(self, PyObject **keys, PyObject **values, double *numbers,
+                         Py_ssize_t *key_numbers, _Value *packed, Py_ssize_t n,
+                         Py_ssize_t first_slot, bint grow, _Output out,
+                         _Memo *memo) except -1:
+        """The second pass of :meth:`_encode_plain` over ``n`` checked items, the
+        first at position ``first_slot`` of the token."""
+        cdef Py_ssize_t k, slot, attribute
+        cdef PyObject *key
+        for k in range(n):
+            key = keys[k]
+            if key_numbers[k] != -2:
+                attribute = self._string_id(key_numbers[k], <str> key, <str> values[k],
+                                            &packed[k], grow)
+            else:
+                slot = first_slot + k
                 if slot < _MEMO_SIZE and _same_key(memo[slot].number_key, key):
                     attribute = memo[slot].number_id
                 else:
@@ -327,11 +594,8 @@ cdef class Vocabulary:
                         memo[slot].number_key = key
                         memo[slot].number_id = attribute
             if attribute >= 0:
-                out.push(attribute, number)
-        else:
-            return True
-        out.size = start  # drop this token's partial output
-        return False
+                out.push(attribute, numbers[k])
+        return 0
 
     cdef int _encode_general(self, token, Py_ssize_t i, Py_ssize_t j, name, bint grow,
                              _Output out) except -1:

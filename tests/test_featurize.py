@@ -165,6 +165,67 @@ def test_collisions_are_one_attribute():
     assert encoded.ids.tolist() == [0, 0] and encoded.values.tolist() == [4.0, 1.0]
 
 
+def test_string_value_cache_is_exact():
+    # the cache keeps values of up to 15 one-byte characters in its entries
+    # (zero-padded, with their length) and refers to the others: values that
+    # differ only in length, padding-like NULs, kind or under another key
+    # stay apart; many values grow the table
+    odd = ["", "\x00", "\x00\x00", "x" * 14, "x" * 14 + "\x00", "x" * 15, "x" * 16,
+           "x" * 15 + "\x00", "é" * 15, "é" * 16, "😀", "😀" * 20, "ä" * 14 + "b"]
+    many = [f"value{k}" for k in range(3000)] + [f"a long value number {k}" for k in range(500)]
+    X = [[{"w": value, "v": value, "w:x": 1.0} for value in odd + many[::2]]]
+    X_new = [[{"w": "".join(value), "v": value + "", "u": value}  # fresh str objects
+              for value in odd + many + [odd[-1] + "c", "y" * 15]]]
+    assert_matches_oracle(X, X_new)
+
+
+def test_tokens_with_more_items_than_the_memo():
+    # a token is encoded in chunks of 64 items; a value for the general path
+    # in a later chunk sends the whole token there (same ids, same order)
+    def token(i, odd=None):
+        features = {f"k{k}": (f"v{(i + k) % 7}" if k % 3 else float(k)) for k in range(150)}
+        if odd is not None:
+            features[f"k{odd}"] = np.float64(2.5)
+        return features
+
+    X = [[token(0), token(1, odd=100), token(2)], [token(3, odd=5)]]
+    assert_matches_oracle(X, [[token(4), token(5, odd=130)]])
+    with pytest.raises(TypeError, match=r"X\[0\]\[1\].*k140"):
+        Vocabulary().encode([[token(0), token(1) | {"k140": object()}]], grow=True)
+
+
+def test_predict_finds_names_from_outside_the_cache():
+    # names given to the constructor, added by the general path or by another
+    # split of "key:value" are found by plain (key, value) tokens at predict
+    loaded = Vocabulary(["w:x", "a:b:c"])
+    encoded = loaded.encode([[{"w": "x"}, {"a": "b:c"}, {"a:b": "c"}, {"w": "y"}]],
+                            grow=False)
+    assert encoded.ids.tolist() == [0, 1, 1]
+    for fitted in ([[{"w": {"x": 1}}]], [[{"w": np.str_("x")}]], [[["w:x"]]],
+                   [[{"w:x": 2.0}]], [[{"w": ["x"]}]]):
+        vocabulary = Vocabulary()
+        vocabulary.encode(fitted, grow=True)
+        assert vocabulary.encode([[{"w": "x"}]], grow=False).ids.tolist() == [0]
+    vocabulary = Vocabulary()
+    vocabulary.encode([[{"a": "b:c"}]], grow=True)
+    assert vocabulary.encode([[{"a:b": "c"}]], grow=False).ids.tolist() == [0]
+    # with a longer separator, "ka" + "aa" + "k" is "k" + "aa" + "ak"
+    vocabulary = Vocabulary(value_separator="aa")
+    vocabulary.encode([[{"ka": "k"}]], grow=True)
+    assert vocabulary.attributes == ["kaaak"]
+    assert vocabulary.encode([[{"k": "ak"}]], grow=False).ids.tolist() == [0]
+    # a failed fit empties the cache, not the names fitted before
+    vocabulary = Vocabulary()
+    vocabulary.encode([[{"w": "a"}]], grow=True)
+    with pytest.raises(TypeError):
+        vocabulary.encode([[{"w": "b"}, {"w": "c", "bad": object()}]], grow=True)
+    assert vocabulary.attributes == ["w:a"]
+    assert vocabulary.encode([[{"w": "a"}, {"w": "b"}]], grow=False).ids.tolist() == [0]
+    # __init__ again starts afresh
+    vocabulary.__init__(["w:b"])
+    assert vocabulary.encode([[{"w": "a"}, {"w": "b"}]], grow=False).ids.tolist() == [0]
+
+
 def test_value_separator():
     X = [[{"w": "Hi", "n": {"b": "x"}, "l": ["p"], "k": 1}, ["w=Hi"]]]
     vocabulary = Vocabulary(value_separator="=")
