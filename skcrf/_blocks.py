@@ -38,7 +38,6 @@ class Block:
         self.batch_sizes = layout.batch_sizes
         self.n_rows = len(rows)
         self.n_sequences = int(np.count_nonzero(lengths[sequences]))
-        self.layout = layout
         self.rows = rows
 
 

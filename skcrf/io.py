@@ -1051,21 +1051,7 @@ def _read_v2(document, headers, npz):
             npz["transition_weights"], dtype=np.float64
         ),
     }
-    _check_model_arrays(n_attributes, n_labels, arrays)
-    model = CRFModel(
-        classes=common["classes"],
-        attributes=common["attributes"],
-        value_separator=separator,
-        **arrays,
-    )
-    return FittedState(
-        params=common["params"],
-        model=model,
-        n_iter=common["n_iter"],
-        status=common["status"],
-        training_log=common["training_log"],
-        extra=extra,
-    )
+    return _fitted_state(common, separator, n_attributes, n_labels, arrays, extra)
 
 
 def _read_v1(document, headers, npz):
@@ -1120,6 +1106,11 @@ def _read_v1(document, headers, npz):
     }
     if not (np.isfinite(coef_values).all() and np.isfinite(transition).all()):
         raise ValueError("the weights hold non-finite values (NaN or infinity).")
+    return _fitted_state(common, separator, n_attributes, n_labels, arrays, {})
+
+
+def _fitted_state(common, separator, n_attributes, n_labels, arrays, extra):
+    """The FittedState of checked metadata (``common``) and model arrays."""
     _check_model_arrays(n_attributes, n_labels, arrays)
     model = CRFModel(
         classes=common["classes"],
@@ -1133,7 +1124,7 @@ def _read_v1(document, headers, npz):
         n_iter=common["n_iter"],
         status=common["status"],
         training_log=common["training_log"],
-        extra={},
+        extra=extra,
     )
 
 
