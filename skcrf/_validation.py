@@ -203,7 +203,9 @@ def token_attributes(token, i, j, name="X", separator=":"):
         return pairs
     if isinstance(token, (list, tuple)):
         for feature in token:
-            if not isinstance(feature, str):
+            if isinstance(feature, bytes):
+                feature = _utf8(feature, f"{name}[{i}][{j}]: feature name")
+            elif not isinstance(feature, str):
                 raise TypeError(_list_token_message(token, feature, i, j, name))
             # a str subclass (np.str_) becomes a plain str name
             pairs.append((feature if type(feature) is str else str.__str__(feature), 1.0))
@@ -244,6 +246,8 @@ def _add_mapping(pairs, mapping, prefix, i, j, name, separator, depth):
             f"{MAX_NESTING} dicts deep (does a dict contain itself?)."
         )
     for key, value in mapping.items():
+        if isinstance(key, bytes):
+            key = _utf8(key, f"{name}[{i}][{j}]: feature key")
         if not isinstance(key, str):
             inside = f" inside feature {prefix[:-1]!r}" if prefix else ""
             raise TypeError(
@@ -253,6 +257,9 @@ def _add_mapping(pairs, mapping, prefix, i, j, name, separator, depth):
         full_key = f"{prefix}{key}"  # a plain str even for a str subclass key
         if isinstance(value, str):
             pairs.append((f"{full_key}{separator}{value}", 1.0))
+        elif isinstance(value, bytes):
+            text = _utf8(value, f"{name}[{i}][{j}]: feature {full_key!r}")
+            pairs.append((f"{full_key}{separator}{text}", 1.0))
         elif isinstance(value, (bool, np.bool_)):
             pairs.append((full_key, 1.0 if value else 0.0))
         elif isinstance(value, numbers.Real):
@@ -272,6 +279,8 @@ def _add_mapping(pairs, mapping, prefix, i, j, name, separator, depth):
             _add_mapping(pairs, value, full_key + ":", i, j, name, separator, depth + 1)
         elif isinstance(value, (list, set, frozenset)):
             for item in value:
+                if isinstance(item, bytes):
+                    item = _utf8(item, f"{name}[{i}][{j}]: feature {full_key!r}")
                 if not isinstance(item, str):
                     raise TypeError(
                         f"{name}[{i}][{j}]: feature {full_key!r} is a "
@@ -283,9 +292,22 @@ def _add_mapping(pairs, mapping, prefix, i, j, name, separator, depth):
             none_hint = " (to leave a feature out, omit its key)" if value is None else ""
             raise TypeError(
                 f"{name}[{i}][{j}]: feature {full_key!r} has a value of "
-                f"unsupported type {_type_name(value)} ({_short(value)}); use str, "
-                f"bool, int, float, a dict, or a list or set of str{none_hint}."
+                f"unsupported type {_type_name(value)} ({_short(value)}); use str "
+                f"(or UTF-8 bytes), bool, int, float, a dict, or a list or set of "
+                f"str{none_hint}."
             )
+
+
+def _utf8(data, where):
+    """``bytes`` as python-crfsuite reads them: UTF-8 text."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(
+            f"{where} is bytes that are not valid UTF-8 ({exc.reason} at byte "
+            f"{exc.start}: {_short(data)}); bytes are read as UTF-8 text, as "
+            "python-crfsuite does. Decode them yourself, or pass str."
+        ) from None
 
 
 def _too_large_message(name, i, j, key, value):
@@ -469,6 +491,8 @@ def encode_labels(labels, classes=None, name="y"):
     try:
         if classes is None:
             unique = list(dict.fromkeys(labels))
+            if len(set(map(type, unique))) > 1:
+                _check_distinct_labels(labels, name)
             try:
                 unique = sorted(unique)
             except TypeError:
@@ -490,6 +514,37 @@ def encode_labels(labels, classes=None, name="y"):
                 ) from exc
         raise
     return indices, classes
+
+
+def _label_kind(label):
+    """What a label is, with numpy's scalar types counted as Python's."""
+    if isinstance(label, str):
+        return str
+    if isinstance(label, (bool, np.bool_)):
+        return bool
+    if isinstance(label, numbers.Integral):
+        return int
+    if isinstance(label, numbers.Real):
+        return float
+    return type(label)
+
+
+def _check_distinct_labels(labels, name):
+    """Reject labels that are equal but not the same (``1``, ``1.0``, ``True``).
+
+    Python's ``==`` would merge them into one class, and predictions would
+    return only one of them: a silent wrong answer.
+    """
+    first = {}
+    for k, label in enumerate(labels):
+        seen = first.setdefault(label, (k, label))
+        if _label_kind(seen[1]) is not _label_kind(label):
+            raise ValueError(
+                f"{name}: the labels {seen[1]!r} ({type(seen[1]).__name__}, token "
+                f"{seen[0]} in flat order) and {label!r} ({type(label).__name__}, "
+                f"token {k}) are equal in Python but not the same label; they would "
+                "be merged into one class. Use labels of one type (e.g. all str)."
+            )
 
 
 # -- label sequences on their own (metrics) ------------------------------------

@@ -114,7 +114,7 @@ BAD_TOKENS = [
      ["'w'", "too large"]),
     ("value-tuple", {"w": (1, 2)}, TypeError, ["'w'", "tuple"]),
     ("value-object", {"w": object()}, TypeError, ["'w'", "object"]),
-    ("value-bytes", {"w": b"x"}, TypeError, ["'w'", "bytes"]),
+    ("value-bad-utf8", {"w": b"\xff"}, ValueError, ["'w'", "not valid UTF-8"]),
     ("value-complex", {"w": 1j}, TypeError, ["'w'", "complex"]),
     ("value-decimal", {"w": Decimal("1.5")}, TypeError, ["'w'", "Decimal"]),
     ("value-ndarray", {"w": np.ones(3)}, TypeError, ["'w'", "ndarray"]),
@@ -122,7 +122,7 @@ BAD_TOKENS = [
     ("key-int", {1: "x"}, TypeError, ["keys must be str", "int 1"]),
     ("key-None", {None: 1.0}, TypeError, ["keys must be str", "NoneType None"]),
     ("key-tuple", {("a", "b"): 1.0}, TypeError, ["keys must be str", "tuple"]),
-    ("key-bytes", {b"k": 1.0}, TypeError, ["keys must be str", "bytes"]),
+    ("key-bad-utf8", {b"\xff": 1.0}, ValueError, ["feature key", "not valid UTF-8"]),
     ("key-nested-int", {"n": {2: 1.0}}, TypeError, ["keys must be str", "int 2", "'n'"]),
     ("list-value-int", {"l": ["x", 1]}, TypeError, ["'l'", "list holding int 1", "only str"]),
     ("list-value-None", {"l": ["x", None]}, TypeError, ["'l'", "NoneType"]),
@@ -522,12 +522,24 @@ def test_labels_of_any_hashable_type_are_returned_as_given(labels):
     assert tagger.score(X_TOY, y) == 1.0
 
 
-def test_equal_labels_are_one_label():
-    # 1 == True == 1.0: like dict keys, they are one label (the first seen)
-    y = [[1, 2, 3], [True, 2], [1.0, 2, 3]]
+@pytest.mark.parametrize(
+    "first, second, kinds",
+    [(1, True, "int.*bool"), (1, 1.0, "int.*float"), (np.int64(2), 2.0, "int64.*float")],
+)
+def test_labels_equal_but_not_the_same_are_an_error(first, second, kinds):
+    # Python's == would merge them into one class: a silent wrong answer
+    y = [[first, "b", "c"], [second, "b"], ["a", "b", "c"]]
+    with pytest.raises(ValueError, match=f"equal in Python but not the same.*{kinds}|{kinds}"):
+        CRFTagger(c2=0.01).fit(X_TOY, y)
+
+
+def test_labels_of_one_kind_in_different_types_are_one_label():
+    # np.str_ and str (or np.int64 and int) are the same label, not a conflict
+    y = [[np.str_("A"), "B", "C"], ["A", np.str_("B")], ["A", "B", "C"]]
     tagger = CRFTagger(c2=0.01).fit(X_TOY, y)
-    assert tagger.classes_.tolist() == [1, 2, 3]
-    assert tagger.predict(X_TOY)[1][0] is 1  # noqa: F632 - the object, not just equal
+    assert tagger.classes_.tolist() == ["A", "B", "C"]
+    y_int = [[np.int64(1), 2, 3], [1, np.int32(2)], [1, 2, 3]]
+    assert CRFTagger(c2=0.01).fit(X_TOY, y_int).classes_.tolist() == [1, 2, 3]
 
 
 def test_empty_dict_tokens_and_feature_lists_with_duplicates():
@@ -666,3 +678,28 @@ def test_training_data_that_gives_no_features(X, y):
     assert len(tagger.predict([[{}, {"x": 1.0}]])[0]) == 2
     marginals = tagger.predict_marginals([[{}]])[0][0]
     assert sum(marginals.values()) == pytest.approx(1.0)
+
+
+def test_bytes_values_are_utf8_text_as_in_python_crfsuite():
+    as_bytes = [[{"w": "the".encode(), "солнце".encode(): "не светит".encode()}, ["n".encode()]]]
+    as_text = [[{"w": "the", "солнце": "не светит"}, ["n"]]]
+    y = [["D", "N"]]
+    a, b = CRFTagger().fit(as_bytes, y), CRFTagger().fit(as_text, y)
+    assert a.attributes_ == b.attributes_ == ["w:the", "солнце:не светит", "n"]
+    assert a.predict(as_text) == b.predict(as_bytes) == y
+    with_list = [[{"tags": [b"x", "y"]}, {}]]
+    assert CRFTagger().fit(with_list, y).attributes_ == ["tags:x", "tags:y"]
+
+
+@pytest.mark.parametrize(
+    "token, where",
+    [
+        ({"w": b"\xff\xfe"}, r"X\[0\]\[1\]: feature 'w' is bytes that are not valid UTF-8"),
+        ({b"\xc3": 1.0}, r"X\[0\]\[1\]: feature key is bytes that are not valid UTF-8"),
+        ([b"ok", b"\x80"], r"X\[0\]\[1\]: feature name is bytes that are not valid UTF-8"),
+        ({"l": [b"\xe2\x82"]}, r"X\[0\]\[1\]: feature 'l' is bytes that are not valid UTF-8"),
+    ],
+)
+def test_invalid_utf8_bytes_are_an_error_naming_the_token(token, where):
+    with pytest.raises(ValueError, match=where):
+        CRFTagger().fit([[{"w": "a"}, token]], [["A", "B"]])
