@@ -53,6 +53,7 @@ __all__ = [
     "flat_fbeta_score",
     "flat_precision_score",
     "flat_recall_score",
+    "flatten",
     "get_scorer",
     "get_scorer_names",
     "scorers",
@@ -82,6 +83,39 @@ def _check_sequences(y_true, y_pred):
         ``y_pred[i]`` have different lengths (the message names ``i``).
     """
     return check_label_sequence_pair(y_true, y_pred)
+
+
+def flatten(sequences):
+    """Concatenate sequences into one flat list (sklearn-crfsuite's ``flatten``).
+
+    Parameters
+    ----------
+    sequences : iterable of sequences
+        E.g. label sequences, as ``predict`` returns them.
+
+    Returns
+    -------
+    list
+
+    Examples
+    --------
+    >>> flatten([["B-PER", "I-PER"], ["O"]])
+    ['B-PER', 'I-PER', 'O']
+    """
+    if isinstance(sequences, (str, bytes)):
+        raise TypeError(
+            f"flatten takes a list of sequences; got {type(sequences).__name__} "
+            f"{sequences[:20]!r}."
+        )
+    flat = []
+    for i, seq in enumerate(sequences):
+        if isinstance(seq, (str, bytes)) or not hasattr(seq, "__iter__"):
+            raise TypeError(
+                f"flatten takes a list of sequences, but item {i} is "
+                f"{type(seq).__name__} {seq!r:.40}; wrap a single sequence in a list."
+            )
+        flat.extend(seq)
+    return flat
 
 
 def _flatten(y_true, y_pred):

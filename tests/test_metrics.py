@@ -771,3 +771,17 @@ def test_public_names():
         assert hasattr(metrics, name)
         if callable(getattr(metrics, name)):
             assert getattr(metrics, name).__doc__
+
+
+def test_flatten_concatenates_sequences_like_sklearn_crfsuite():
+    from sklearn_crfsuite.utils import flatten as reference
+
+    y = [["B-PER", "I-PER"], [], ("O",), np.array(["x", "y"])]
+    assert metrics.flatten(y) == list(reference(y)) == ["B-PER", "I-PER", "O", "x", "y"]
+    assert metrics.flatten(iter([[1], [2, 3]])) == [1, 2, 3]
+
+
+@pytest.mark.parametrize("bad", ["abc", ["ab", "c"], [1, 2]])
+def test_flatten_rejects_what_is_not_a_list_of_sequences(bad):
+    with pytest.raises(TypeError, match="list of sequences"):
+        metrics.flatten(bad)
