@@ -119,6 +119,28 @@ class CRFModel:
             shape=(self.n_attributes, self.n_labels),
         )
 
+    def without_zeros(self):
+        """The model as CRFsuite's trainer stores it in a model file.
+
+        Only the features with a nonzero weight, and only the attributes
+        that keep one (in attribute order, renumbered); every label stays.
+        It predicts exactly what this model predicts.
+        """
+        keep = self.state_weights != 0
+        counts = np.diff(kept_state_ptr(self.state_ptr, keep))
+        active = np.flatnonzero(counts)
+        keep_transitions = self.transition_weights != 0
+        return CRFModel(
+            classes=self.classes,
+            attributes=[self.attributes[a] for a in active.tolist()],
+            state_ptr=np.concatenate([[0], np.cumsum(counts[active])]).astype(np.int64),
+            state_labels=self.state_labels[keep],
+            state_weights=self.state_weights[keep],
+            transition_index=self.transition_index[keep_transitions],
+            transition_weights=self.transition_weights[keep_transitions],
+            value_separator=self.value_separator,
+        )
+
     def nonzero(self):
         """The model reduced to its nonzero weights (what decoding needs).
 
@@ -136,6 +158,46 @@ class CRFModel:
             np.ascontiguousarray(self.state_weights[keep], dtype=np.float64),
             self.transition_matrix(),
         )
+
+
+def merge_features(old, new):
+    """The union of the features of two models over the same labels.
+
+    ``new`` has the attributes of ``old`` first (same ids), then more. The
+    result keeps ``old``'s weights (new features weigh 0).
+
+    Returns
+    -------
+    model : CRFModel
+        Attributes and value separator of ``new``.
+    index : ndarray of int64, shape (old.n_features,)
+        Where each feature of ``old`` is in the result's flat vector.
+    """
+    n_labels = new.n_labels
+    old_keys = old.state_attributes() * n_labels + old.state_labels
+    new_keys = new.state_attributes() * n_labels + new.state_labels
+    keys = np.union1d(old_keys, new_keys)
+    state_index = np.searchsorted(keys, old_keys)
+    attributes_of = keys // n_labels
+    state_ptr = np.searchsorted(attributes_of, np.arange(new.n_attributes + 1)).astype(np.int64)
+    transitions = np.union1d(old.transition_index, new.transition_index).astype(np.int64)
+    transition_index = np.searchsorted(transitions, old.transition_index)
+    state_weights = np.zeros(len(keys))
+    state_weights[state_index] = old.state_weights
+    transition_weights = np.zeros(len(transitions))
+    transition_weights[transition_index] = old.transition_weights
+    model = CRFModel(
+        classes=new.classes,
+        attributes=new.attributes,
+        state_ptr=state_ptr,
+        state_labels=(keys % n_labels).astype(np.int32),
+        state_weights=state_weights,
+        transition_index=transitions,
+        transition_weights=transition_weights,
+        value_separator=new.value_separator,
+    )
+    index = np.concatenate([state_index, len(keys) + transition_index]).astype(np.int64)
+    return model, index
 
 
 def kept_state_ptr(state_ptr, keep):

@@ -2,6 +2,7 @@
 
 import os
 import warnings
+from collections import Counter
 from collections.abc import Mapping
 from numbers import Integral, Real
 
@@ -9,18 +10,28 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.feature_extraction import DictVectorizer
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils import check_random_state
 
 from . import io
 from ._compat import Interval, StrOptions, _fit_context
 from ._decode import Decoder
 from ._featurize import Vocabulary
 from ._lbfgs import LBFGSResult, LBFGSStatus, minimize_lbfgs
-from ._model import FittedState
+from ._crfsuite_file import crfsuite_bytes, read_crfsuite, write_crfsuite
+from ._model import FittedState, merge_features
 from ._objective import CRFObjective, select_features
+from ._online_train import train_online
+from ._tagger_view import CRFsuiteTagger
 from ._threads import effective_n_threads
-from ._training_log import TrainingLog
-from ._validation import check_labels, check_sequences, check_sums, encode_labels
+from ._training_log import TrainingLog, holdout_scores
+from ._validation import (
+    check_classes,
+    check_labels,
+    check_sequences,
+    check_sums,
+    encode_labels,
+    locate_row,
+)
 
 #: The parameters of each training algorithm (CRFsuite's), with CRFsuite's
 #: defaults; ``None`` for a parameter means the algorithm's default.
@@ -66,7 +77,10 @@ FEATURE_DEFAULTS = {
     "all_possible_transitions": False,
 }
 
-_TRAINED_HERE = {"lbfgs"}
+#: The fitted attributes set by fit (and read lazily from model_filename).
+_FITTED_ATTRIBUTES = frozenset(
+    {"classes_", "attributes_", "n_features_", "n_iter_", "status_", "training_log_"}
+)
 
 
 class CRFTagger(BaseEstimator):
@@ -81,10 +95,26 @@ class CRFTagger(BaseEstimator):
     Parameters
     ----------
     algorithm : {'lbfgs', 'l2sgd', 'ap', 'pa', 'arow'} or None, default=None
-        The training algorithm; None means ``'lbfgs'``. This version trains
-        with ``'lbfgs'`` (L-BFGS, or OWL-QN when ``c1 > 0``) only; the other
-        names are recognized (so that their parameters can be checked) but
-        fitting with them raises ``NotImplementedError``.
+        The training algorithm, CRFsuite's; None means ``'lbfgs'``:
+
+        - ``'lbfgs'``: L-BFGS on the regularized log-likelihood (OWL-QN
+          when ``c1 > 0``); parameters c1, c2, max_iterations (default:
+          until converged), num_memories, epsilon, period, delta,
+          linesearch, max_linesearch;
+        - ``'l2sgd'``: stochastic gradient descent with L2 regularization
+          and a calibrated learning rate; c2, max_iterations (default 1000
+          epochs), period, delta (default 1e-6), calibration_*;
+        - ``'ap'``: averaged perceptron; max_iterations (default 100),
+          epsilon (default 0: stop when an epoch makes no mistake);
+        - ``'pa'``: passive-aggressive (averaged); pa_type, c,
+          error_sensitive, averaging, max_iterations, epsilon;
+        - ``'arow'``: adaptive regularization of weights; variance, gamma,
+          max_iterations, epsilon.
+
+        A parameter explicitly set that the chosen algorithm does not have
+        is an error naming the algorithms it belongs to. The online
+        trainers (all but ``'lbfgs'``) shuffle the sequences every epoch
+        with ``random_state`` and support :meth:`partial_fit`.
     min_freq : float or None, default=None
         Keep a feature only if the sum of its values over the training data
         is at least ``min_freq``. None means 0.
@@ -142,9 +172,12 @@ calibration_candidates, calibration_max_trials : default=None
         arow: tradeoff between the loss and the change (default 1).
     verbose : bool or int, default=False
         Print every iteration to stderr.
-    model_filename : None
-        sklearn-crfsuite's model file. Reading and writing CRFsuite model
-        files is not supported in this version: only None is accepted.
+    model_filename : str, os.PathLike or None, default=None
+        A CRFsuite model file, as in sklearn-crfsuite: after ``fit`` (and
+        ``partial_fit``) the model is written there; an existing file is
+        read on first use (``predict``, a fitted attribute...), so that a
+        model can be used without ``fit``. ``__init__`` only stores the
+        name, so ``clone`` and ``get_params`` work as usual.
     keep_tempfiles : bool, default=False
         Accepted for compatibility: skcrf keeps its model in memory and
         writes no temporary files, so there is nothing to keep.
@@ -156,6 +189,10 @@ calibration_candidates, calibration_max_trials : default=None
         ``n_jobs`` shards evaluated in parallel. None means 1; -1 means all
         cores. Any value gives the same model (up to floating-point
         summation order).
+    random_state : int, RandomState instance or None, default=None
+        Shuffling of the online trainers (and their learning-rate
+        calibration): an int makes a fit reproducible. Not used by
+        ``'lbfgs'``, which is deterministic.
 
     Attributes
     ----------
@@ -181,10 +218,24 @@ calibration_candidates, calibration_max_trials : default=None
     training_log_ : TrainingLog
         Per-iteration loss, norms, line-search figures, time (and dev
         accuracy); ``training_log_.status`` says how the optimizer stopped.
-    status_ : LBFGSStatus
-        How the optimizer stopped (also ``training_log_.status``).
+    status_ : LBFGSStatus or OnlineStatus or None
+        How training stopped (also ``training_log_.status``); None for a
+        model read from a CRFsuite file.
     n_features_ : int
         Number of features of the model (the parameters optimized).
+    num_attributes_ : int
+        ``len(attributes_)``.
+    size_ : int
+        Size of the model as a CRFsuite model file, in bytes.
+    tagger_ : object
+        An object with the methods of ``pycrfsuite.Tagger`` (``labels``,
+        ``info``, ``tag``, ``probability``, ``marginal``, ``set``, ``dump``),
+        backed by skcrf's own kernels, for code written against
+        sklearn-crfsuite's ``tagger_``.
+    state_features_ : dict
+        ``{(attribute, label): weight}`` for the nonzero state weights.
+    transition_features_ : dict
+        ``{(label_from, label_to): weight}`` for the nonzero transitions.
 
     Notes
     -----
@@ -201,8 +252,10 @@ calibration_candidates, calibration_max_trials : default=None
     None, NaN, infinity and other value types are rejected with an error
     naming the sequence, token and key.
 
-    If ``fit`` is interrupted (KeyboardInterrupt), the estimator is left as
-    it was before the call: fitted attributes are set together at the end.
+    If ``fit`` or ``partial_fit`` is interrupted (KeyboardInterrupt), the
+    estimator is left as it was before the call: fitted attributes are set
+    together at the end. Token values that are ``bytes`` are read as UTF-8
+    text, as python-crfsuite reads them.
 
     Examples
     --------
@@ -246,6 +299,7 @@ calibration_candidates, calibration_max_trials : default=None
         "keep_tempfiles": ["boolean", None],
         "trainer_cls": [type, None],
         "n_jobs": [Integral, None],
+        "random_state": ["random_state"],
     }
 
     def __init__(
@@ -280,6 +334,7 @@ calibration_candidates, calibration_max_trials : default=None
         trainer_cls=None,
         *,
         n_jobs=None,
+        random_state=None,
     ):
         # Positional order is sklearn_crfsuite.CRF's, so that its scripts
         # (``CRF('lbfgs', ...)``) run unchanged; skcrf's own are keyword-only.
@@ -312,6 +367,7 @@ calibration_candidates, calibration_max_trials : default=None
         self.keep_tempfiles = keep_tempfiles
         self.trainer_cls = trainer_cls
         self.n_jobs = n_jobs
+        self.random_state = random_state
 
     def _validate_params(self):
         super()._validate_params()
@@ -320,12 +376,6 @@ calibration_candidates, calibration_max_trials : default=None
                 "trainer_cls is not supported: it selects a python-crfsuite trainer, and "
                 "skcrf trains with its own code. Leave it None and choose the trainer "
                 "with algorithm=..."
-            )
-        if self.model_filename is not None:
-            raise NotImplementedError(
-                "model_filename (reading and writing CRFsuite model files) is not "
-                "supported in this version of skcrf; use tagger.save(path) and "
-                "CRFTagger.load(path), or pickle."
             )
         if self.n_jobs == 0:
             raise ValueError("n_jobs == 0 has no meaning; use None, a positive count or -1.")
@@ -355,11 +405,6 @@ calibration_candidates, calibration_max_trials : default=None
         for name in FEATURE_DEFAULTS:
             if getattr(self, name) is not None:
                 settings[name] = getattr(self, name)
-        if algorithm not in _TRAINED_HERE:
-            raise NotImplementedError(
-                f"algorithm={algorithm!r} is not available in this version of skcrf; "
-                "use algorithm='lbfgs' (the default)."
-            )
         return algorithm, settings
 
     @_fit_context(prefer_skip_nested_validation=True)
@@ -373,14 +418,16 @@ calibration_candidates, calibration_max_trials : default=None
         y : list of sequences of labels
             Labels may be any hashable values.
         X_dev, y_dev : list of sequences, optional
-            Held-out data whose token accuracy is logged at every iteration
-            (``training_log_``). It never changes the model.
+            Held-out data evaluated at every iteration (``training_log_``:
+            per-label scores, item and instance accuracy). It never changes
+            the model.
 
         Returns
         -------
         self : CRFTagger
         """
-        _, settings = self._settings()
+        algorithm, settings = self._settings()
+        self._check_model_filename_writable()
         vocabulary = Vocabulary()
         encoded = vocabulary.encode(check_sequences(X, name="X"), grow=True, name="X")
         check_sums(encoded, vocabulary, name="X")
@@ -396,67 +443,198 @@ calibration_candidates, calibration_max_trials : default=None
             all_possible_transitions=settings["all_possible_transitions"],
             min_freq=settings["min_freq"],
         )
+        holdout = self._holdout(X_dev, y_dev, vocabulary, model)
+        log = TrainingLog(verbose=self.verbose)
+        trainer_state = None
+        if algorithm == "lbfgs":
+            result = self._minimize(encoded, model, observed, settings, log, holdout)
+        else:
+            result = train_online(
+                algorithm, encoded, label_index, model, settings,
+                random_state=check_random_state(self.random_state),
+                callback=lambda entry, w: log.record_epoch(entry, w, holdout),
+            )
+            trainer_state = result.state
+        log.finish(result.status, result.message)
+        # Set together, so an interrupted fit leaves the estimator unchanged.
+        self._set_fitted(
+            model.with_weights(result.x), result.n_iter, result.status, log, vocabulary,
+            trainer_state,
+        )
+        self._write_model_file()
+        return self
+
+    def _holdout(self, X_dev, y_dev, vocabulary, model):
         if (X_dev is None) != (y_dev is None):
             raise ValueError("X_dev and y_dev must be given together.")
-        dev_accuracy = None
-        if X_dev is not None:
-            dev_accuracy = _DevEvaluator(X_dev, y_dev, vocabulary, model, self.n_jobs)
+        if X_dev is None:
+            return None
+        return _DevEvaluator(X_dev, y_dev, vocabulary, model, self.n_jobs)
 
+    def _minimize(self, encoded, model, observed, settings, log, holdout):
+        """L-BFGS / OWL-QN on the CRF objective (CRFsuite's 'lbfgs')."""
         n_threads = effective_n_threads(self.n_jobs)
         objective = CRFObjective(encoded, model, observed, c2=settings["c2"], n_threads=n_threads)
-        del encoded  # the objective keeps its own packed copy
-        log = TrainingLog(verbose=self.verbose)
-
-        def record(info):
-            log.record_iteration(info, dev_accuracy)
-
         with objective:
             if model.n_features == 0:
                 # No feature exists (say, only empty tokens in one-token
                 # sequences): the objective is constant, nothing to optimize.
                 loss, gradient = objective.loss_gradient(np.zeros(0))
-                result = LBFGSResult(
+                return LBFGSResult(
                     x=np.zeros(0), fun=loss, grad=gradient,
                     status=LBFGSStatus.ALREADY_MINIMIZED, n_iter=0, n_evals=1,
                     message="The model has no features: nothing to optimize.",
                 )
-            else:
-                result = minimize_lbfgs(
-                    objective.loss_gradient,
-                    np.zeros(model.n_features),
-                    c1=settings["c1"],
-                    num_memories=settings["num_memories"],
-                    epsilon=settings["epsilon"],
-                    period=settings["period"],
-                    delta=settings["delta"],
-                    max_iterations=settings["max_iterations"] or None,
-                    linesearch=settings["linesearch"],
-                    max_linesearch=settings["max_linesearch"],
-                    callback=record,
-                )
-        log.finish(result.status, result.message)
+            result = minimize_lbfgs(
+                objective.loss_gradient,
+                np.zeros(model.n_features),
+                c1=settings["c1"],
+                num_memories=settings["num_memories"],
+                epsilon=settings["epsilon"],
+                period=settings["period"],
+                delta=settings["delta"],
+                max_iterations=settings["max_iterations"] or None,
+                linesearch=settings["linesearch"],
+                max_linesearch=settings["max_linesearch"],
+                callback=lambda info: log.record_iteration(info, holdout),
+            )
         if not result.status.converged:
             warnings.warn(
                 f"CRFTagger stopped before converging: {result.message} "
                 f"({result.status.name}, after {result.n_iter} iterations). The "
                 "weights are those of the last accepted iteration.",
                 ConvergenceWarning,
-                stacklevel=3,  # past _fit_context's wrapper
+                stacklevel=4,  # past fit and _fit_context's wrapper
             )
-        # Set together, so an interrupted fit leaves the estimator unchanged.
-        self._set_fitted(
-            model.with_weights(result.x), result.n_iter, result.status, log, vocabulary
+        return result
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def partial_fit(self, X, y, classes=None):
+        """One pass of an online trainer over ``X``, from the current weights.
+
+        For ``algorithm`` in ``'l2sgd'``, ``'ap'``, ``'pa'``, ``'arow'``: one
+        epoch over the given sequences (shuffled with ``random_state``),
+        continuing the trainer exactly where the previous ``fit`` or
+        ``partial_fit`` of this estimator left it (weights, averaging and
+        learning-rate schedule).
+
+        Parameters
+        ----------
+        X : list of sequences of tokens
+        y : list of sequences of labels
+            Every label must be one of ``classes`` (or ``classes_``).
+        classes : list of labels, optional
+            All the labels the model will ever know. Required on the first
+            call (scikit-learn's convention); afterwards None or the same
+            labels.
+
+        Returns
+        -------
+        self : CRFTagger
+
+        Notes
+        -----
+        Attributes first seen in a later batch become new features (weight
+        0). ``min_freq`` is applied to each batch's own counts when its new
+        features are chosen; a feature, once in the model, stays.
+        ``all_possible_states`` gives a new attribute a feature for every
+        label; ``all_possible_transitions`` gives every label pair a feature
+        from the first call. Held-out data and ``max_iterations`` do not
+        apply: each call is one epoch.
+        """
+        algorithm, settings = self._settings()
+        if algorithm == "lbfgs":
+            raise ValueError(
+                "partial_fit needs an online trainer: algorithm='l2sgd', 'ap', 'pa' or "
+                "'arow'. L-BFGS ('lbfgs', the default) optimizes over all the data at "
+                "once; use fit."
+            )
+        self._check_model_filename_writable()
+        state = self.__dict__.get("_trainer_state")
+        fitted = self.__dict__.get("_model") is not None
+        if fitted and state is None:
+            raise ValueError(
+                "partial_fit cannot continue this model: it was not trained by an "
+                "online trainer in this session (a model loaded from a file keeps no "
+                "trainer state). Train it with fit or partial_fit first."
+            )
+        if fitted and state.algorithm != algorithm:
+            raise ValueError(
+                f"partial_fit: the model was trained with algorithm={state.algorithm!r}, "
+                f"but algorithm is now {algorithm!r}; an online trainer continues only "
+                "its own state."
+            )
+        if not fitted:
+            if classes is None:
+                raise ValueError(
+                    "classes must be given on the first call to partial_fit: the "
+                    "labels the model will know (scikit-learn's convention)."
+                )
+            _, known = encode_labels(check_classes(classes), name="classes")
+            vocabulary = Vocabulary()
+        else:
+            known = self._model.classes
+            if classes is not None:
+                _, given = encode_labels(check_classes(classes), name="classes")
+                if given.tolist() != known.tolist():
+                    raise ValueError(
+                        f"classes={list(given)!r:.200} differs from classes_="
+                        f"{list(known)!r:.200} fixed by the first call to partial_fit."
+                    )
+            # A new vocabulary: an interrupted call must leave the old one as it was.
+            vocabulary = Vocabulary(self._model.attributes, self._model.value_separator)
+        encoded = vocabulary.encode(check_sequences(X, name="X"), grow=True, name="X")
+        check_sums(encoded, vocabulary, name="X")
+        labels = check_labels(y, encoded.lengths, name="y")
+        label_index, _ = encode_labels(labels, known, name="y")
+        if (label_index < 0).any():
+            row = int(np.flatnonzero(label_index < 0)[0])
+            i, j = locate_row(row, encoded.lengths)
+            raise ValueError(
+                f"y[{i}][{j}]: the label {labels[row]!r:.100} is not one of the classes "
+                f"{list(known)!r:.200} fixed by the first call to partial_fit."
+            )
+        batch_model, _ = select_features(
+            encoded, label_index, known, vocabulary.attributes,
+            all_possible_states=settings["all_possible_states"],
+            all_possible_transitions=settings["all_possible_transitions"],
+            min_freq=settings["min_freq"],
         )
+        if fitted:
+            model, index = merge_features(self._model, batch_model)
+            state = state.expanded(index, model.n_features)
+            n_iter, log = self.n_iter_, self.training_log_
+        else:
+            model, n_iter, log = batch_model, 0, TrainingLog(verbose=self.verbose)
+        result = train_online(
+            algorithm, encoded, label_index, model, settings,
+            random_state=self._partial_fit_random_state(fitted),
+            callback=lambda entry, w: log.record_epoch({**entry, "num": n_iter + 1}, w),
+            resume=state, n_epochs=1,
+        )
+        log.finish(result.status, result.message)
+        self._set_fitted(
+            model.with_weights(result.x), n_iter + 1, result.status, log, vocabulary,
+            result.state,
+        )
+        self._write_model_file()
         return self
+
+    def _partial_fit_random_state(self, fitted):
+        """One random stream across partial_fit calls, seeded by random_state."""
+        if not fitted or "_partial_fit_rng" not in self.__dict__:
+            self._partial_fit_rng = check_random_state(self.random_state)
+        return self._partial_fit_rng
 
     # -- fitted state ------------------------------------------------------
 
-    def _set_fitted(self, model, n_iter, status, log, vocabulary=None):
+    def _set_fitted(self, model, n_iter, status, log, vocabulary=None, trainer_state=None):
         if vocabulary is None:
             vocabulary = Vocabulary(model.attributes, model.value_separator)
         self._model = model
         self._vocabulary = vocabulary
         self._decoder = Decoder(model)
+        self._trainer_state = trainer_state
         self.classes_ = model.classes
         self.attributes_ = model.attributes
         self.n_features_ = model.n_features
@@ -466,10 +644,9 @@ calibration_candidates, calibration_max_trials : default=None
 
     def _get_fitted_state(self):
         """The fitted state as one plain structure (for persistence)."""
-        check_is_fitted(self)
         return FittedState(
             params=self.get_params(deep=False),
-            model=self._model,
+            model=self._fitted_model(),
             n_iter=self.n_iter_,
             status=self.status_,
             training_log=self.training_log_,
@@ -487,11 +664,62 @@ calibration_candidates, calibration_max_trials : default=None
         tagger._set_fitted(state.model, state.n_iter, state.status, state.training_log)
         return tagger
 
+    def _fitted_model(self):
+        """The fitted model; read from ``model_filename`` on first use."""
+        model = self.__dict__.get("_model")
+        if model is not None:
+            return model
+        path = self.__dict__.get("model_filename")
+        if isinstance(path, (str, os.PathLike)) and os.path.exists(path):
+            state = read_crfsuite(path)
+            self._set_fitted(state.model, state.n_iter, state.status, state.training_log)
+            return self._model
+        missing = f" (model_filename={path!r} does not exist yet)" if path is not None else ""
+        raise NotFittedError(
+            f"This {type(self).__name__} instance is not fitted yet{missing}. Call "
+            "'fit' with appropriate arguments before using this estimator."
+        )
+
+    def __sklearn_is_fitted__(self):
+        try:
+            self._fitted_model()
+        except NotFittedError:
+            return False
+        return True
+
+    def __getattr__(self, name):
+        # Only reached when normal lookup fails, which includes a property
+        # raising AttributeError (NotFittedError is one). The fitted
+        # attributes of a model_filename not read yet are read on access.
+        attribute = getattr(type(self), name, None)
+        if name in _FITTED_ATTRIBUTES or isinstance(attribute, property):
+            self._fitted_model()  # NotFittedError if there is no model
+            if isinstance(attribute, property):
+                return attribute.fget(self)  # its own error, if any, unmasked
+            return self.__dict__[name]
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def _check_model_filename_writable(self):
+        """Fail before training, not after, when the model file cannot be written."""
+        if self.model_filename is None:
+            return
+        folder = os.path.dirname(os.path.abspath(self.model_filename))
+        if not os.path.isdir(folder):
+            raise FileNotFoundError(
+                f"model_filename={self.model_filename!r}: the folder {folder!r} does "
+                "not exist, so the trained model could not be written there."
+            )
+
+    def _write_model_file(self):
+        if self.model_filename is not None:
+            self.to_crfsuite(self.model_filename)
+
     def __getstate__(self):
         state = dict(super().__getstate__())  # a copy: it may be our __dict__
         # The encoder's caches and the decoder's arrays are rebuilt on load.
         state.pop("_vocabulary", None)
         state.pop("_decoder", None)
+        state.pop("_tagger_view", None)
         return state
 
     def __setstate__(self, state):
@@ -520,15 +748,6 @@ calibration_candidates, calibration_max_trials : default=None
         vectorizer.vocabulary_ = {name: k for k, name in enumerate(model.attributes)}
         return vectorizer
 
-    def _fitted_model(self):
-        model = self.__dict__.get("_model")
-        if model is None:
-            raise NotFittedError(
-                f"This {type(self).__name__} instance is not fitted yet. Call 'fit' "
-                "with appropriate arguments before using this estimator."
-            )
-        return model
-
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         # Input is a list of sequences of feature dicts, not an array; the
@@ -553,10 +772,73 @@ calibration_candidates, calibration_max_trials : default=None
         """Load a model saved by :meth:`save` (never unpickles)."""
         return cls._from_fitted_state(io.load_state(path))
 
+    def to_crfsuite(self, path):
+        """Write the model as a CRFsuite model file.
+
+        ``pycrfsuite.Tagger().open(path)`` (and CRFsuite, sklearn-crfsuite,
+        NLTK) then predicts what this tagger predicts. Labels that are not
+        str are written as ``str(label)``; their original values are kept in
+        a trailing section that CRFsuite ignores and :meth:`from_crfsuite`
+        reads back. The write is atomic.
+
+        As CRFsuite's own trainer does, only the features with a nonzero
+        weight are written (and the attributes that keep one): the file
+        predicts exactly what this tagger predicts, and a tagger read back
+        from it has those features only.
+        """
+        write_crfsuite(self._fitted_model().without_zeros(), path)
+
+    @classmethod
+    def from_crfsuite(cls, source):
+        """A fitted tagger from a CRFsuite model.
+
+        Parameters
+        ----------
+        source : str, os.PathLike or sklearn_crfsuite.CRF
+            The path of a CRFsuite model file (written by CRFsuite,
+            python-crfsuite, sklearn-crfsuite, NLTK's CRFTagger or
+            :meth:`to_crfsuite`), the file's content as bytes, or a fitted
+            ``sklearn_crfsuite.CRF`` (its parameters are copied too).
+
+        Returns
+        -------
+        CRFTagger
+            Predicts exactly what CRFsuite predicts with that model. Its
+            ``classes_`` are in the file's label order (CRFsuite's: order of
+            first appearance in training); ``n_iter_`` is 0 and ``status_``
+            and ``training_log_`` are None (the file does not keep them).
+
+        Raises
+        ------
+        ValueError
+            If the file is not a well-formed CRFsuite model (truncated,
+            corrupted or crafted): the message names what is wrong.
+        """
+        params = {}
+        if not isinstance(source, (str, bytes, os.PathLike)):
+            modelfile = getattr(source, "modelfile", None)
+            path = getattr(modelfile, "name", None)
+            if path is None or not hasattr(source, "get_params"):
+                raise TypeError(
+                    "from_crfsuite takes the path of a CRFsuite model file or a fitted "
+                    f"sklearn_crfsuite.CRF; got {type(source).__name__}."
+                )
+            if not os.path.exists(path):
+                raise NotFittedError(
+                    f"the {type(source).__name__} given has no model file: fit it first."
+                )
+            names = set(cls._get_param_names()) - {"model_filename", "trainer_cls"}
+            params = {k: v for k, v in source.get_params(deep=False).items() if k in names}
+            source = path
+        state = read_crfsuite(source)
+        tagger = cls(**params)
+        tagger._set_fitted(state.model, state.n_iter, state.status, state.training_log)
+        return tagger
+
     # -- prediction --------------------------------------------------------
 
     def _encode(self, X, name="X"):
-        check_is_fitted(self)
+        self._fitted_model()
         sequences = check_sequences(X, name=name, single_hint=name == "X")
         return self._vocabulary.encode(sequences, grow=False, name=name)
 
@@ -625,7 +907,7 @@ calibration_candidates, calibration_max_trials : default=None
         -------
         float
         """
-        check_is_fitted(self)
+        self._fitted_model()
         sequences = check_sequences(X, name="X")
         lengths = [len(seq) for seq in sequences]
         true = check_labels(y, lengths, name="y")
@@ -635,6 +917,27 @@ calibration_candidates, calibration_max_trials : default=None
         return float(np.mean([a == b for a, b in zip(true, predicted)]))
 
     # -- inspection --------------------------------------------------------
+
+    @property
+    def tagger_(self):
+        """A ``pycrfsuite.Tagger`` look-alike of the model (sklearn-crfsuite's ``tagger_``)."""
+        model = self._fitted_model()
+        view = self.__dict__.get("_tagger_view")
+        if view is None or view.model is not model:
+            # kept: users call tagger_.set(x), then tagger_.marginal(...)
+            view = CRFsuiteTagger(model, self._vocabulary, self._decoder)
+            self._tagger_view = view
+        return view
+
+    @property
+    def num_attributes_(self):
+        """Number of attributes (token feature names) of the model."""
+        return self._fitted_model().n_attributes
+
+    @property
+    def size_(self):
+        """Size in bytes of the model as a CRFsuite file (sklearn-crfsuite's ``size_``)."""
+        return len(crfsuite_bytes(self._fitted_model().without_zeros()))
 
     @property
     def state_features_(self):
@@ -678,7 +981,7 @@ def _check_single(xseq):
 
 
 class _DevEvaluator:
-    """Token accuracy of held-out data under the current weights."""
+    """CRFsuite's held-out evaluation under given weights (log entries)."""
 
     def __init__(self, X_dev, y_dev, vocabulary, model, n_jobs):
         # Encoded against the vocabulary as it is now: attributes seen only
@@ -691,6 +994,9 @@ class _DevEvaluator:
             raise ValueError("X_dev has no tokens: all sequences are empty.")
         # Labels unseen in training get -1: always wrong, never a new class.
         self.truth, _ = encode_labels(labels, model.classes, name="y_dev")
+        self.unseen = Counter(labels[k] for k in np.flatnonzero(self.truth < 0).tolist())
+        lengths = np.asarray(self.encoded.lengths)
+        self.sequence_ends = np.cumsum(lengths)[lengths > 0]
         self.model = model
         self.n_threads = effective_n_threads(n_jobs)
 
@@ -698,4 +1004,9 @@ class _DevEvaluator:
         path = Decoder(self.model.with_weights(w)).viterbi(
             self.encoded, self.n_threads, name="X_dev"
         )
-        return float(np.mean(path == self.truth))
+        return holdout_scores(
+            self.truth, path, self.sequence_ends, self.model.classes, self.unseen
+        )
+
+
+io.register_default_estimator(CRFTagger)

@@ -2,17 +2,106 @@
 
 import sys
 import time
+from fractions import Fraction
+from typing import NamedTuple
 
 import numpy as np
+
+
+class LabelScore(NamedTuple):
+    """Held-out figures of one label at one iteration (CRFsuite's, by name).
+
+    ``match``: tokens of the label predicted correctly; ``model``: tokens
+    predicted as the label; ``ref``: tokens with the label in the reference;
+    ``precision``, ``recall``, ``f1``: None when the label is absent from the
+    reference (``ref == 0``).
+    """
+
+    match: int
+    model: int
+    ref: int
+    precision: float | None
+    recall: float | None
+    f1: float | None
+
+
+def holdout_scores(truth, predicted, sequence_ends, classes, unseen=None):
+    """CRFsuite's held-out evaluation of one iteration, as log entries.
+
+    Parameters
+    ----------
+    truth, predicted : ndarray of int
+        Label indices of every token (flat order); ``truth`` is -1 for a
+        label unknown to the model (never correct, left out of the averages).
+    sequence_ends : ndarray of int
+        Flat index one past the last token of every non-empty sequence.
+    classes : ndarray of object
+    unseen : dict, optional
+        ``{label: count}`` of the reference labels the model does not know.
+        CRFsuite adds them to its labels (they score 0 and count in the
+        averages); so do these figures, without changing the model.
+
+    Returns
+    -------
+    dict
+        ``scores`` ({label: LabelScore}), ``avg_precision``, ``avg_recall``,
+        ``avg_f1`` (macro averages over the labels, 0 for a label absent from
+        the reference, as CRFsuite computes them),
+        ``item_accuracy`` / ``instance_accuracy`` (Fractions) and their
+        ``*_float`` values, and ``dev_accuracy`` (= ``item_accuracy_float``).
+    """
+    n_labels = len(classes)
+    correct = truth == predicted
+    match = np.bincount(truth[correct], minlength=n_labels)
+    model = np.bincount(predicted, minlength=n_labels)
+    ref = np.bincount(truth[truth >= 0], minlength=n_labels)
+    scores = {}
+    totals = np.zeros(3)
+    for k, label in enumerate(classes.tolist()):
+        if ref[k] == 0:
+            scores[label] = LabelScore(int(match[k]), int(model[k]), 0, None, None, None)
+            continue
+        precision = match[k] / model[k] if model[k] else 0.0
+        recall = match[k] / ref[k]
+        f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+        scores[label] = LabelScore(
+            int(match[k]), int(model[k]), int(ref[k]), float(precision), float(recall),
+            float(f1),
+        )
+        totals += (precision, recall, f1)
+    unseen = unseen or {}
+    for label, count in unseen.items():
+        scores[label] = LabelScore(0, 0, int(count), 0.0, 0.0, 0.0)
+    averages = totals / (n_labels + len(unseen))
+    n_correct = int(correct.sum())
+    wrong_before = np.concatenate([[0], np.cumsum(~correct)])
+    starts = np.concatenate([[0], sequence_ends[:-1]])
+    n_sequences_correct = int(np.sum(wrong_before[sequence_ends] == wrong_before[starts]))
+    item = Fraction(n_correct, len(truth))
+    instance = Fraction(n_sequences_correct, len(sequence_ends))
+    return {
+        "scores": scores,
+        "avg_precision": float(averages[0]),
+        "avg_recall": float(averages[1]),
+        "avg_f1": float(averages[2]),
+        "item_accuracy": item,
+        "item_accuracy_float": float(item),
+        "instance_accuracy": instance,
+        "instance_accuracy_float": float(instance),
+        "dev_accuracy": float(item),
+    }
 
 
 class TrainingLog:
     """Per-iteration record of a fit, and how the optimizer stopped.
 
     Like sklearn-crfsuite's ``training_log_``: ``iterations`` is a list of
-    dicts, one per L-BFGS iteration, with the keys
+    dicts, one per iteration (an L-BFGS iteration, or an epoch of an online
+    trainer), with sklearn-crfsuite's keys:
 
     - ``num``: iteration number, from 1;
+    - ``scores``: ``{label: LabelScore}`` on the held-out data, ``{}``
+      without it;
     - ``loss``: the full objective (including the c1 and c2 terms);
     - ``feature_norm``: the L2 norm of the weights;
     - ``error_norm``: the norm of the gradient (of the pseudo-gradient when
@@ -22,7 +111,16 @@ class TrainingLog:
       search;
     - ``linesearch_step``: the accepted step length;
     - ``time``: seconds this iteration took;
-    - ``dev_accuracy``: token accuracy on ``X_dev``/``y_dev`` when given.
+    - with ``X_dev``/``y_dev``: ``avg_precision``, ``avg_recall``, ``avg_f1``
+      (macro averages over the model's labels, as CRFsuite prints them),
+      ``item_accuracy`` and ``instance_accuracy`` (``Fraction``: correct
+      tokens and correct sequences), their ``*_float`` values, and
+      ``dev_accuracy`` (= ``item_accuracy_float``).
+
+    The L-BFGS keys ``error_norm`` and ``linesearch_*`` are absent for the
+    online trainers, which log ``loss`` (their epoch loss, CRFsuite's),
+    ``feature_norm``, ``active_features``, ``time`` and their own figures
+    (see :func:`skcrf._online_train.train_online`).
 
     Parameters
     ----------
@@ -44,14 +142,16 @@ class TrainingLog:
         self.message = ""
         self._tick = time.perf_counter()
 
-    def record_iteration(self, info, dev_accuracy=None):
+    def record_iteration(self, info, holdout=None):
         """Record an optimizer iteration (an ``IterationInfo``).
 
         ``time`` is the time since the previous record, not counting the
-        evaluation of ``dev_accuracy(weights)``, a callable, when given.
+        evaluation of ``holdout(weights)``, a callable returning the held-out
+        entries (:func:`holdout_scores`), when given.
         """
         entry = {
             "num": info.k,
+            "scores": {},
             "loss": float(info.fun),
             "feature_norm": float(info.xnorm),
             "error_norm": float(info.gnorm),
@@ -60,8 +160,13 @@ class TrainingLog:
             "linesearch_step": float(info.step),
             "time": time.perf_counter() - self._tick,
         }
-        if dev_accuracy is not None:
-            entry["dev_accuracy"] = dev_accuracy(info.x)
+        self.record_epoch(entry, info.x, holdout)
+
+    def record_epoch(self, entry, weights, holdout=None):
+        """Record a trainer's own entry; held-out entries added when given."""
+        entry = {"scores": {}, **entry}
+        if holdout is not None:
+            entry.update(holdout(weights))
         self.record(entry)
         self._tick = time.perf_counter()
 
@@ -72,6 +177,7 @@ class TrainingLog:
             fields = "  ".join(
                 f"{key}={value:.6g}" if isinstance(value, float) else f"{key}={value}"
                 for key, value in entry.items()
+                if key != "scores" and not isinstance(value, Fraction)
             )
             print(f"[skcrf] iteration {fields}", file=sys.stderr)
 

@@ -320,7 +320,7 @@ def _too_large_message(name, i, j, key, value):
 # -- encoded data ---------------------------------------------------------------
 
 
-def _locate(flat_row, lengths):
+def locate_row(flat_row, lengths):
     """``(i, j)``: sequence and token of a row in flat order."""
     ends = np.cumsum(lengths)
     i = int(np.searchsorted(ends, flat_row, side="right"))
@@ -354,7 +354,7 @@ def check_sums(encoded, vocabulary, name="X"):
     positions = np.flatnonzero(encoded.ids == attribute)
     position = int(positions[np.argmax(np.abs(values[positions]))])
     row = int(np.searchsorted(encoded.indptr, position, side="right")) - 1
-    i, j = _locate(row, encoded.lengths)
+    i, j = locate_row(row, encoded.lengths)
     raise ValueError(
         f"The values of feature {vocabulary.attributes[attribute]!r} are too large: "
         "the sum of their magnitudes over the training data overflows a float (the "
@@ -376,7 +376,7 @@ def check_emissions(emissions, lengths, name="X"):
     if np.isfinite(emissions).all():
         return
     row = int(np.flatnonzero(~np.isfinite(emissions).all(axis=1))[0])
-    i, j = _locate(row, lengths)
+    i, j = locate_row(row, lengths)
     raise ValueError(
         f"{name}[{i}][{j}]: the label scores of this token are not finite: its "
         "feature values are too large for the model's weights. Scale the "
@@ -436,6 +436,19 @@ def check_labels(y, lengths, name="y"):
     return labels
 
 
+def check_classes(classes):
+    """``classes`` of partial_fit as a list of labels."""
+    if isinstance(classes, (str, bytes, Mapping)) or not hasattr(classes, "__iter__"):
+        raise TypeError(
+            f"classes must be a list of labels; got {type(classes).__name__} "
+            f"{classes!r:.100}."
+        )
+    classes = list(classes)
+    if not classes:
+        raise ValueError("classes must hold at least one label.")
+    return classes
+
+
 def _count(n, noun):
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
@@ -449,7 +462,7 @@ def _check_label_values(labels, lengths, name):
             try:
                 hash(label)
             except TypeError:
-                i, j = _locate(row, np.asarray(lengths))
+                i, j = locate_row(row, np.asarray(lengths))
                 raise TypeError(
                     f"{name}[{i}][{j}]: the label {_short(label)} is not hashable; "
                     "labels must be hashable (str, int, tuple, ...)."
@@ -458,7 +471,7 @@ def _check_label_values(labels, lengths, name):
     for label in unique:
         if _is_nan(label):
             row = next(k for k, other in enumerate(labels) if _is_nan(other))
-            i, j = _locate(row, np.asarray(lengths))
+            i, j = locate_row(row, np.asarray(lengths))
             raise ValueError(
                 f"{name}[{i}][{j}]: the label is NaN; NaN is not equal to itself, "
                 "so it cannot be a label."

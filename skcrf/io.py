@@ -8,7 +8,8 @@ The core is two functions over the plain fitted state of
 path)`` and ``load_model(path, cls)`` is
 ``cls._from_fitted_state(load_state(path))``. This module does not import
 the estimator (it only duck-types it); ``load_model`` without ``cls``
-imports :class:`~skcrf.CRFTagger` when called.
+builds the class the estimator's module registered
+(:func:`register_default_estimator`), :class:`~skcrf.CRFTagger`.
 
 A model file is one numpy ``.npz`` archive (a zip file, written with
 :func:`numpy.savez_compressed`) and is read back with
@@ -69,13 +70,18 @@ The JSON document is an object with exactly these keys:
 ``n_iter``
     Optimizer iterations run, an integer >= 0.
 ``status``
-    The :class:`~skcrf._lbfgs.LBFGSStatus` member name of how training
-    stopped, or null.
+    How training stopped, or null: an :class:`~skcrf._lbfgs.LBFGSStatus`
+    member name (``"CONVERGED"``), or ``"OnlineStatus."`` and an
+    :class:`~skcrf._online_train.OnlineStatus` member name for the online
+    trainers.
 ``training_log``
     null, or ``{"iterations": [{key: value, ...}, ...], "status": name or
     null, "message": str, "verbose": value}`` (a
     :class:`~skcrf._training_log.TrainingLog`), values in the tagged
-    encoding (scalars only).
+    encoding (scalars), except two log-only types: ``{"type": "fraction",
+    "value": [numerator, denominator]}`` (held-out accuracies) and
+    ``{"type": "label_scores", "value": V}`` for ``scores``, ``V`` a tagged
+    list of tuples ``(label, match, model, ref, precision, recall, f1)``.
 ``extra``
     ``{name: value}``: further fitted values the estimator keeps
     (``FittedState.extra``), each in the tagged encoding; may be empty.
@@ -197,12 +203,14 @@ import os
 import tempfile
 import zipfile
 import zlib
+from fractions import Fraction
 
 import numpy as np
 
 from ._lbfgs import LBFGSStatus
 from ._model import CRFModel, FittedState
-from ._training_log import TrainingLog
+from ._online_train import OnlineStatus
+from ._training_log import LabelScore, TrainingLog
 
 __all__ = [
     "FORMAT_NAME",
@@ -251,6 +259,8 @@ _V1_VECTORIZER_DTYPES = frozenset(
     {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
      "float16", "float32", "float64"}
 )
+# Status names of the online trainers carry this prefix (L-BFGS's have none).
+_ONLINE_PREFIX = "OnlineStatus."
 _LOG_KEYS = frozenset({"iterations", "status", "message", "verbose"})
 
 # numpy scalar types a label (or parameter) may have, by dtype name.
@@ -513,12 +523,18 @@ def _encode_log(log, what):
         for key, value in entry.items():
             if type(key) is not str:
                 raise TypeError(f"{what}.iterations[{k}] has a non-str key {key!r:.100}.")
+            where = f"{what}.iterations[{k}][{key!r:.100}]"
+            if key == "scores" and type(value) is dict:
+                encoded[key] = _encode_label_scores(value, where)
+                continue
+            if type(value) is Fraction:
+                encoded[key] = {"type": "fraction", "value": [value.numerator, value.denominator]}
+                continue
             if type(value) in (tuple, list, dict):
                 raise TypeError(
-                    f"{what}.iterations[{k}][{key!r:.100}] is a {type(value).__name__}; "
-                    "log values must be scalars."
+                    f"{where} is a {type(value).__name__}; log values must be scalars."
                 )
-            encoded[key] = _encode_value(value, f"{what}.iterations[{k}][{key!r}] =")
+            encoded[key] = _encode_value(value, f"{where} =")
         iterations.append(encoded)
     return {
         "iterations": iterations,
@@ -528,11 +544,55 @@ def _encode_log(log, what):
     }
 
 
+def _encode_label_scores(scores, what):
+    """A ``{label: LabelScore}`` log entry as a tagged list of 7-tuples."""
+    rows = []
+    for label, score in scores.items():
+        if not isinstance(score, LabelScore):
+            raise TypeError(f"{what}[{label!r:.100}] must be a LabelScore; got {score!r:.100}.")
+        rows.append((label, *score))
+    return {"type": "label_scores", "value": _encode_value(rows, f"{what} =")}
+
+
+def _decode_label_scores(value, what):
+    rows = _decode_value(value, what)
+    if type(rows) is not list:
+        raise ValueError(f"{what}: expected a list of label scores.")
+    scores = {}
+    for row in rows:
+        if type(row) is not tuple or len(row) != 7:
+            raise ValueError(f"{what}: a label score must be a 7-tuple; got {row!r:.100}.")
+        label, *counts, precision, recall, f1 = row
+        if not _is_hashable(label) or label in scores:
+            raise ValueError(f"{what}: invalid or repeated label {label!r:.100}.")
+        if any(type(c) is not int or c < 0 for c in counts) or any(
+            x is not None and type(x) is not float for x in (precision, recall, f1)
+        ):
+            raise ValueError(f"{what}: invalid figures for label {label!r:.100}.")
+        scores[label] = LabelScore(*counts, precision, recall, f1)
+    return scores
+
+
+def _decode_fraction(value, what):
+    if (
+        type(value) is not list
+        or len(value) != 2
+        or any(type(v) is not int for v in value)
+        or value[1] <= 0
+    ):
+        raise ValueError(f"{what}: invalid fraction {value!r:.100}.")
+    return Fraction(*value)
+
+
 def _encode_status(status, what):
     if status is None:
         return None
+    if isinstance(status, OnlineStatus):
+        return f"{_ONLINE_PREFIX}{status.name}"
     if not isinstance(status, LBFGSStatus):
-        raise TypeError(f"{what} must be an LBFGSStatus or None; got {status!r:.100}.")
+        raise TypeError(
+            f"{what} must be an LBFGSStatus, an OnlineStatus or None; got {status!r:.100}."
+        )
     return status.name
 
 
@@ -947,9 +1007,13 @@ def _check_document_keys(document, version):
 def _decode_status(name, what, nullable=True):
     if name is None and nullable:
         return None
-    if type(name) is not str or name not in LBFGSStatus.__members__:
-        raise ValueError(f"{what}: unknown optimizer status {name!r:.100}.")
-    return LBFGSStatus[name]
+    if type(name) is str and name.startswith(_ONLINE_PREFIX):
+        member = name[len(_ONLINE_PREFIX):]
+        if member in OnlineStatus.__members__:
+            return OnlineStatus[member]
+    elif type(name) is str and name in LBFGSStatus.__members__:
+        return LBFGSStatus[name]
+    raise ValueError(f"{what}: unknown training status {name!r:.100}.")
 
 
 def _decode_log(log_json, nullable=True):
@@ -962,7 +1026,13 @@ def _decode_log(log_json, nullable=True):
         _require_type(entry, dict, f"training_log iteration {k}")
         decoded = {}
         for key, value in entry.items():
-            value = _decode_value(value, f"training_log iteration {k} {key!r:.100}")
+            where = f"training_log iteration {k} {key!r:.100}"
+            kind = value.get("type") if type(value) is dict else None
+            if kind in ("label_scores", "fraction") and set(value) == {"type", "value"}:
+                decode = _decode_label_scores if kind == "label_scores" else _decode_fraction
+                decoded[key] = decode(value["value"], where)
+                continue
+            value = _decode_value(value, where)
             if type(value) in (tuple, list, dict):
                 raise ValueError(
                     f"training_log iteration {k} {key!r:.100}: a {type(value).__name__}, "
@@ -1227,9 +1297,9 @@ def load_model(path, cls=None):
         The model file.
     cls : type, optional
         The estimator class to build: any class with a classmethod
-        ``_from_fitted_state(state)``. Default :class:`~skcrf.CRFTagger`,
-        imported when this function is called (this module does not import
-        the estimator at import time).
+        ``_from_fitted_state(state)``. Default :class:`~skcrf.CRFTagger`
+        (registered by its module: this module never imports the estimator,
+        so persistence depends on nothing above it).
 
     Returns
     -------
@@ -1250,5 +1320,18 @@ def load_model(path, cls=None):
     save_model : Write a model file.
     """
     if cls is None:
-        from ._tagger import CRFTagger as cls
+        cls = _default_estimator
+        if cls is None:
+            raise TypeError("load_model needs cls: no estimator class is registered.")
     return cls._from_fitted_state(load_state(path))
+
+
+#: The class :func:`load_model` builds by default: set by the estimator's
+#: module when it is imported (so that this module never imports it).
+_default_estimator = None
+
+
+def register_default_estimator(cls):
+    """Make ``cls`` the class :func:`load_model` builds when given no ``cls``."""
+    global _default_estimator
+    _default_estimator = cls

@@ -1,0 +1,515 @@
+"""A ``pycrfsuite.Tagger`` look-alike over a fitted skcrf model.
+
+sklearn-crfsuite's ``CRF.tagger_`` is a ``pycrfsuite.Tagger``; code written
+for it calls ``labels()``, ``info()``, ``set(xseq)``, ``tag()``,
+``probability(yseq)``, ``marginal(y, pos)`` and ``dump()``.
+:class:`CRFsuiteTagger` answers those calls from skcrf's own model and
+kernels: the :class:`~skcrf._decode.Decoder` for Viterbi paths and marginals,
+the numpy forward pass of :mod:`skcrf._inference` for ``log Z``. Nothing here
+imports the estimator or pycrfsuite.
+
+Conventions
+-----------
+- The view shows the model as CRFsuite stores it in a model file: only the
+  features with a nonzero weight, only the attributes that keep at least one
+  of them (numbered ``0, 1, ...`` in skcrf's attribute order, as CRFsuite's
+  writer renumbers them), and every label, numbered as in ``classes``.
+  Features with a zero weight score nothing, so tagging is unaffected.
+- ``info()`` is the parsed text dump, as in pycrfsuite: ids are strings and
+  weights are the dump's, printed with six decimals (``%f``) and read back.
+  The exact weights are the estimator's ``state_features_`` and
+  ``transition_features_``.
+- Labels are returned as the model holds them (``classes``): strings for a
+  model trained on strings or read from a CRFsuite file, but an skcrf model
+  trained on ints returns ints (pycrfsuite only knows strings). The dump
+  writes ``str(label)``.
+- ``set`` stores one sequence; ``tag()``, ``probability`` and ``marginal``
+  read it. As with pycrfsuite, one view is not meant for concurrent use from
+  several threads.
+"""
+
+import math
+import operator
+import struct
+import sys
+
+import numpy as np
+
+from ._blocks import state_scores
+from ._decode import Decoder
+from ._featurize import Vocabulary
+from ._inference import forward_backward
+
+from ._validation import check_emissions, check_sequences
+
+__all__ = ["CRFsuiteTagger", "ParsedDump", "UnknownLabelError"]
+
+# CRFsuite's model file header: magic, size, type, version, num_features,
+# num_labels, num_attrs, then five chunk offsets; little-endian uint32.
+_HEADER = struct.Struct("<4sI4sIIIIIIIII")
+
+
+class UnknownLabelError(ValueError, RuntimeError):
+    """A label that the model does not have.
+
+    A ``ValueError``; also a ``RuntimeError``, which is what pycrfsuite raises
+    in this case ("Failed to convert into label identifier"), so that code
+    catching either keeps working.
+    """
+
+
+class ParsedDump:
+    """The model's parameters, as ``pycrfsuite.Tagger.info()`` returns them.
+
+    Attributes
+    ----------
+    header : dict
+        ``{field: str}``: the fields of the CRFsuite file header (``magic``,
+        ``size``, ``type``, ``version``, ``num_features``, ``num_labels``,
+        ``num_attrs``, ``off_*``), as the dump prints them.
+    labels : dict
+        ``{label: id}``, ids as strings (``'0'``, ``'1'``, ...).
+    attributes : dict
+        ``{attribute: id}``, ids as strings; only the attributes with a
+        nonzero state feature.
+    transitions : dict
+        ``{(label_from, label_to): weight}``, nonzero weights only.
+    state_features : dict
+        ``{(attribute, label): weight}``, nonzero weights only.
+    """
+
+    def __init__(self):
+        self.header = {}
+        self.labels = {}
+        self.attributes = {}
+        self.transitions = {}
+        self.state_features = {}
+
+    def __repr__(self):
+        return (
+            f"<ParsedDump: {len(self.labels)} labels, {len(self.attributes)} attributes, "
+            f"{len(self.transitions)} transitions, {len(self.state_features)} state features>"
+        )
+
+
+class _SetSequence:
+    """The sequence given to ``set``: its encoding and what was computed from it."""
+
+    __slots__ = ("encoded", "emissions", "path", "marginals", "log_partition")
+
+    def __init__(self, encoded, emissions):
+        self.encoded = encoded
+        self.emissions = emissions
+        self.path = None
+        self.marginals = None
+        self.log_partition = None
+
+
+class CRFsuiteTagger:
+    """A ``pycrfsuite.Tagger`` look-alike over a fitted skcrf model.
+
+    What ``CRFTagger.tagger_`` returns, so that code written for
+    sklearn-crfsuite's ``crf.tagger_`` runs unchanged. The methods and their
+    results are pycrfsuite's (see the module's conventions for the model it
+    shows); the differences are clearer errors where pycrfsuite answers
+    silently (``tag()`` or ``probability`` before any ``set``, an unknown
+    label) and no model files: build an estimator from a CRFsuite file with
+    ``CRFTagger.from_crfsuite(path)`` instead of ``open``.
+
+    Parameters
+    ----------
+    model : CRFModel
+        The fitted model.
+    vocabulary : Vocabulary, optional
+        The model's attribute vocabulary (the estimator's, to share its
+        caches); built from ``model.attributes`` when omitted.
+    decoder : Decoder, optional
+        The model's decoder; built when omitted.
+
+    Examples
+    --------
+    >>> from skcrf import CRFTagger
+    >>> from skcrf._tagger_view import CRFsuiteTagger
+    >>> X = [[{"w": "the"}, {"w": "dog"}], [{"w": "a"}, {"w": "cat"}, {"w": "runs"}]]
+    >>> y = [["DET", "NOUN"], ["DET", "NOUN", "VERB"]]
+    >>> crf = CRFTagger(c2=0.1).fit(X, y)
+    >>> tagger = CRFsuiteTagger(crf._model)
+    >>> tagger.labels()
+    ['DET', 'NOUN', 'VERB']
+    >>> tagger.tag([{"w": "the"}, {"w": "cat"}])
+    ['DET', 'NOUN']
+    >>> tagger.tag()  # the sequence set by the last call
+    ['DET', 'NOUN']
+    >>> round(tagger.marginal("NOUN", 1), 3) > 0.5
+    True
+    >>> 0 < tagger.probability(["DET", "NOUN"]) <= 1
+    True
+    >>> tagger.info().attributes["w:dog"]
+    '1'
+    """
+
+    def __init__(self, model, vocabulary=None, decoder=None):
+        self._model = model
+        if vocabulary is None:
+            vocabulary = Vocabulary(model.attributes, model.value_separator)
+        self._vocabulary = vocabulary
+        self._decoder = Decoder(model) if decoder is None else decoder
+        self._classes = list(model.classes.tolist())
+        self._label_index = {label: k for k, label in enumerate(self._classes)}
+        self._current = None
+        self._info = None
+        self._header_fields = None
+        self._stored_model = None
+
+    @property
+    def model(self):
+        """The :class:`~skcrf._model.CRFModel` this view shows."""
+        return self._model
+
+    def __repr__(self):
+        return (
+            f"<{type(self).__name__}: {len(self._classes)} labels, "
+            f"{self._model.n_attributes} attributes>"
+        )
+
+    # -- what pycrfsuite opens from files ----------------------------------
+
+    def open(self, name):
+        """Not supported: the view shows a fitted estimator's model.
+
+        Raises
+        ------
+        NotImplementedError
+            Always; load a CRFsuite model file with
+            ``skcrf.CRFTagger.from_crfsuite(path)`` and use its ``tagger_``.
+        """
+        raise NotImplementedError(
+            "CRFsuiteTagger.open: this tagger shows the model of a fitted skcrf "
+            "CRFTagger and opens no files. Load a CRFsuite model file with "
+            "skcrf.CRFTagger.from_crfsuite(path) and use its tagger_."
+        )
+
+    def open_inmemory(self, value):
+        """Not supported; see :meth:`open`.
+
+        Raises
+        ------
+        NotImplementedError
+            Always; write the bytes to a file and use
+            ``skcrf.CRFTagger.from_crfsuite(path)``.
+        """
+        raise NotImplementedError(
+            "CRFsuiteTagger.open_inmemory: this tagger shows the model of a fitted "
+            "skcrf CRFTagger and opens no model data. Write the bytes to a file and "
+            "load it with skcrf.CRFTagger.from_crfsuite(path)."
+        )
+
+    def close(self):
+        """Do nothing: the view holds no file (kept so cleanup code runs)."""
+
+    # -- the model -----------------------------------------------------------
+
+    def labels(self):
+        """The labels of the model.
+
+        Returns
+        -------
+        list
+            In label-id order (``classes``); see the module's note on types.
+        """
+        return list(self._classes)
+
+    def info(self):
+        """The model's parameters, as the parsed text dump.
+
+        Returns
+        -------
+        ParsedDump
+            Ids as strings, weights as printed by the dump (six decimals).
+        """
+        if self._info is None:
+            self._info = self._parsed_dump()
+        # a fresh copy each call, as pycrfsuite builds a new one each call
+        info = ParsedDump()
+        for name in ("header", "labels", "attributes", "transitions", "state_features"):
+            setattr(info, name, dict(getattr(self._info, name)))
+        return info
+
+    def dump(self, filename=None):
+        """Write the model in CRFsuite's plain-text dump format.
+
+        Parameters
+        ----------
+        filename : str or path-like, optional
+            Where to write (the file is replaced). None writes to stdout.
+        """
+        text = self._dump_text()
+        if filename is None:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+            return
+        with open(filename, "w", encoding="utf-8", newline="\n") as f:
+            f.write(text)
+
+    # -- one sequence ----------------------------------------------------------
+
+    def set(self, xseq):
+        """Set the sequence that :meth:`tag`, :meth:`probability` and
+        :meth:`marginal` work on.
+
+        Parameters
+        ----------
+        xseq : sequence of tokens
+            One sequence, in pycrfsuite's formats: each token a dict of
+            features (string values, numbers, bools, nested dicts, lists of
+            strings) or a list of feature names; a
+            ``pycrfsuite.ItemSequence`` is accepted too. Attributes the model
+            does not know are ignored.
+        """
+        xseq = _plain_sequence(xseq)
+        encoded = self._vocabulary.encode(
+            check_sequences([xseq], name="xseq"), grow=False, name="xseq"
+        )
+        n_tokens = len(encoded.indptr) - 1
+        emissions = np.zeros((n_tokens, len(self._classes)))
+        state_scores(encoded.indptr, encoded.ids, encoded.values, self._decoder.arrays, emissions)
+        check_emissions(emissions, encoded.lengths, name="xseq")
+        self._current = _SetSequence(encoded, emissions)
+
+    def tag(self, xseq=None):
+        """The most probable labels (Viterbi) of a sequence.
+
+        Parameters
+        ----------
+        xseq : sequence of tokens, optional
+            Set this sequence first (as :meth:`set`). Omitted: the sequence
+            set last.
+
+        Returns
+        -------
+        list
+            One label per token.
+        """
+        if xseq is not None:
+            self.set(xseq)
+        current = self._require_set("tag()")
+        if current.path is None:
+            if len(current.emissions):
+                current.path = self._decoder.viterbi_single(current.encoded, name="xseq")
+            else:
+                current.path = np.zeros(0, dtype=np.intp)
+        return [self._classes[k] for k in current.path.tolist()]
+
+    def probability(self, yseq):
+        """``P(yseq | xseq)`` of a label sequence, for the sequence set last.
+
+        Parameters
+        ----------
+        yseq : sequence of labels
+            One label per token of the sequence.
+
+        Returns
+        -------
+        float
+            0.0 for an empty sequence, as in CRFsuite.
+
+        Raises
+        ------
+        ValueError
+            If ``yseq`` and the sequence differ in length, or a label is not
+            one of the model's (:class:`UnknownLabelError`).
+        """
+        current = self._require_set("probability()")
+        yseq = list(yseq)
+        n_tokens = len(current.emissions)
+        if len(yseq) != n_tokens:
+            raise ValueError(
+                f"probability(): the numbers of items and labels differ: the sequence "
+                f"set has {n_tokens} items, yseq has {len(yseq)} labels."
+            )
+        if n_tokens == 0:
+            return 0.0  # CRFsuite's answer for an empty sequence
+        path = np.array([self._label_id(label, f"yseq[{t}]") for t, label in enumerate(yseq)])
+        transitions = self._decoder.transitions
+        score = current.emissions[np.arange(n_tokens), path].sum()
+        score += transitions[path[:-1], path[1:]].sum()
+        return math.exp(score - self._log_partition(current))
+
+    def marginal(self, y, pos):
+        """``P(y_pos = y | xseq)`` for the sequence set last.
+
+        Parameters
+        ----------
+        y : label
+        pos : int
+            Position in the sequence, ``0 <= pos < len(xseq)``.
+
+        Returns
+        -------
+        float
+
+        Raises
+        ------
+        ValueError
+            If ``pos`` is out of range or ``y`` is not a label of the model
+            (:class:`UnknownLabelError`).
+        """
+        current = self._require_set("marginal()")
+        pos = operator.index(pos)
+        n_tokens = len(current.emissions)
+        if not 0 <= pos < n_tokens:
+            raise ValueError(
+                f"marginal(): position {pos} is out of range: the sequence set has "
+                f"{n_tokens} items."
+            )
+        label = self._label_id(y, "y")
+        if current.marginals is None:
+            current.marginals = self._decoder.marginals(current.encoded, name="xseq")
+        return float(current.marginals[pos, label])
+
+    # -- helpers ---------------------------------------------------------------
+
+    def _require_set(self, method):
+        if self._current is None:
+            raise ValueError(
+                f"{method}: no sequence is set. Call set(xseq) or tag(xseq) first."
+            )
+        return self._current
+
+    def _label_id(self, label, where):
+        try:
+            return self._label_index[label]
+        except (KeyError, TypeError):
+            raise UnknownLabelError(
+                f"{where}: {label!r} is not a label of the model; its labels are "
+                f"{_short_list(self._classes)}."
+            ) from None
+
+    def _log_partition(self, current):
+        if current.log_partition is None:
+            n_tokens = len(current.emissions)
+            result = forward_backward(
+                current.emissions, self._decoder.transitions, np.ones(n_tokens, dtype=np.intp)
+            )
+            current.log_partition = float(result.log_partition[0])
+        return current.log_partition
+
+    def _stored(self):
+        """The model as CRFsuite's trainer stores it in a file.
+
+        Only the nonzero features, and only the attributes that keep one
+        (in attribute order, renumbered), as ``crf1de_save_model`` writes.
+        """
+        if self._stored_model is None:
+            self._stored_model = self._model.without_zeros()
+        return self._stored_model
+
+    def _features(self):
+        """``(state, transitions)`` of the stored model, in the dump's order.
+
+        ``state``: ``(attribute id, label id, weight)`` by attribute then
+        label; ``transitions``: ``(from id, to id, weight)`` by from then to.
+        """
+        model = self._stored()
+        n_labels = len(self._classes)
+        state = list(zip(
+            model.state_attributes().tolist(), model.state_labels.tolist(),
+            model.state_weights.tolist(),
+        ))
+        transitions = [
+            (i // n_labels, i % n_labels, w)
+            for i, w in zip(model.transition_index.tolist(), model.transition_weights.tolist())
+        ]
+        return state, transitions
+
+    def _header(self):
+        """The header fields of the stored model's file, as strings."""
+        if self._header_fields is None:
+            model = self._stored()
+            fields = _written_header(model)
+            if fields is None:
+                # No writer to measure the file with: the counts, and zeros
+                # for the size and offsets (which only a written file has).
+                fields = {
+                    "magic": "lCRF", "size": "0", "type": "FOMC", "version": "100",
+                    "num_features": "0", "num_labels": str(model.n_labels),
+                    "num_attrs": str(model.n_attributes), "off_features": "0x0",
+                    "off_labels": "0x0", "off_attrs": "0x0", "off_labelrefs": "0x0",
+                    "off_attrrefs": "0x0",
+                }
+            self._header_fields = fields
+        return dict(self._header_fields)
+
+    def _dump_text(self):
+        state, transitions = self._features()
+        names, classes = self._stored().attributes, self._classes
+        lines = ["FILEHEADER = {"]
+        lines += [f"  {key}: {value}" for key, value in self._header().items()]
+        lines += ["}", "", "LABELS = {"]
+        lines += [f"  {k:5d}: {label}" for k, label in enumerate(classes)]
+        lines += ["}", "", "ATTRIBUTES = {"]
+        lines += [f"  {a:5d}: {name}" for a, name in enumerate(names)]
+        lines += ["}", "", "TRANSITIONS = {"]
+        lines += [f"  (1) {classes[i]} --> {classes[j]}: {w:f}" for i, j, w in transitions]
+        lines += ["}", "", "STATE_FEATURES = {"]
+        lines += [f"  (0) {names[a]} --> {classes[k]}: {w:f}" for a, k, w in state]
+        lines += ["}", "", ""]
+        return "\n".join(lines)
+
+    def _parsed_dump(self):
+        """The :class:`ParsedDump` of :meth:`dump`'s text, built directly."""
+        state, transitions = self._features()
+        names, classes = self._stored().attributes, self._classes
+        info = ParsedDump()
+        info.header = self._header()
+        info.labels = {label: str(k) for k, label in enumerate(classes)}
+        info.attributes = {name: str(a) for a, name in enumerate(names)}
+        # weights as the dump prints them, so that info() and dump() agree
+        info.transitions = {
+            (classes[i], classes[j]): float(f"{w:f}") for i, j, w in transitions
+        }
+        info.state_features = {(names[a], classes[k]): float(f"{w:f}") for a, k, w in state}
+        return info
+
+
+def _plain_sequence(xseq):
+    """``xseq`` as a list of tokens; a pycrfsuite ItemSequence becomes its items."""
+    if type(xseq).__name__ == "ItemSequence" and type(xseq).__module__.startswith("pycrfsuite"):
+        return xseq.items()
+    if isinstance(xseq, (str, bytes)) or isinstance(xseq, dict):
+        raise TypeError(
+            f"xseq must be one sequence (a list of tokens); got {type(xseq).__name__}."
+        )
+    return xseq
+
+
+def _written_header(model):
+    """Header fields of ``model`` written as a CRFsuite file; None without a writer.
+
+    The size and the offsets are those of the file
+    :func:`skcrf._crfsuite_file.write_crfsuite` writes, so ``info().header``
+    matches what pycrfsuite shows for that file.
+    """
+    try:
+        from ._crfsuite_file import crfsuite_bytes
+    except ImportError:
+        return None
+    try:
+        raw = crfsuite_bytes(model)[: _HEADER.size]
+    except ValueError:  # a model CRFsuite cannot store: no file, no header
+        return None
+    (magic, size, kind, version, n_features, n_labels, n_attrs,
+     off_features, off_labels, off_attrs, off_labelrefs, off_attrrefs) = _HEADER.unpack(raw)
+    return {
+        "magic": magic.decode("latin-1"), "size": str(size), "type": kind.decode("latin-1"),
+        "version": str(version), "num_features": str(n_features),
+        "num_labels": str(n_labels), "num_attrs": str(n_attrs),
+        "off_features": f"0x{off_features:X}", "off_labels": f"0x{off_labels:X}",
+        "off_attrs": f"0x{off_attrs:X}", "off_labelrefs": f"0x{off_labelrefs:X}",
+        "off_attrrefs": f"0x{off_attrrefs:X}",
+    }
+
+
+def _short_list(items, limit=10):
+    shown = ", ".join(repr(item) for item in items[:limit])
+    return f"[{shown}{', ...' if len(items) > limit else ''}]"
