@@ -331,3 +331,38 @@ def test_each_trainer_is_as_accurate_as_crfsuite_on_a_treebank_slice(treebank, a
     theirs = sklearn_crfsuite.CRF(algorithm=algorithm, **settings).fit(X_train, y_train)
     # shuffling differs (our random_state, CRFsuite's own generator): close, not equal
     assert ours.score(X_test, y_test) == pytest.approx(theirs.score(X_test, y_test), abs=0.015)
+
+
+# -- persistence of the new fitted state ----------------------------------------------
+
+
+@pytest.mark.parametrize("algorithm", ["lbfgs", "pa"])
+def test_saved_model_keeps_status_and_held_out_log(algorithm, tmp_path):
+    tagger = CRFTagger(algorithm, max_iterations=4, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tagger.fit([DAYS, DAYS[3:]], [WEATHER, WEATHER[3:]], [DAYS], [WEATHER])
+    tagger.save(tmp_path / "m.skcrf")
+    loaded = CRFTagger.load(tmp_path / "m.skcrf")
+    assert loaded.status_ is tagger.status_
+    assert loaded.training_log_.iterations == tagger.training_log_.iterations
+    assert type(loaded.training_log_.last_iteration["item_accuracy"]) is Fraction
+    assert loaded.predict([DAYS]) == tagger.predict([DAYS])
+
+
+def test_merge_features_is_the_union_with_the_old_weights():
+    from skcrf._model import merge_features
+
+    tagger = CRFTagger("ap", random_state=0).fit([DAYS[:4]], [WEATHER[:4]])
+    old = tagger._model
+    wider = CRFTagger("ap", random_state=0).fit([DAYS[:4] + DAYS], [WEATHER[:4] + WEATHER])._model
+    merged, index = merge_features(old, wider)
+    assert merged.attributes == wider.attributes
+    np.testing.assert_array_equal(merged.weights[index], old.weights)
+    assert merged.n_features == wider.n_features  # the old features are a subset here
+    rest = np.setdiff1d(np.arange(merged.n_features), index)
+    assert not merged.weights[rest].any()
+    pairs = {(merged.attributes[a], merged.classes[k])
+             for a, k in zip(merged.state_attributes(), merged.state_labels)}
+    assert pairs == {(wider.attributes[a], wider.classes[k])
+                     for a, k in zip(wider.state_attributes(), wider.state_labels)}
