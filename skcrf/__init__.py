@@ -4,6 +4,20 @@ __version__ = "0.1.0.dev0"
 
 from . import io, metrics  # noqa: E402
 from ._featurizer import SequenceFeaturizer  # noqa: E402
+from ._lbfgs import LBFGSStatus  # noqa: E402
+from ._monitor import CallbackInfo  # noqa: E402
+from ._online_train import OnlineStatus  # noqa: E402
 from ._tagger import CRFTagger  # noqa: E402
+from ._training_log import LabelScore, TrainingLog  # noqa: E402
 
-__all__ = ["CRFTagger", "SequenceFeaturizer", "io", "metrics"]
+__all__ = [
+    "CRFTagger",
+    "CallbackInfo",
+    "LBFGSStatus",
+    "LabelScore",
+    "OnlineStatus",
+    "SequenceFeaturizer",
+    "TrainingLog",
+    "io",
+    "metrics",
+]

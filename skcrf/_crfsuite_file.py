@@ -136,6 +136,9 @@ _LABEL_TYPES = (str, int, float, bool, type(None))
 
 _U32 = 0xFFFFFFFF
 _MAX_FILE_SIZE = _U32  # offsets are 32-bit
+#: Labels of a model that can be read: decoding needs a dense L x L matrix
+#: of transitions (128 MB at this limit).
+MAX_LABELS = 4096
 
 # Hash keys with numpy while more than this many keys are still being hashed;
 # the few long keys left are finished in Python (per-call overhead wins).
@@ -768,6 +771,13 @@ def _parse(data):
         raise ValueError(f"unsupported model file version {version} (only {_VERSION}).")
     if n_labels == 0:
         raise ValueError("the model has no labels.")
+    if n_labels > MAX_LABELS:
+        # Decoding holds a dense labels x labels transition matrix (CRFsuite
+        # too): a crafted count must not become a huge allocation.
+        raise ValueError(
+            f"the header gives {n_labels} labels; skcrf reads models with at most "
+            f"{MAX_LABELS} (decoding needs a {n_labels} x {n_labels} transition matrix)."
+        )
 
     types, src, dst, weights, end = _read_features(data, off_features, n_features)
     chunk_ends = [end]
@@ -1085,6 +1095,13 @@ def crfsuite_bytes(model, *, labels=None):
     n_labels = len(classes)
     if n_labels == 0:
         raise ValueError("the model has no labels.")
+    if n_labels > MAX_LABELS:
+        # Decoding holds a dense labels x labels transition matrix (CRFsuite
+        # too): a crafted count must not become a huge allocation.
+        raise ValueError(
+            f"the header gives {n_labels} labels; skcrf reads models with at most "
+            f"{MAX_LABELS} (decoding needs a {n_labels} x {n_labels} transition matrix)."
+        )
     n_attributes = len(model.attributes)
     arrays = {
         "state_ptr": np.asarray(model.state_ptr, dtype=np.int64),

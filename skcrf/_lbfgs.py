@@ -100,8 +100,9 @@ _BACKTRACK_GROW = 2.1
 class LBFGSStatus(enum.Enum):
     """Why :func:`minimize_lbfgs` stopped.
 
-    The first five members are normal terminations (``converged`` is True for
-    four of them; ``MAX_ITERATIONS`` is normal but not converged). The others
+    The first six members are normal terminations (``converged`` is True for
+    four of them; ``MAX_ITERATIONS`` and ``CALLBACK_STOP`` are normal but not
+    converged). The others
     are line-search failures: the search could not find an acceptable step
     from the last accepted point, which is then the result.
     """
@@ -116,8 +117,13 @@ class LBFGSStatus(enum.Enum):
     ALREADY_MINIMIZED = "already_minimized"
     #: ``max_iterations`` iterations ran without any other test stopping.
     MAX_ITERATIONS = "max_iterations"
-    #: The callback returned True.
+    #: The callback returned True: a stop the user asked for (normal, but
+    #: not converged).
     CALLBACK_STOP = "callback_stop"
+    #: The estimator's early stopping ended training: the validation score
+    #: did not improve for ``n_iter_no_change`` iterations (the weights of
+    #: the best iteration are kept).
+    EARLY_STOPPING = "early_stopping"
     #: More-Thuente: the trial step left the interval of uncertainty, usually
     #: because rounding errors prevent progress, or no step satisfies the
     #: sufficient decrease and curvature conditions.
@@ -165,7 +171,7 @@ _CONVERGED_STATUSES = frozenset(
         LBFGSStatus.CONVERGED,
         LBFGSStatus.STOPPED_DELTA,
         LBFGSStatus.ALREADY_MINIMIZED,
-        LBFGSStatus.CALLBACK_STOP,
+        LBFGSStatus.EARLY_STOPPING,
     }
 )
 _LINESEARCH_FAILURES = frozenset(
@@ -190,6 +196,10 @@ _DESCRIPTIONS = {
     LBFGSStatus.ALREADY_MINIMIZED: "The start point already satisfies the epsilon test.",
     LBFGSStatus.MAX_ITERATIONS: "Reached max_iterations before convergence.",
     LBFGSStatus.CALLBACK_STOP: "The callback asked to stop.",
+    LBFGSStatus.EARLY_STOPPING: (
+        "Early stopping: the validation score did not improve for n_iter_no_change "
+        "iterations; the weights of the best iteration are kept."
+    ),
     LBFGSStatus.ROUNDING_ERROR: (
         "Line search failed: rounding errors prevent progress, or no step "
         "satisfies the sufficient decrease and curvature conditions."

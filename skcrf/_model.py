@@ -161,43 +161,52 @@ class CRFModel:
 
 
 def merge_features(old, new):
-    """The union of the features of two models over the same labels.
+    """The union of the features of two models, with the old weights.
 
-    ``new`` has the attributes of ``old`` first (same ids), then more. The
-    result keeps ``old``'s weights (new features weigh 0).
+    ``new`` has the attributes of ``old`` first (same ids), then more, and
+    every label of ``old`` (in any order, with more). The result keeps
+    ``old``'s weights; features only in ``new`` weigh 0.
 
     Returns
     -------
     model : CRFModel
-        Attributes and value separator of ``new``.
-    index : ndarray of int64, shape (old.n_features,)
-        Where each feature of ``old`` is in the result's flat vector.
+        Labels, attributes and value separator of ``new``.
+    old_index, new_index : ndarray of int64
+        Where each feature of ``old`` (of ``new``) is in the result's flat
+        vector.
     """
     n_labels = new.n_labels
-    old_keys = old.state_attributes() * n_labels + old.state_labels
+    position = {label: k for k, label in enumerate(new.classes.tolist())}
+    relabel = np.array([position[label] for label in old.classes.tolist()], dtype=np.int64)
+    old_keys = old.state_attributes() * n_labels + relabel[old.state_labels]
     new_keys = new.state_attributes() * n_labels + new.state_labels
     keys = np.union1d(old_keys, new_keys)
-    state_index = np.searchsorted(keys, old_keys)
     attributes_of = keys // n_labels
     state_ptr = np.searchsorted(attributes_of, np.arange(new.n_attributes + 1)).astype(np.int64)
-    transitions = np.union1d(old.transition_index, new.transition_index).astype(np.int64)
-    transition_index = np.searchsorted(transitions, old.transition_index)
-    state_weights = np.zeros(len(keys))
-    state_weights[state_index] = old.state_weights
-    transition_weights = np.zeros(len(transitions))
-    transition_weights[transition_index] = old.transition_weights
+    old_from, old_to = np.divmod(old.transition_index, old.n_labels)
+    old_transitions = relabel[old_from] * n_labels + relabel[old_to]
+    transitions = np.union1d(old_transitions, new.transition_index).astype(np.int64)
+    old_index = np.concatenate([
+        np.searchsorted(keys, old_keys),
+        len(keys) + np.searchsorted(transitions, old_transitions),
+    ]).astype(np.int64)
+    new_index = np.concatenate([
+        np.searchsorted(keys, new_keys),
+        len(keys) + np.searchsorted(transitions, new.transition_index),
+    ]).astype(np.int64)
+    weights = np.zeros(len(keys) + len(transitions))
+    weights[old_index] = old.weights
     model = CRFModel(
         classes=new.classes,
         attributes=new.attributes,
         state_ptr=state_ptr,
         state_labels=(keys % n_labels).astype(np.int32),
-        state_weights=state_weights,
+        state_weights=weights[: len(keys)],
         transition_index=transitions,
-        transition_weights=transition_weights,
+        transition_weights=weights[len(keys):],
         value_separator=new.value_separator,
     )
-    index = np.concatenate([state_index, len(keys) + transition_index]).astype(np.int64)
-    return model, index
+    return model, old_index, new_index
 
 
 def kept_state_ptr(state_ptr, keep):

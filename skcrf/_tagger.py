@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import BaseEstimator
+from sklearn.base import BaseEstimator, clone
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.feature_extraction import DictVectorizer
 from sklearn.utils import check_random_state
@@ -19,10 +19,12 @@ from ._featurize import Vocabulary
 from ._lbfgs import LBFGSResult, LBFGSStatus, minimize_lbfgs
 from ._crfsuite_file import crfsuite_bytes, read_crfsuite, write_crfsuite
 from ._model import FittedState, merge_features
+from ._monitor import TrainingMonitor
 from ._objective import CRFObjective, select_features
-from ._online_train import train_online
+from ._online_train import OnlineStatus, train_online
 from ._tagger_view import CRFsuiteTagger
 from ._threads import effective_n_threads
+from .metrics import get_scorer
 from ._training_log import TrainingLog, holdout_scores
 from ._validation import (
     check_classes,
@@ -79,7 +81,8 @@ FEATURE_DEFAULTS = {
 
 #: The fitted attributes set by fit (and read lazily from model_filename).
 _FITTED_ATTRIBUTES = frozenset(
-    {"classes_", "attributes_", "n_features_", "n_iter_", "status_", "training_log_"}
+    {"classes_", "attributes_", "n_features_", "n_iter_", "status_", "training_log_",
+     "best_iteration_"}
 )
 
 
@@ -300,6 +303,12 @@ calibration_candidates, calibration_max_trials : default=None
         "trainer_cls": [type, None],
         "n_jobs": [Integral, None],
         "random_state": ["random_state"],
+        "warm_start": ["boolean"],
+        "early_stopping": ["boolean"],
+        "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
+        "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
+        "tol": [Interval(Real, 0, None, closed="left")],
+        "scoring": [str, callable, None],
     }
 
     def __init__(
@@ -335,6 +344,12 @@ calibration_candidates, calibration_max_trials : default=None
         *,
         n_jobs=None,
         random_state=None,
+        warm_start=False,
+        early_stopping=False,
+        validation_fraction=0.1,
+        n_iter_no_change=10,
+        tol=1e-7,
+        scoring=None,
     ):
         # Positional order is sklearn_crfsuite.CRF's, so that its scripts
         # (``CRF('lbfgs', ...)``) run unchanged; skcrf's own are keyword-only.
@@ -368,6 +383,12 @@ calibration_candidates, calibration_max_trials : default=None
         self.trainer_cls = trainer_cls
         self.n_jobs = n_jobs
         self.random_state = random_state
+        self.warm_start = warm_start
+        self.early_stopping = early_stopping
+        self.validation_fraction = validation_fraction
+        self.n_iter_no_change = n_iter_no_change
+        self.tol = tol
+        self.scoring = scoring
 
     def _validate_params(self):
         super()._validate_params()
@@ -408,7 +429,7 @@ calibration_candidates, calibration_max_trials : default=None
         return algorithm, settings
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, X_dev=None, y_dev=None):
+    def fit(self, X, y, X_dev=None, y_dev=None, *, callback=None):
         """Train the CRF.
 
         Parameters
@@ -420,7 +441,16 @@ calibration_candidates, calibration_max_trials : default=None
         X_dev, y_dev : list of sequences, optional
             Held-out data evaluated at every iteration (``training_log_``:
             per-label scores, item and instance accuracy). It never changes
-            the model.
+            the model, except with ``early_stopping=True``, where it is the
+            validation data that chooses the iteration whose weights are
+            kept.
+        callback : callable, optional
+            ``callback(info)`` after every iteration, with a
+            :class:`~skcrf._monitor.CallbackInfo` (iteration, loss, gradient
+            norm, a read-only view of the weights, elapsed seconds).
+            Returning True stops training cleanly: ``status_`` is then
+            ``CALLBACK_STOP`` (a stop you asked for: no warning, and not
+            "converged").
 
         Returns
         -------
@@ -428,12 +458,25 @@ calibration_candidates, calibration_max_trials : default=None
         """
         algorithm, settings = self._settings()
         self._check_model_filename_writable()
-        vocabulary = Vocabulary()
-        encoded = vocabulary.encode(check_sequences(X, name="X"), grow=True, name="X")
+        if (X_dev is None) != (y_dev is None):
+            raise ValueError("X_dev and y_dev must be given together.")
+        if callback is not None and not callable(callback):
+            raise TypeError(f"callback must be callable; got {type(callback).__name__}.")
+        sequences = check_sequences(X, name="X")
+        label_sequences = y
+        validation_part = None
+        if self.early_stopping and X_dev is None:
+            sequences, label_sequences, validation_part = self._split_validation(sequences, y)
+
+        previous = self.__dict__.get("_model") if self.warm_start else None
+        vocabulary = Vocabulary() if previous is None else self._vocabulary_copy()
+        encoded = vocabulary.encode(sequences, grow=True, name="X")
         check_sums(encoded, vocabulary, name="X")
-        label_index, classes = encode_labels(
-            check_labels(y, encoded.lengths, name="y"), name="y"
-        )
+        labels = check_labels(label_sequences, encoded.lengths, name="y")
+        classes = None
+        if previous is not None:
+            _, classes = encode_labels([*previous.classes.tolist(), *dict.fromkeys(labels)])
+        label_index, classes = encode_labels(labels, classes, name="y")
         model, observed = select_features(
             encoded,
             label_index,
@@ -443,35 +486,118 @@ calibration_candidates, calibration_max_trials : default=None
             all_possible_transitions=settings["all_possible_transitions"],
             min_freq=settings["min_freq"],
         )
-        holdout = self._holdout(X_dev, y_dev, vocabulary, model)
-        log = TrainingLog(verbose=self.verbose)
+        resume = None
+        if previous is not None:
+            # old features keep their weights; new ones start at zero
+            model, old_index, new_index = merge_features(previous, model)
+            observed = _scatter(observed, new_index, model.n_features)
+            resume = self._resumed_trainer_state(algorithm, old_index, model.n_features)
+
+        holdout = None if X_dev is None else _DevEvaluator(
+            X_dev, y_dev, vocabulary, model, self.n_jobs
+        )
+        validation = None
+        if self.early_stopping:
+            X_val, y_val = validation_part if X_dev is None else (X_dev, y_dev)
+            validation = self._validation_score(X_val, y_val, vocabulary, model)
+        log = TrainingLog(verbose=self.verbose, total=settings["max_iterations"] or None)
+        monitor = TrainingMonitor(
+            log, holdout=holdout, validation=validation,
+            n_iter_no_change=self.n_iter_no_change, tol=self.tol, callback=callback,
+        )
         trainer_state = None
         if algorithm == "lbfgs":
-            result = self._minimize(encoded, model, observed, settings, log, holdout)
+            result = self._minimize(encoded, model, observed, settings, monitor)
         else:
             result = train_online(
                 algorithm, encoded, label_index, model, settings,
-                random_state=check_random_state(self.random_state),
-                callback=lambda entry, w: log.record_epoch(entry, w, holdout),
+                random_state=self._random_state(), callback=monitor.online_epoch,
+                resume=resume,
             )
             trainer_state = result.state
-        log.finish(result.status, result.message)
+        status, weights = self._outcome(algorithm, result, monitor)
+        log.finish(status, result.message if status is result.status else status.description)
         # Set together, so an interrupted fit leaves the estimator unchanged.
         self._set_fitted(
-            model.with_weights(result.x), result.n_iter, result.status, log, vocabulary,
-            trainer_state,
+            model.with_weights(weights), result.n_iter, status, log, vocabulary,
+            trainer_state, best_iteration=monitor.best_iteration,
         )
+        self.__dict__.pop("_partial_fit_rng", None)
         self._write_model_file()
         return self
 
-    def _holdout(self, X_dev, y_dev, vocabulary, model):
-        if (X_dev is None) != (y_dev is None):
-            raise ValueError("X_dev and y_dev must be given together.")
-        if X_dev is None:
-            return None
-        return _DevEvaluator(X_dev, y_dev, vocabulary, model, self.n_jobs)
+    def _random_state(self):
+        """A RandomState for this fit (the same stream for a given int)."""
+        return check_random_state(self.random_state)
 
-    def _minimize(self, encoded, model, observed, settings, log, holdout):
+    def _split_validation(self, sequences, y):
+        """Hold out ``validation_fraction`` of the sequences for early stopping."""
+        lengths = [len(seq) for seq in sequences]
+        check_labels(y, lengths, name="y")  # errors name the original positions
+        y = list(y)
+        n_validation = int(np.ceil(self.validation_fraction * len(sequences)))
+        if n_validation < 1 or n_validation >= len(sequences):
+            raise ValueError(
+                f"early_stopping with validation_fraction={self.validation_fraction} "
+                f"leaves {len(sequences) - n_validation} of {len(sequences)} sequences "
+                "for training; give more sequences or X_dev/y_dev."
+            )
+        order = self._random_state().permutation(len(sequences))
+        held, kept = np.sort(order[:n_validation]), np.sort(order[n_validation:])
+        return (
+            [sequences[i] for i in kept],
+            [y[i] for i in kept],
+            ([sequences[i] for i in held], [y[i] for i in held]),
+        )
+
+    def _validation_score(self, X_val, y_val, vocabulary, model):
+        """``score(w)`` on the early-stopping data: higher is better."""
+        if self.scoring is None:
+            accuracy = _DevEvaluator(X_val, y_val, vocabulary, model, self.n_jobs, name="validation")
+            return accuracy.accuracy
+        scorer = get_scorer(self.scoring)
+
+        def score(w):
+            probe = clone(self)
+            probe._set_fitted(model.with_weights(w), 0, None, None, vocabulary)
+            return scorer(probe, X_val, y_val)
+
+        return score
+
+    def _vocabulary_copy(self):
+        # A new vocabulary: an interrupted fit must leave the old one as it was.
+        return Vocabulary(self._model.attributes, self._model.value_separator)
+
+    def _resumed_trainer_state(self, algorithm, old_index, n_features):
+        """The online trainer's state, widened to the model's features (warm start)."""
+        if algorithm == "lbfgs":
+            return None
+        state = self.__dict__.get("_trainer_state")
+        if state is None or state.algorithm != algorithm:
+            raise ValueError(
+                f"warm_start with algorithm={algorithm!r} continues that trainer's own "
+                "state, but the model was not trained by it in this session. Fit "
+                "without warm_start first."
+            )
+        return state.expanded(old_index, n_features)
+
+    def _outcome(self, algorithm, result, monitor):
+        """The status to report and the weights to keep."""
+        status, weights = result.status, result.x
+        if monitor.early_stopped:
+            status = (LBFGSStatus if algorithm == "lbfgs" else OnlineStatus).EARLY_STOPPING
+        if monitor.best_weights is not None:
+            weights = monitor.best_weights
+        if status is OnlineStatus.OVERFLOW:
+            warnings.warn(
+                f"CRFTagger ({algorithm}) stopped on a failure: {result.message} "
+                f"({status.name}, after {result.n_iter} epochs).",
+                ConvergenceWarning,
+                stacklevel=4,  # past fit and _fit_context's wrapper
+            )
+        return status, weights
+
+    def _minimize(self, encoded, model, observed, settings, monitor):
         """L-BFGS / OWL-QN on the CRF objective (CRFsuite's 'lbfgs')."""
         n_threads = effective_n_threads(self.n_jobs)
         objective = CRFObjective(encoded, model, observed, c2=settings["c2"], n_threads=n_threads)
@@ -487,7 +613,7 @@ calibration_candidates, calibration_max_trials : default=None
                 )
             result = minimize_lbfgs(
                 objective.loss_gradient,
-                np.zeros(model.n_features),
+                model.weights,
                 c1=settings["c1"],
                 num_memories=settings["num_memories"],
                 epsilon=settings["epsilon"],
@@ -496,9 +622,9 @@ calibration_candidates, calibration_max_trials : default=None
                 max_iterations=settings["max_iterations"] or None,
                 linesearch=settings["linesearch"],
                 max_linesearch=settings["max_linesearch"],
-                callback=lambda info: log.record_iteration(info, holdout),
+                callback=monitor.lbfgs_iteration,
             )
-        if not result.status.converged:
+        if not result.status.converged and result.status is not LBFGSStatus.CALLBACK_STOP:
             warnings.warn(
                 f"CRFTagger stopped before converging: {result.message} "
                 f"({result.status.name}, after {result.n_iter} iterations). The "
@@ -601,7 +727,7 @@ calibration_candidates, calibration_max_trials : default=None
             min_freq=settings["min_freq"],
         )
         if fitted:
-            model, index = merge_features(self._model, batch_model)
+            model, index, _ = merge_features(self._model, batch_model)
             state = state.expanded(index, model.n_features)
             n_iter, log = self.n_iter_, self.training_log_
         else:
@@ -628,7 +754,8 @@ calibration_candidates, calibration_max_trials : default=None
 
     # -- fitted state ------------------------------------------------------
 
-    def _set_fitted(self, model, n_iter, status, log, vocabulary=None, trainer_state=None):
+    def _set_fitted(self, model, n_iter, status, log, vocabulary=None, trainer_state=None,
+                    best_iteration=None):
         if vocabulary is None:
             vocabulary = Vocabulary(model.attributes, model.value_separator)
         self._model = model
@@ -641,6 +768,7 @@ calibration_candidates, calibration_max_trials : default=None
         self.n_iter_ = n_iter
         self.status_ = status
         self.training_log_ = log
+        self.best_iteration_ = best_iteration
 
     def _get_fitted_state(self):
         """The fitted state as one plain structure (for persistence)."""
@@ -650,6 +778,7 @@ calibration_candidates, calibration_max_trials : default=None
             n_iter=self.n_iter_,
             status=self.status_,
             training_log=self.training_log_,
+            extra={"best_iteration": self.best_iteration_},
         )
 
     @classmethod
@@ -661,7 +790,10 @@ calibration_candidates, calibration_max_trials : default=None
         """
         names = cls._get_param_names()
         tagger = cls(**{k: v for k, v in state.params.items() if k in names})
-        tagger._set_fitted(state.model, state.n_iter, state.status, state.training_log)
+        tagger._set_fitted(
+            state.model, state.n_iter, state.status, state.training_log,
+            best_iteration=state.extra.get("best_iteration"),
+        )
         return tagger
 
     def _fitted_model(self):
@@ -983,30 +1115,46 @@ def _check_single(xseq):
 class _DevEvaluator:
     """CRFsuite's held-out evaluation under given weights (log entries)."""
 
-    def __init__(self, X_dev, y_dev, vocabulary, model, n_jobs):
+    def __init__(self, X_dev, y_dev, vocabulary, model, n_jobs, name="dev"):
         # Encoded against the vocabulary as it is now: attributes seen only
         # in the dev data have no feature, and must not join the vocabulary.
+        x_name, y_name = f"X_{name}", f"y_{name}"
         self.encoded = vocabulary.encode(
-            check_sequences(X_dev, name="X_dev"), grow=False, name="X_dev"
+            check_sequences(X_dev, name=x_name), grow=False, name=x_name
         )
-        labels = check_labels(y_dev, self.encoded.lengths, name="y_dev")
+        labels = check_labels(y_dev, self.encoded.lengths, name=y_name)
         if not labels:
-            raise ValueError("X_dev has no tokens: all sequences are empty.")
+            raise ValueError(f"{x_name} has no tokens: all sequences are empty.")
         # Labels unseen in training get -1: always wrong, never a new class.
-        self.truth, _ = encode_labels(labels, model.classes, name="y_dev")
+        self.truth, _ = encode_labels(labels, model.classes, name=y_name)
+        self.name = x_name
         self.unseen = Counter(labels[k] for k in np.flatnonzero(self.truth < 0).tolist())
         lengths = np.asarray(self.encoded.lengths)
         self.sequence_ends = np.cumsum(lengths)[lengths > 0]
         self.model = model
         self.n_threads = effective_n_threads(n_jobs)
 
-    def __call__(self, w):
-        path = Decoder(self.model.with_weights(w)).viterbi(
-            self.encoded, self.n_threads, name="X_dev"
+    def _path(self, w):
+        return Decoder(self.model.with_weights(w)).viterbi(
+            self.encoded, self.n_threads, name=self.name
         )
+
+    def accuracy(self, w):
+        """Token accuracy under the weights ``w`` (the estimator's score)."""
+        return float(np.mean(self._path(w) == self.truth))
+
+    def __call__(self, w):
+        path = self._path(w)
         return holdout_scores(
             self.truth, path, self.sequence_ends, self.model.classes, self.unseen
         )
+
+
+def _scatter(values, index, size):
+    """A zero vector of ``size`` with ``values`` at ``index``."""
+    out = np.zeros(size)
+    out[index] = values
+    return out
 
 
 io.register_default_estimator(CRFTagger)

@@ -7,6 +7,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ._progress import ProgressDisplay
+
 
 class LabelScore(NamedTuple):
     """Held-out figures of one label at one iteration (CRFsuite's, by name).
@@ -125,7 +127,11 @@ class TrainingLog:
     Parameters
     ----------
     verbose : bool or int, default=False
-        Print each iteration to stderr as it is recorded.
+        0/False: quiet. 1/True: one progress line on stderr, updated in
+        place on a terminal (:class:`skcrf._progress.ProgressDisplay`).
+        2 or more: one line per iteration, as it is recorded.
+    total : int or None, default=None
+        The iteration limit, for the progress line's remaining time.
 
     Attributes
     ----------
@@ -135,12 +141,23 @@ class TrainingLog:
     message : str
     """
 
-    def __init__(self, verbose=False):
+    # class-level defaults: logs pickled by earlier versions lack them
+    _progress = None
+    _total = None
+
+    def __init__(self, verbose=False, total=None):
         self.verbose = verbose
         self.iterations = []
         self.status = None
         self.message = ""
+        self._total = total
+        self._progress = None
         self._tick = time.perf_counter()
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["_progress"] = None  # a display belongs to the fit that made it
+        return state
 
     def record_iteration(self, info, holdout=None):
         """Record an optimizer iteration (an ``IterationInfo``).
@@ -149,7 +166,11 @@ class TrainingLog:
         evaluation of ``holdout(weights)``, a callable returning the held-out
         entries (:func:`holdout_scores`), when given.
         """
-        entry = {
+        self.record_epoch(self.iteration_entry(info), info.x, holdout)
+
+    def iteration_entry(self, info):
+        """The log entry of an L-BFGS iteration (an ``IterationInfo``)."""
+        return {
             "num": info.k,
             "scores": {},
             "loss": float(info.fun),
@@ -160,7 +181,6 @@ class TrainingLog:
             "linesearch_step": float(info.step),
             "time": time.perf_counter() - self._tick,
         }
-        self.record_epoch(entry, info.x, holdout)
 
     def record_epoch(self, entry, weights, holdout=None):
         """Record a trainer's own entry; held-out entries added when given."""
@@ -173,7 +193,11 @@ class TrainingLog:
     def record(self, entry):
         """Append one iteration's dict (and print it when verbose)."""
         self.iterations.append(entry)
-        if self.verbose:
+        if self.verbose == 1:
+            if self._progress is None:
+                self._progress = ProgressDisplay(self._total)
+            self._progress.update(entry)
+        elif self.verbose:
             fields = "  ".join(
                 f"{key}={value:.6g}" if isinstance(value, float) else f"{key}={value}"
                 for key, value in entry.items()
@@ -184,7 +208,10 @@ class TrainingLog:
     def finish(self, status, message):
         self.status = status
         self.message = message
-        if self.verbose:
+        if self._progress is not None:
+            self._progress.close(f"stopped: {status.name}: {message}")
+            self._progress = None
+        elif self.verbose:
             print(f"[skcrf] stopped: {status.name}: {message}", file=sys.stderr)
 
     @property

@@ -783,3 +783,29 @@ def test_large_model_speed():
     back = read_crfsuite(content).model
     assert time.perf_counter() - started < 10  # ~0.5 s on a laptop
     _assert_models_identical(back, model)
+
+
+def test_a_huge_label_count_is_refused_before_any_allocation():
+    import struct
+
+    from skcrf._crfsuite_file import MAX_LABELS
+
+    model = _small_model_for_label_cap()
+    data = bytearray(crfsuite_bytes(model))
+    # the label count is the 6th 32-bit field of the header
+    struct.pack_into("<I", data, 20, MAX_LABELS + 1)
+    with pytest.raises(ValueError, match=f"{MAX_LABELS + 1} labels"):
+        read_crfsuite(bytes(data))
+
+
+def _small_model_for_label_cap():
+    import numpy as np
+
+    from skcrf._model import CRFModel
+
+    return CRFModel(
+        classes=np.array(["A", "B"], dtype=object), attributes=["x"],
+        state_ptr=np.array([0, 1]), state_labels=np.array([1], dtype=np.int32),
+        state_weights=np.array([0.5]), transition_index=np.array([1]),
+        transition_weights=np.array([-0.25]),
+    )

@@ -53,7 +53,7 @@ def test_every_algorithm_fits_from_a_positional_call(algorithm):
 @pytest.mark.parametrize("with_dev", [True, False])
 def test_verbose_training_prints_each_iteration(algorithm, with_dev, capsys):
     dev = ([DAYS], [WEATHER]) if with_dev else (None, None)
-    tagger = CRFTagger(algorithm, verbose=True, max_iterations=5, random_state=0)
+    tagger = CRFTagger(algorithm, verbose=2, max_iterations=5, random_state=0)
     with warnings.catch_warnings():
         # lbfgs stops early (ConvergenceWarning); the online trainers do not warn
         warnings.simplefilter("ignore" if algorithm == "lbfgs" else "error")
@@ -356,7 +356,8 @@ def test_merge_features_is_the_union_with_the_old_weights():
     tagger = CRFTagger("ap", random_state=0).fit([DAYS[:4]], [WEATHER[:4]])
     old = tagger._model
     wider = CRFTagger("ap", random_state=0).fit([DAYS[:4] + DAYS], [WEATHER[:4] + WEATHER])._model
-    merged, index = merge_features(old, wider)
+    merged, index, wider_index = merge_features(old, wider)
+    assert set(index) | set(wider_index) == set(range(merged.n_features))
     assert merged.attributes == wider.attributes
     np.testing.assert_array_equal(merged.weights[index], old.weights)
     assert merged.n_features == wider.n_features  # the old features are a subset here

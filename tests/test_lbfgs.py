@@ -626,9 +626,11 @@ def test_status_properties_are_exhaustive():
     converged = {s for s in LBFGSStatus if s.converged}
     failures = {s for s in LBFGSStatus if s.is_linesearch_failure}
     assert converged == {LBFGSStatus.CONVERGED, LBFGSStatus.STOPPED_DELTA,
-                         LBFGSStatus.ALREADY_MINIMIZED, LBFGSStatus.CALLBACK_STOP}
+                         LBFGSStatus.ALREADY_MINIMIZED, LBFGSStatus.EARLY_STOPPING}
     assert not converged & failures
-    assert set(LBFGSStatus) - converged - failures == {LBFGSStatus.MAX_ITERATIONS}
+    # normal stops that are not convergence: the limit, and a stop the user asked for
+    assert set(LBFGSStatus) - converged - failures == {
+        LBFGSStatus.MAX_ITERATIONS, LBFGSStatus.CALLBACK_STOP}
     assert all(s.description for s in LBFGSStatus)
 
 

@@ -1,0 +1,112 @@
+"""What happens after every training iteration: the log, early stopping, callbacks.
+
+One :class:`TrainingMonitor` serves every trainer: L-BFGS calls
+:meth:`~TrainingMonitor.lbfgs_iteration` with its ``IterationInfo``, the
+online trainers call :meth:`~TrainingMonitor.online_epoch` with their epoch
+entry. Both return True to ask the trainer to stop (its ``CALLBACK_STOP``).
+"""
+
+import time
+from typing import NamedTuple
+
+import numpy as np
+
+
+class CallbackInfo(NamedTuple):
+    """What ``fit(..., callback=f)`` passes to ``f`` after every iteration.
+
+    Attributes
+    ----------
+    iteration : int
+        Iteration (L-BFGS) or epoch (online trainers) number, from 1.
+    loss : float
+        The objective (L-BFGS, with the c1 and c2 terms) or the epoch loss
+        of an online trainer.
+    gradient_norm : float or None
+        Norm of the (pseudo-)gradient; None for the online trainers, which
+        have none.
+    weights : ndarray
+        A read-only view of the flat weight vector (state weights, then
+        transition weights; ``CRFTagger._model`` names them). Copy it to keep it.
+    elapsed : float
+        Seconds since training started.
+    """
+
+    iteration: int
+    loss: float
+    gradient_norm: float | None
+    weights: np.ndarray
+    elapsed: float
+
+
+class TrainingMonitor:
+    """Log every iteration, apply early stopping, call the user's callback.
+
+    Parameters
+    ----------
+    log : TrainingLog
+    holdout : callable or None
+        ``holdout(w)``: the held-out log entries (``X_dev``), or None.
+    validation : callable or None
+        ``validation(w)``: the early-stopping score (higher is better), or
+        None when early stopping is off.
+    n_iter_no_change : int
+        Stop when the validation score has not improved by more than
+        ``tol`` on its best for this many iterations.
+    tol : float
+    callback : callable or None
+        ``callback(CallbackInfo)``; returning True stops training.
+    """
+
+    def __init__(self, log, *, holdout=None, validation=None, n_iter_no_change=10,
+                 tol=1e-7, callback=None):
+        self.log = log
+        self.holdout = holdout
+        self.validation = validation
+        self.n_iter_no_change = n_iter_no_change
+        self.tol = tol
+        self.callback = callback
+        self.best_score = -np.inf
+        self.best_iteration = None
+        self.best_weights = None
+        self.early_stopped = False
+        self.user_stopped = False
+        self._since_best = 0
+        self._start = time.perf_counter()
+
+    def lbfgs_iteration(self, info):
+        """After an L-BFGS iteration (an ``IterationInfo``); True stops."""
+        return self._after(
+            self.log.iteration_entry(info), info.x, info.k, info.fun, info.gnorm
+        )
+
+    def online_epoch(self, entry, weights):
+        """After an epoch of an online trainer; True stops."""
+        return self._after(dict(entry), weights, entry["num"], entry["loss"], None)
+
+    def _after(self, entry, weights, iteration, loss, gradient_norm):
+        stop = False
+        if self.validation is not None:
+            score = float(self.validation(weights))
+            entry["validation_score"] = score
+            # improving by more than tol resets the patience; the best
+            # weights are those of the highest score all the same
+            if score > self.best_score + self.tol:
+                self._since_best = 0
+            else:
+                self._since_best += 1
+            if score > self.best_score or self.best_weights is None:
+                self.best_score = score
+                self.best_iteration = iteration
+                self.best_weights = np.array(weights, dtype=np.float64, copy=True)
+            if self._since_best >= self.n_iter_no_change:
+                self.early_stopped = stop = True
+        self.log.record_epoch(entry, weights, self.holdout)
+        if self.callback is not None:
+            view = np.asarray(weights).view()
+            view.flags.writeable = False
+            info = CallbackInfo(iteration, float(loss), gradient_norm, view,
+                                time.perf_counter() - self._start)
+            if self.callback(info):
+                self.user_stopped = stop = True
+        return stop

@@ -1,0 +1,711 @@
+"""Training on a Dask cluster: data-parallel L-BFGS over dask.distributed.
+
+:class:`DaskCRFTagger` trains the model :class:`skcrf.CRFTagger` trains (the
+same features in the same order, the same objective, the same L-BFGS /
+OWL-QN) on data spread over the workers of a ``dask.distributed`` cluster,
+and :func:`read_conll` reads CoNLL-style column files where they lie, into a
+``dask.bag.Bag``. Needs ``dask[distributed]`` (``pip install 'skcrf[dask]'``);
+importing this module does not.
+
+How a fit runs
+--------------
+1. **Vocabulary, by map-reduce.** Each partition of ``X`` and ``y`` is
+   validated and encoded on its worker with a vocabulary of its own; the
+   stats of the partitions (attribute names in order of first appearance,
+   labels, value sums per (attribute, label) pair and label-pair counts) are
+   merged by a tree of tasks over the partitions *in order*, which gives the
+   attribute order of one pass over the whole data. One task turns the
+   merged stats into the model's features (``classes``, ``all_possible_*``,
+   ``min_freq``), as a local fit chooses them.
+2. **Vectorized partitions stay on their workers.** Each partition's
+   encoding is mapped onto the model's attribute ids and kept, with its
+   evaluation buffers, in its worker's memory (a Dask future).
+3. **L-BFGS on the driver.** Every objective evaluation scatters the
+   weights once to every worker, each partition returns its log-partition
+   sum and expected counts, a tree of additions on the workers sums them,
+   and the driver receives one vector. It subtracts the observed counts and
+   adds the L2 term (once), and runs skcrf's own L-BFGS / OWL-QN.
+
+The driver holds the model, the optimizer's vectors and the attribute names,
+never the corpus. Every task of the fit descends from the partitions of the
+bags, so a lost worker's partitions are rebuilt from the bags' lineage on
+the workers that remain, and the fit goes on. The tree sums in a fixed order
+(partition order), so the result does not depend on where the tasks ran.
+
+Examples
+--------
+A sketch (needs a cluster)::
+
+    from dask.distributed import Client
+    from skcrf.dask import DaskCRFTagger, read_conll
+
+    client = Client("tcp://scheduler:8786")
+    data = read_conll("corpus/*.conll", columns=("word", "pos", "chunk"),
+                      label_column="chunk", feature_func=features)
+    X, y = data.pluck(0), data.pluck(1)
+    tagger = DaskCRFTagger(c2=0.1).fit(X, y)
+    tagger.predict(X)          # a Bag of label sequences
+    local = tagger.to_local()  # a skcrf.CRFTagger
+"""
+
+import time
+import uuid
+import warnings
+from collections.abc import Sequence
+
+import numpy as np
+from sklearn.base import clone
+from sklearn.exceptions import ConvergenceWarning
+
+from . import __version__
+from . import _dask_tasks as tasks
+from ._compat import _fit_context
+from ._dask_conll import conll_blocks, iter_conll, read_blocks
+from ._lbfgs import LBFGSResult, LBFGSStatus, minimize_lbfgs
+from ._model import FittedState
+from ._tagger import CRFTagger, _DevEvaluator
+from ._training_log import TrainingLog
+from ._featurize import Vocabulary
+
+__all__ = ["DaskCRFTagger", "iter_conll", "read_conll"]
+
+_INSTALL_HINT = "pip install 'skcrf[dask]' (or 'dask[distributed]')"
+
+
+def _distributed():
+    """``(dask, dask.bag, distributed)``, or an ImportError saying what to install."""
+    try:
+        import dask
+        import dask.bag
+        import distributed
+    except ImportError as exc:
+        raise ImportError(
+            f"skcrf.dask needs dask and distributed, which are not installed: {_INSTALL_HINT}."
+        ) from exc
+    return dask, dask.bag, distributed
+
+
+def _is_bag(obj):
+    try:
+        import dask.bag
+    except ImportError:
+        return False
+    return isinstance(obj, dask.bag.Bag)
+
+
+# -- reading corpora ------------------------------------------------------------
+
+
+def read_conll(paths, columns, *, label_column=None, feature_func=None, comment="#",
+               delimiter=None, encoding="utf-8", blocksize=None, bag=True):
+    """Sequences of CoNLL-style column files, as a ``dask.bag.Bag`` (or a generator).
+
+    One token per line, its fields separated by whitespace; a blank line
+    ends a sequence; comment lines and ``-DOCSTART-`` lines are skipped.
+
+    Parameters
+    ----------
+    paths : str, os.PathLike or list of them
+        Files, globs (``'data/*.conll'``, expanded and sorted) or fsspec URLs
+        (``'s3://bucket/*.conll'``, with fsspec and the file system's
+        package installed). Every worker must be able to open them.
+    columns : sequence of str
+        The names of the fields of a line, in order.
+    label_column : str, optional
+        The column holding the labels. With it, every item is a pair
+        ``(tokens, labels)``: ``X, y = bag.pluck(0), bag.pluck(1)``.
+    feature_func : callable, optional
+        ``feature_func(rows) -> list of token features``, where ``rows`` is
+        the sequence's tokens as ``{column: value}`` dicts (the label column
+        left out). Applied on the workers, where the partition is read.
+        Without it the token features are the rows themselves (``{'word':
+        'The', 'pos': 'DT'}`` gives the attributes ``word:The`` and
+        ``pos:DT``).
+    comment : str or None, default='#'
+        Lines starting with it are skipped. None: no comment lines.
+    delimiter : str or None, default=None
+        Field separator; None splits on runs of whitespace (use ``'\\t'``
+        when a field may hold spaces, as in CoNLL-U).
+    encoding : str, default='utf-8'
+        ASCII-compatible when ``blocksize`` is given.
+    blocksize : int or None, default=None
+        None: one partition per file. An int: partitions of about that many
+        bytes of a file, cut at blank lines (a sequence is never split).
+    bag : bool, default=True
+        False: a plain generator of the items, file after file, which needs
+        no Dask (``blocksize`` is then ignored).
+
+    Returns
+    -------
+    dask.bag.Bag or generator
+
+    Raises
+    ------
+    FileNotFoundError
+        If a path or glob names no file.
+    ValueError
+        When read: a line with another number of fields than ``columns``
+        (naming the file and line).
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "a.conll")
+    >>> _ = open(path, "w").write("# doc 1\\nThe DT\\ndog NN\\n\\nRuns VBZ\\n")
+    >>> list(read_conll(path, columns=("word", "tag"), label_column="tag", bag=False))
+    [([{'word': 'The'}, {'word': 'dog'}], ['DT', 'NN']), ([{'word': 'Runs'}], ['VBZ'])]
+    """
+    options = dict(label_column=label_column, feature_func=feature_func, comment=comment,
+                   delimiter=delimiter, encoding=encoding)
+    if not bag:
+        return iter_conll(paths, columns, **options)
+    _, db, _ = _distributed()
+    from ._dask_conll import _check_options
+
+    options["columns"] = _check_options(columns, label_column)
+    blocks = conll_blocks(paths, blocksize)
+    return db.from_sequence(blocks, npartitions=len(blocks)).map_partitions(
+        _read_partition, **options
+    )
+
+
+def _read_partition(blocks, columns, **options):
+    return read_blocks(list(blocks), columns=columns, **options)
+
+
+# -- the estimator ----------------------------------------------------------------
+
+
+class DaskCRFTagger(CRFTagger):
+    """A linear-chain CRF trained on a Dask cluster; the model of :class:`~skcrf.CRFTagger`.
+
+    Every parameter of :class:`skcrf.CRFTagger`, with the same meaning, and
+    ``client``. Only ``algorithm='lbfgs'`` (the default) is supported: the
+    other trainers are online methods that visit one sequence after another.
+    ``fit`` takes ``dask.bag.Bag``\\ s of sequences and of label sequences
+    with the same partitions (or lists, made into bags); the fitted
+    estimator predicts locally like a ``CRFTagger``, and on a ``Bag``
+    returns a ``Bag``. See the module's docstring for how a fit runs, and
+    ``docs/dask.md`` for running it on a cluster.
+
+    Parameters
+    ----------
+    algorithm, min_freq, ..., random_state
+        As :class:`skcrf.CRFTagger`. ``n_jobs``: threads of each partition's
+        evaluation on its worker, and of local prediction.
+    client : distributed.Client, str or None, default=None
+        The cluster: a client, a scheduler address (a client is opened for
+        the fit and closed after it), or None for the current client
+        (``distributed.get_client()``). A client is not copied by
+        ``clone`` and not pickled.
+
+    Attributes
+    ----------
+    classes_, attributes_, coef_, transition_, n_iter_, training_log_, status_, \
+n_features_
+        As :class:`skcrf.CRFTagger`.
+    fit_info_ : dict
+        Figures of the last fit: ``n_partitions``, ``n_workers``,
+        ``n_evaluations``, ``setup_seconds`` (vocabulary and vectorization),
+        ``vectorized_bytes`` (the encoded corpus held by the workers) and
+        ``weights_bytes`` (one weight vector; each evaluation sends it once
+        to every worker, and the driver receives one gradient of that size).
+
+    Examples
+    --------
+    >>> from skcrf.dask import DaskCRFTagger
+    >>> DaskCRFTagger(c2=0.1, max_iterations=50)
+    DaskCRFTagger(c2=0.1, max_iterations=50)
+    """
+
+    _parameter_constraints: dict = {
+        **CRFTagger._parameter_constraints,
+        "client": "no_validation",
+    }
+
+    def __init__(
+        self,
+        algorithm=None,
+        min_freq=None,
+        all_possible_states=None,
+        all_possible_transitions=None,
+        c1=None,
+        c2=None,
+        max_iterations=None,
+        num_memories=None,
+        epsilon=None,
+        period=None,
+        delta=None,
+        linesearch=None,
+        max_linesearch=None,
+        calibration_eta=None,
+        calibration_rate=None,
+        calibration_samples=None,
+        calibration_candidates=None,
+        calibration_max_trials=None,
+        pa_type=None,
+        c=None,
+        error_sensitive=None,
+        averaging=None,
+        variance=None,
+        gamma=None,
+        verbose=False,
+        model_filename=None,
+        keep_tempfiles=False,
+        trainer_cls=None,
+        *,
+        n_jobs=None,
+        random_state=None,
+        client=None,
+    ):
+        super().__init__(
+            algorithm=algorithm, min_freq=min_freq, all_possible_states=all_possible_states,
+            all_possible_transitions=all_possible_transitions, c1=c1, c2=c2,
+            max_iterations=max_iterations, num_memories=num_memories, epsilon=epsilon,
+            period=period, delta=delta, linesearch=linesearch, max_linesearch=max_linesearch,
+            calibration_eta=calibration_eta, calibration_rate=calibration_rate,
+            calibration_samples=calibration_samples,
+            calibration_candidates=calibration_candidates,
+            calibration_max_trials=calibration_max_trials, pa_type=pa_type, c=c,
+            error_sensitive=error_sensitive, averaging=averaging, variance=variance,
+            gamma=gamma, verbose=verbose, model_filename=model_filename,
+            keep_tempfiles=keep_tempfiles, trainer_cls=trainer_cls, n_jobs=n_jobs,
+            random_state=random_state,
+        )
+        self.client = client
+
+    # -- scikit-learn plumbing -----------------------------------------------------
+
+    def __sklearn_clone__(self):
+        # A Client cannot be deep-copied: the clone shares it.
+        params = self.get_params(deep=False)
+        client = params.pop("client")
+        return type(self)(**{k: clone(v, safe=False) for k, v in params.items()}, client=client)
+
+    def __getstate__(self):
+        state = super().__getstate__()
+        if state.get("client") is not None and not isinstance(state["client"], str):
+            state["client"] = None  # a live connection does not travel
+        return state
+
+    def _get_fitted_state(self):
+        state = super()._get_fitted_state()
+        state.params.pop("client", None)
+        return state
+
+    def to_local(self):
+        """The fitted model as a :class:`skcrf.CRFTagger` (no Dask needed to use it).
+
+        Returns
+        -------
+        CRFTagger
+            Predicts exactly what this estimator predicts.
+        """
+        state = self._get_fitted_state()
+        return CRFTagger._from_fitted_state(FittedState(
+            params=state.params, model=state.model, n_iter=state.n_iter,
+            status=state.status, training_log=state.training_log,
+        ))
+
+    def partial_fit(self, X, y, classes=None):
+        """Not supported: DaskCRFTagger trains with L-BFGS over all the data (use fit)."""
+        raise ValueError(
+            "DaskCRFTagger has no partial_fit: it trains with L-BFGS ('lbfgs') over all "
+            "the data at once. Use fit, or skcrf.CRFTagger with an online algorithm."
+        )
+
+    # -- fit ---------------------------------------------------------------------------
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y, X_dev=None, y_dev=None, *, npartitions=None):
+        """Train the CRF on the cluster.
+
+        Parameters
+        ----------
+        X : dask.bag.Bag or list of sequences of tokens
+            A Bag whose items are sequences of tokens, or a list (made into a
+            Bag of ``npartitions`` partitions).
+        y : dask.bag.Bag or list of sequences of labels
+            The label sequences: a Bag with the same partitions as ``X``
+            (partition ``k`` of ``y`` labels partition ``k`` of ``X``), or a
+            list when ``X`` is one.
+        X_dev, y_dev : list of sequences, optional
+            Held-out data, evaluated on the driver at every iteration
+            (``training_log_``), as in :meth:`skcrf.CRFTagger.fit`.
+        npartitions : int, optional
+            Partitions of the Bags made from lists; default: the worker
+            threads of the cluster.
+
+        Returns
+        -------
+        self : DaskCRFTagger
+
+        Raises
+        ------
+        ValueError
+            For an algorithm other than 'lbfgs', bags whose partitions
+            disagree, or invalid input: the message names the place as
+            ``X.partitions[k][i][j]`` (sequence ``i`` of partition ``k``).
+        """
+        algorithm, settings = self._settings()
+        if algorithm != "lbfgs":
+            raise ValueError(
+                f"DaskCRFTagger trains with algorithm='lbfgs' only; got {algorithm!r}. "
+                "The other algorithms ('l2sgd', 'ap', 'pa', 'arow') are online trainers "
+                "that update the weights after each sequence, which does not distribute "
+                "as a sum over partitions; use skcrf.CRFTagger for them."
+            )
+        self._check_model_filename_writable()
+        _, _, distributed = _distributed()
+        client, own_client = self._connect(distributed)
+        try:
+            check_worker_versions(client)
+            X, y = _as_bags(X, y, npartitions, client)
+            with _DistributedObjective(client, X, y, settings, self.n_jobs) as objective:
+                model = objective.model
+                holdout = self._holdout(
+                    X_dev, y_dev, Vocabulary(model.attributes, model.value_separator), model
+                )
+                log = TrainingLog(verbose=self.verbose)
+                result = self._minimize_distributed(objective, settings, log, holdout)
+                info = objective.info()
+        finally:
+            if own_client:
+                client.close()
+        log.finish(result.status, result.message)
+        self._set_fitted(model.with_weights(result.x), result.n_iter, result.status, log)
+        self.fit_info_ = info
+        self._write_model_file()
+        return self
+
+    def _connect(self, distributed):
+        """The client of the fit, and whether the fit opened it (and closes it)."""
+        if isinstance(self.client, str):
+            return distributed.Client(self.client, set_as_default=False), True
+        if self.client is not None:
+            return self.client, False
+        try:
+            return distributed.get_client(), False
+        except ValueError:
+            raise ValueError(
+                "DaskCRFTagger needs a dask.distributed cluster: start a client first "
+                "(distributed.Client() for a local cluster, Client('tcp://host:8786') "
+                "for a running scheduler) or pass client=..."
+            ) from None
+
+    def _minimize_distributed(self, objective, settings, log, holdout):
+        model = objective.model
+        if model.n_features == 0:
+            loss, gradient = objective(np.zeros(0))
+            return LBFGSResult(
+                x=np.zeros(0), fun=loss, grad=gradient,
+                status=LBFGSStatus.ALREADY_MINIMIZED, n_iter=0, n_evals=1,
+                message="The model has no features: nothing to optimize.",
+            )
+        result = minimize_lbfgs(
+            objective,
+            np.zeros(model.n_features),
+            c1=settings["c1"],
+            num_memories=settings["num_memories"],
+            epsilon=settings["epsilon"],
+            period=settings["period"],
+            delta=settings["delta"],
+            max_iterations=settings["max_iterations"] or None,
+            linesearch=settings["linesearch"],
+            max_linesearch=settings["max_linesearch"],
+            callback=lambda info: log.record_iteration(info, holdout),
+        )
+        if not result.status.converged:
+            warnings.warn(
+                f"DaskCRFTagger stopped before converging: {result.message} "
+                f"({result.status.name}, after {result.n_iter} iterations). The "
+                "weights are those of the last accepted iteration.",
+                ConvergenceWarning,
+                stacklevel=4,
+            )
+        return result
+
+    def _holdout(self, X_dev, y_dev, vocabulary, model):
+        if (X_dev is None) != (y_dev is None):
+            raise ValueError("X_dev and y_dev must be given together.")
+        if X_dev is None:
+            return None
+        if _is_bag(X_dev) or _is_bag(y_dev):
+            raise TypeError("X_dev and y_dev are evaluated on the driver: pass lists.")
+        return _DevEvaluator(X_dev, y_dev, vocabulary, model, self.n_jobs)
+
+    # -- prediction on bags ----------------------------------------------------------
+
+    def _on_bag(self, X, method):
+        dask, _, _ = _distributed()
+        local = dask.delayed(self.to_local(), name=f"skcrf-model-{uuid.uuid4().hex}")
+        return X.map_partitions(_predict_partition, local, method)
+
+    def predict(self, X):
+        """Most likely label sequences; a Bag of them for a Bag of sequences.
+
+        Parameters
+        ----------
+        X : list of sequences of tokens, or dask.bag.Bag of them
+
+        Returns
+        -------
+        list of list, or dask.bag.Bag
+            For a Bag: a Bag with the same partitions, decoded on the workers.
+        """
+        if _is_bag(X):
+            return self._on_bag(X, "predict")
+        return super().predict(X)
+
+    def predict_marginals(self, X):
+        """Label marginals of every token; a Bag of them for a Bag of sequences."""
+        if _is_bag(X):
+            return self._on_bag(X, "predict_marginals")
+        return super().predict_marginals(X)
+
+    def score(self, X, y):
+        """Token accuracy; with Bags, computed on the workers.
+
+        Parameters
+        ----------
+        X : list of sequences of tokens, or dask.bag.Bag of them
+        y : list of sequences of labels, or dask.bag.Bag with the same partitions
+
+        Returns
+        -------
+        float
+        """
+        if not (_is_bag(X) or _is_bag(y)):
+            return super().score(X, y)
+        dask, db, _ = _distributed()
+        if not (_is_bag(X) and _is_bag(y)):
+            raise TypeError("score: X and y must both be Bags, or both lists.")
+        _check_partitions(X, y)
+        local = dask.delayed(self.to_local(), name=f"skcrf-model-{uuid.uuid4().hex}")
+        counts = db.map_partitions(_score_partition, X, y, local).compute()
+        correct, total = np.sum(np.asarray(counts, dtype=np.int64).reshape(-1, 2), axis=0)
+        if not total:
+            raise ValueError("score needs at least one token; all sequences are empty.")
+        return float(correct / total)
+
+
+def _predict_partition(sequences, tagger, method):
+    return getattr(tagger, method)(list(sequences))
+
+
+def _score_partition(X_part, y_part, tagger):
+    X_part, y_part = list(X_part), list(y_part)
+    predicted = tagger.predict(X_part)
+    if len(y_part) != len(predicted):
+        raise ValueError(
+            f"a partition of X has {len(predicted)} sequences but the one of y has "
+            f"{len(y_part)}."
+        )
+    correct = total = 0
+    for i, (true, pred) in enumerate(zip(y_part, predicted)):
+        if len(true) != len(pred):
+            raise ValueError(f"y[{i}] (in its partition) has {len(true)} labels but X[{i}] "
+                             f"has {len(pred)} tokens.")
+        correct += sum(a == b for a, b in zip(true, pred))
+        total += len(true)
+    return [(correct, total)]
+
+
+# -- the fit's pieces -----------------------------------------------------------------
+
+
+def check_worker_versions(client):
+    """Raise unless every worker imports the driver's skcrf version.
+
+    The partition tasks check it again, for workers that join later.
+    """
+    try:
+        versions = client.run(_skcrf_version)
+    except (ImportError, AttributeError) as exc:
+        raise tasks.VersionMismatchError(
+            f"skcrf cannot be imported on a worker ({exc}); install skcrf "
+            f"{__version__} on every worker."
+        ) from exc
+    wrong = {address: v for address, v in versions.items() if v != __version__}
+    if wrong:
+        listed = ", ".join(f"{address}: {v}" for address, v in sorted(wrong.items()))
+        raise tasks.VersionMismatchError(
+            f"the driver runs skcrf {__version__} but some workers run another version "
+            f"({listed}); install the same skcrf everywhere."
+        )
+
+
+def _skcrf_version():
+    import skcrf
+
+    return skcrf.__version__
+
+
+def _check_partitions(X, y):
+    if X.npartitions != y.npartitions:
+        raise ValueError(
+            f"X has {X.npartitions} partitions but y has {y.npartitions}: they must have "
+            "the same partitions (partition k of y labels partition k of X), e.g. "
+            "X, y = bag.pluck(0), bag.pluck(1) from one bag of (tokens, labels) pairs."
+        )
+
+
+def _as_bags(X, y, npartitions, client):
+    """``X`` and ``y`` as Bags with the same partitions."""
+    _, db, _ = _distributed()
+    if _is_bag(X) and _is_bag(y):
+        _check_partitions(X, y)
+        return X, y
+    if _is_bag(X) or _is_bag(y):
+        raise TypeError(
+            "X and y must both be dask.bag.Bags (with the same partitions) or both lists; "
+            f"got {type(X).__name__} and {type(y).__name__}."
+        )
+    for name, data in (("X", X), ("y", y)):
+        if not isinstance(data, (Sequence, np.ndarray)):
+            raise TypeError(
+                f"{name} must be a dask.bag.Bag or a list of sequences; got "
+                f"{type(data).__name__}."
+            )
+    if len(X) != len(y):
+        raise ValueError(
+            f"X has {len(X)} sequences but y has {len(y)} label sequences; they must have "
+            "one label sequence per sequence."
+        )
+    if npartitions is None:
+        npartitions = sum(client.nthreads().values()) or 1
+    npartitions = max(1, min(int(npartitions), len(X) or 1))
+    # the same length and count give the same partition boundaries
+    return (db.from_sequence(list(X), npartitions=npartitions),
+            db.from_sequence(list(y), npartitions=npartitions))
+
+
+def _tree(items, combine):
+    """Combine items pairwise in order, level by level, into one."""
+    while len(items) > 1:
+        paired = [combine(a, b, level_index) for level_index, (a, b)
+                  in enumerate(zip(items[0::2], items[1::2]))]
+        items = paired + ([items[-1]] if len(items) % 2 else [])
+    return items[0]
+
+
+class _DistributedObjective:
+    """The CRF objective over the partitions held by the workers.
+
+    ``objective(w) -> (loss, gradient)``, as
+    :meth:`skcrf._objective.CRFObjective.loss_gradient` on the whole data:
+    ``sum log Z - w . observed + c2 ||w||^2``. Built as a context manager:
+    leaving it releases the partitions held by the workers.
+    """
+
+    def __init__(self, client, X, y, settings, n_jobs):
+        self.client = client
+        self.c2 = settings["c2"]
+        self.token = uuid.uuid4().hex[:12]
+        self.n_evaluations = 0
+        started = time.perf_counter()
+        self._futures = []
+        try:
+            self._build(X, y, settings, n_jobs)
+        except BaseException:
+            self.close()
+            raise
+        self.setup_seconds = time.perf_counter() - started
+
+    def _build(self, X, y, settings, n_jobs):
+        dask, _, distributed = _distributed()
+        delayed = dask.delayed
+        token = self.token
+        # no graph optimization: X and y from one bag keep sharing its tasks
+        x_parts = X.to_delayed(optimize_graph=False)
+        y_parts = y.to_delayed(optimize_graph=False)
+        scans = [
+            delayed(tasks.scan_partition, pure=False)(
+                xp, yp, k, __version__, dask_key_name=f"skcrf-scan-{token}-{k}")
+            for k, (xp, yp) in enumerate(zip(x_parts, y_parts))
+        ]
+        stats = [delayed(tasks.partition_stats)(scan, dask_key_name=f"skcrf-stats-{token}-{k}")
+                 for k, scan in enumerate(scans)]
+        depth = iter(range(10**9))
+        root = _tree(stats, lambda a, b, i: delayed(tasks.merge_stats)(
+            a, b, dask_key_name=f"skcrf-merge-{token}-{next(depth)}"))
+        bundle = delayed(tasks.build_model)(
+            root,
+            all_possible_states=settings["all_possible_states"],
+            all_possible_transitions=settings["all_possible_transitions"],
+            min_freq=settings["min_freq"],
+            dask_key_name=f"skcrf-model-{token}",
+        )
+        parts = [
+            delayed(tasks.vectorize_partition)(scan, bundle, n_jobs, __version__,
+                                dask_key_name=f"skcrf-partition-{token}-{k}")
+            for k, scan in enumerate(scans)
+        ]
+        futures = self.client.compute([bundle, *parts])
+        self._futures = futures
+        self._bundle_future, self.partitions = futures[0], futures[1:]
+        bundle_value = self._bundle_future.result()  # the first input error, if any
+        self.model, self.observed = bundle_value.model, bundle_value.observed
+        distributed.wait(self.partitions)
+        for future in self.partitions:
+            if future.status == "error":
+                future.result()  # raises the partition's error
+        sizes = self.client.gather(self.client.map(
+            tasks.encoded_nbytes, self.partitions, key=[
+                f"skcrf-nbytes-{token}-{k}" for k in range(len(self.partitions))]))
+        self.vectorized_bytes = int(sum(sizes))
+        self.n_tokens = bundle_value.n_tokens
+
+    def __call__(self, w):
+        """Loss and gradient at ``w`` (one distributed evaluation)."""
+        client = self.client
+        self.n_evaluations += 1
+        tag = f"{self.token}-{self.n_evaluations}"
+        w = np.ascontiguousarray(w, dtype=np.float64)
+        # the weights travel once to each worker; every partition there reads them
+        weights = client.scatter(w, broadcast=True, hash=False)
+        partial = [
+            client.submit(tasks.partition_loss, part, weights, key=f"skcrf-loss-{tag}-{k}")
+            for k, part in enumerate(self.partitions)
+        ]
+        count = iter(range(len(partial)))
+        total = _tree(partial, lambda a, b, i: client.submit(
+            tasks.add_losses, a, b, key=f"skcrf-sum-{tag}-{next(count)}"))
+        log_z, expected = total.result()
+        del partial, weights, total
+        with np.errstate(over="ignore", invalid="ignore"):
+            gradient = np.asarray(expected, dtype=np.float64)
+            gradient -= self.observed
+            loss = log_z - w @ self.observed
+            if self.c2:
+                loss += self.c2 * (w @ w)
+                gradient += 2.0 * self.c2 * w
+        return float(loss), gradient
+
+    def info(self):
+        return {
+            "n_partitions": len(self.partitions),
+            "n_workers": len(self.client.scheduler_info()["workers"]),
+            "n_evaluations": self.n_evaluations,
+            "n_tokens": int(self.n_tokens),
+            "setup_seconds": self.setup_seconds,
+            "vectorized_bytes": self.vectorized_bytes,
+            "weights_bytes": int(self.model.n_features * 8),
+        }
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        self.close()
+
+    def close(self):
+        """Release the partitions on the workers."""
+        if self._futures:
+            try:
+                self.client.cancel(self._futures)
+            except Exception:  # noqa: BLE001 - a closed client has released them already
+                pass
+        self._futures = []
+        self.partitions = []
+
