@@ -118,6 +118,8 @@ def summarize(runs):
     """Medians per algorithm and engine, and the median per-repetition ratio."""
     rows = {}
     for algorithm, by_engine in runs.items():
+        if not (by_engine["crfsuite"] and by_engine["skcrf"]):
+            continue
         med = {engine: {key: statistics.median(r[key] for r in results)
                         for key in ("fit_s", "accuracy", "iterations")}
                for engine, results in by_engine.items()}
@@ -172,6 +174,7 @@ def main():
                         json.dumps({"kind": "prepare", "split": split})],
                        check=True, capture_output=True)
         runs = {a: {e: [] for e in ENGINES} for a in args.algorithms}
+        failures = []
         for repeat in range(args.repeats):
             for algorithm in args.algorithms:
                 params = dict(PARAMS[algorithm])
@@ -181,7 +184,12 @@ def main():
                 for engine in ENGINES if repeat % 2 == 0 else ENGINES[::-1]:
                     job = {"engine": engine, "algorithm": algorithm, "params": params,
                            "quick": args.quick, "split": split}
-                    result = child(job)
+                    try:
+                        result = child(job)
+                    except RuntimeError as error:  # keep the other measurements
+                        progress(f"repeat {repeat + 1} {algorithm} {engine} failed: {error}")
+                        failures.append({"job": job, "error": str(error)[-2000:]})
+                        continue
                     runs[algorithm][engine].append(result)
                     progress(f"repeat {repeat + 1}/{args.repeats} {algorithm:5s} {engine:8s} "
                              f"fit {result['fit_s']:6.2f} s, accuracy "
@@ -198,6 +206,7 @@ def main():
         "machine": machine_info(),
         "summary": rows,
         "runs": runs,
+        "failures": failures,
         "note": "fit_s includes featurization for both engines; medians over repeats; "
                 "speed_ratio = CRFsuite time / skcrf time (median of per-repeat ratios).",
     }

@@ -12,6 +12,7 @@ from typing import NamedTuple
 import numpy as np
 
 from . import _kernels
+from ._inference import _forward_backward_log
 from ._inference import forward_backward as _forward_backward_numpy
 from ._packing import pack, sequence_rows
 
@@ -39,6 +40,23 @@ class Block:
         self.n_rows = len(rows)
         self.n_sequences = int(np.count_nonzero(lengths[sequences]))
         self.rows = rows
+        # the sequence of each packed column (empty sequences own none)
+        self.sequences = np.asarray(sequences)[layout.order[: self.n_sequences]]
+        self._columns = None
+
+    @property
+    def columns(self):
+        """The packed column (sequence position in the block) of every row."""
+        if self._columns is None:
+            batch_sizes = np.asarray(self.batch_sizes)
+            starts = np.cumsum(batch_sizes) - batch_sizes
+            self._columns = np.arange(self.n_rows) - np.repeat(starts, batch_sizes)
+        return self._columns
+
+    @property
+    def lengths(self):
+        """Tokens of each packed column's sequence."""
+        return np.bincount(self.columns, minlength=self.n_sequences)
 
 
 def gather_rows(indptr, ids, values, rows, *, drop_zeros=False):
@@ -166,6 +184,23 @@ def score_arrays(layout, state_weights, transitions):
     )
 
 
+def masked_score_arrays(arrays, transitions):
+    """``arrays`` with transitions holding ``-inf`` (forbidden pairs).
+
+    The maximum and the spread are those of the allowed (finite) pairs, and
+    ``exp_trans`` is 0 at the forbidden ones; the state weights are shared.
+    """
+    finite = transitions[np.isfinite(transitions)]
+    t_max = float(finite.max()) if finite.size else 0.0
+    spread = t_max - float(finite.min()) if finite.size else 0.0
+    with np.errstate(over="ignore", invalid="ignore"):
+        exp_trans = np.exp(transitions - t_max)
+    return arrays._replace(
+        transitions=np.ascontiguousarray(transitions), exp_trans=exp_trans, t_max=t_max,
+        spread=spread,
+    )
+
+
 def state_scores(indptr, ids, values, arrays, out):
     """Overwrite ``out`` with the state scores of the CSR rows."""
     layout = arrays.layout
@@ -206,3 +241,68 @@ def block_marginals(block, workspace, arrays, want_pairs=None, check=None):
         want_pairs += pairs * arrays.exp_trans
     log_z = log_sum + float(row_max.sum()) + arrays.t_max * (n - block.n_sequences)
     return alpha, log_z
+
+
+def masked_block_marginals(block, workspace, arrays, masks, want_pairs=None, check=None):
+    """:func:`block_marginals` under constraints, with each sequence's ``log Z``.
+
+    Parameters
+    ----------
+    block, workspace, arrays
+        As :func:`block_marginals`; ``arrays`` may come from
+        :func:`masked_score_arrays` (forbidden pairs).
+    masks : list of (rows, allowed)
+        Block rows and the labels allowed there (a bool array per row, or
+        one row broadcast); every row must allow at least one label.
+    want_pairs, check
+        As :func:`block_marginals`.
+
+    Returns
+    -------
+    marginals : ndarray of shape (n_rows, n_labels)
+        A view into the workspace (the log-domain fallback: a new array).
+    log_z : ndarray of shape (n_sequences,)
+        ``log`` of the sum over the allowed labellings of each sequence, in
+        packed column order; ``-inf`` when a sequence has none.
+    """
+    from ._constraints import apply_log_masks, apply_zero_masks
+
+    n = block.n_rows
+    psi = workspace.psi[:n]
+    state_scores(block.indptr, block.ids, block.values, arrays, psi)
+    if check is not None:
+        check(psi)
+    apply_log_masks(psi, masks)
+    if arrays.spread <= MAX_TRANSITION_SPREAD:
+        row_max = workspace.row_max[:n]
+        _kernels.exp_shifted(psi, row_max)
+        apply_zero_masks(psi, masks)
+        alpha = workspace.alpha[:n]
+        pairs = None if want_pairs is None else np.zeros_like(want_pairs)
+        _kernels.forward_backward(
+            psi, arrays.exp_trans, block.batch_sizes, alpha, workspace.scale,
+            workspace.beta, workspace.weighted, pairs,
+        )
+        lengths = block.lengths
+        log_z = np.bincount(
+            block.columns, weights=_log(workspace.scale[:n]) + row_max,
+            minlength=block.n_sequences,
+        ) + arrays.t_max * (lengths - 1)
+        if np.isfinite(log_z).all():
+            if want_pairs is not None:
+                want_pairs += pairs * arrays.exp_trans
+            return alpha, log_z
+        # some allowed labellings underflowed (or none exist): the log domain decides
+        state_scores(block.indptr, block.ids, block.values, arrays, psi)
+        apply_log_masks(psi, masks)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        result = _forward_backward_log(psi, arrays.transitions, block.batch_sizes)
+    if want_pairs is not None:
+        want_pairs += np.nan_to_num(result.transition_marginals)
+    return result.marginals, result.log_partition
+
+
+def _log(x):
+    """``log(x)``, ``-inf`` at 0 without a warning (a sequence with no allowed labelling)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.log(x)

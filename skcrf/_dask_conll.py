@@ -130,9 +130,10 @@ def read_block(path, start, end, columns, *, label_column=None, feature_func=Non
             f.seek(start - 1)
             f.readline()  # now at the first line starting at or after `start`
             while True:  # skip to the boundary: the first blank line from here
+                position = f.tell()
                 line = f.readline()
-                if not line:
-                    return
+                if not line or (end is not None and position >= end and not line.strip()):
+                    return  # no boundary in this block: it owns no sequence
                 if not line.strip():
                     break
         rows, where = [], None
@@ -187,13 +188,13 @@ def read_blocks(blocks, **options):
 
 def iter_conll(paths, columns, *, label_column=None, feature_func=None, comment="#",
                delimiter=None, encoding="utf-8"):
-    """Sequences of CoNLL-style files, one at a time, without Dask (a generator).
+    """Sequences of CoNLL-style files, one at a time, without Dask: a generator.
 
-    Parameters and items as :func:`skcrf.dask.read_conll`.
+    Parameters and items as :func:`skcrf.dask.read_conll`. The paths and
+    options are checked now; the files are read as the generator is consumed.
     """
     columns = _check_options(columns, label_column)
-    for path in expand_paths(paths):
-        yield from read_block(
-            path, 0, None, columns, label_column=label_column, feature_func=feature_func,
-            comment=comment, delimiter=delimiter, encoding=encoding,
-        )
+    files = expand_paths(paths)
+    options = dict(label_column=label_column, feature_func=feature_func, comment=comment,
+                   delimiter=delimiter, encoding=encoding)
+    return (item for path in files for item in read_block(path, 0, None, columns, **options))

@@ -448,17 +448,43 @@ def vectorize_partition(scan, bundle, n_jobs, version):
     return partition
 
 
+_BLAS_SINGLE = None  # whether BLAS runs one thread in this process (checked once)
+
+
+def _blas_is_single():
+    global _BLAS_SINGLE
+    if _BLAS_SINGLE is None:
+        from threadpoolctl import threadpool_info
+
+        _BLAS_SINGLE = all(
+            pool.get("num_threads", 1) <= 1
+            for pool in threadpool_info() if pool.get("user_api") == "blas"
+        )
+    return _BLAS_SINGLE
+
+
 def partition_loss(partition, w):
     """``(sum of log Z, expected counts)`` of one partition at ``w``."""
     if partition.n_tokens == 0:
         return 0.0, np.zeros(len(w))
-    with single_blas_thread():
+    if _blas_is_single():
+        # Dask's nanny starts workers with OMP_NUM_THREADS=1 and the like:
+        # no limit to set, and setting one costs more than a small evaluation.
+        return partition.objective.loss_gradient(w)
+    with single_blas_thread():  # the L x L products must not spawn BLAS threads
         return partition.objective.loss_gradient(w)
 
 
-def add_losses(a, b):
-    """The sum of two partial ``(loss, gradient)`` (new arrays: inputs may be reused)."""
-    return a[0] + b[0], a[1] + b[1]
+def add_losses(*partial):
+    """The sum of partial ``(loss, gradient)`` pairs, in the order given.
+
+    A new array: Dask may hand the inputs to another task again (a retry).
+    """
+    loss, gradient = partial[0][0], partial[0][1].copy()
+    for other_loss, other_gradient in partial[1:]:
+        loss += other_loss
+        gradient += other_gradient
+    return loss, gradient
 
 
 def encoded_nbytes(partition):

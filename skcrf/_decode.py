@@ -5,6 +5,11 @@ its nonzero state weights (CSR by attribute) and its dense transitions. Many
 sequences are decoded in blocks of the packed layout (see :mod:`skcrf._blocks`),
 dealt to threads when there are enough tokens; one sequence goes straight to
 the compiled single-sequence kernels.
+
+Constraints (a :class:`~skcrf._constraints.Constraints`, optional everywhere)
+become scores of ``-inf`` / probabilities of 0: Viterbi runs the usual
+kernel when only some labels are forbidden at some tokens, the k-best kernel
+of :mod:`skcrf._nbest` (k = 1) when some label pairs are forbidden.
 """
 
 from concurrent.futures import ThreadPoolExecutor
@@ -17,9 +22,13 @@ from ._blocks import (
     Workspace,
     block_marginals,
     make_blocks,
+    masked_block_marginals,
+    masked_score_arrays,
     score_arrays,
     state_scores,
 )
+from ._constraints import NoValidLabelling, apply_log_masks
+from ._nbest import kbest_packed
 from ._threads import single_blas_thread, split_sequences
 from ._validation import check_emissions
 from ._viterbi import viterbi_packed
@@ -62,9 +71,11 @@ class Decoder:
             workspace = Workspace(blocks, self.n_labels)
             for block in blocks:
                 try:
-                    out[block.rows] = decode_block(block, workspace)
+                    result = decode_block(block, workspace)
                 except _NonFinite:
                     return False
+                if out is not None:
+                    out[block.rows] = result
             return True
 
         shards = split_sequences(lengths, n_threads)
@@ -81,29 +92,82 @@ class Decoder:
             check_emissions(emissions, lengths, name=name)
         return out
 
-    def viterbi(self, encoded, n_threads=1, name="X"):
-        """Label index of every token (flat order), the most probable paths."""
+    def constrained_arrays(self, constraints):
+        """The score arrays with the forbidden pairs of ``constraints`` at -inf."""
+        if constraints is None or not constraints.has_transitions:
+            return self.arrays
+        return masked_score_arrays(self.arrays, constraints.masked_transitions(self.transitions))
+
+    def viterbi(self, encoded, n_threads=1, name="X", constraints=None):
+        """Label index of every token (flat order), the most probable paths.
+
+        With ``constraints``, the most probable allowed paths; a sequence
+        with none raises :class:`~skcrf._constraints.NoValidLabelling`.
+        """
         n_tokens = len(encoded.indptr) - 1
         path = np.empty(n_tokens, dtype=np.intp)
         transitions = self.transitions
+        if constraints is None:
+
+            def decode_block(block, workspace):
+                emissions = workspace.psi[: block.n_rows]
+                self._emissions(block.indptr, block.ids, block.values, emissions)
+                _check_finite(emissions)
+                block_path = np.empty(block.n_rows, dtype=np.intp)
+                viterbi_packed(emissions, transitions, block.batch_sizes, block_path)
+                return block_path
+
+            return self._run(encoded, n_threads, decode_block, path, name)
+
+        transitions = self.constrained_arrays(constraints).transitions
+        kbest = constraints.has_transitions
 
         def decode_block(block, workspace):
             emissions = workspace.psi[: block.n_rows]
             self._emissions(block.indptr, block.ids, block.values, emissions)
             _check_finite(emissions)
+            apply_log_masks(emissions, constraints.emission_masks(block))
+            if kbest:
+                paths = np.empty((1, block.n_rows), dtype=np.intp)
+                scores = np.empty((block.n_sequences, 1))
+                found = kbest_packed(emissions, transitions, block.batch_sizes, 1, paths, scores)
+                if not found.all():
+                    raise NoValidLabelling(int(block.sequences[np.argmin(found)]), name)
+                return paths[0]
             block_path = np.empty(block.n_rows, dtype=np.intp)
-            viterbi_packed(emissions, transitions, block.batch_sizes, block_path)
+            best = np.empty(block.n_sequences)
+            viterbi_packed(emissions, transitions, block.batch_sizes, block_path, best)
+            if not np.isfinite(best).all():
+                bad = np.flatnonzero(~np.isfinite(best))[0]
+                raise NoValidLabelling(int(block.sequences[bad]), name)
             return block_path
 
         return self._run(encoded, n_threads, decode_block, path, name)
 
-    def marginals(self, encoded, n_threads=1, name="X"):
-        """``p(y_t = j | x)`` of every token (flat order), shape (n_tokens, n_labels)."""
+    def marginals(self, encoded, n_threads=1, name="X", constraints=None):
+        """``p(y_t = j | x)`` of every token (flat order), shape (n_tokens, n_labels).
+
+        With ``constraints``, conditioned on them: ``p(y_t = j | x, y allowed)``.
+        """
         n_tokens = len(encoded.indptr) - 1
         out = np.empty((n_tokens, self.n_labels))
+        if constraints is None:
+
+            def decode_block(block, workspace):
+                marginals, _ = block_marginals(block, workspace, self.arrays, check=_check_finite)
+                return marginals
+
+            return self._run(encoded, n_threads, decode_block, out, name)
+
+        arrays = self.constrained_arrays(constraints)
 
         def decode_block(block, workspace):
-            marginals, _ = block_marginals(block, workspace, self.arrays, check=_check_finite)
+            marginals, log_z = masked_block_marginals(
+                block, workspace, arrays, constraints.emission_masks(block), check=_check_finite
+            )
+            if not np.isfinite(log_z).all():
+                bad = np.flatnonzero(~np.isfinite(log_z))[0]
+                raise NoValidLabelling(int(block.sequences[bad]), name)
             return marginals
 
         return self._run(encoded, n_threads, decode_block, out, name)

@@ -88,7 +88,7 @@ def _describe(obj):
 def _check_X(X):
     """Validate the structure of X; return it as a list, and its parsed tokens.
 
-    The containers are checked by :func:`skcrf._validation.check_sequences`,
+    The containers are checked as :meth:`skcrf.CRFTagger.fit` checks them,
     the estimator's rules (lists, tuples and arrays accepted; generators, str,
     dicts and sets rejected, with messages naming ``X[i]``); the tokens here.
     Each parsed sequence is a list of ``(word, columns)`` pairs; the original

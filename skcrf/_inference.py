@@ -314,3 +314,72 @@ def viterbi(emissions, transitions, batch_sizes):
         path[lo + n_next : hi] = ending.argmax(axis=1)
         best_score[n_next : hi - lo] = ending.max(axis=1)
     return path, best_score
+
+
+def _log_messages(emissions, transitions, batch_sizes):
+    """Log-domain forward and backward messages and each sequence's ``log Z``."""
+    log_alpha = np.empty_like(emissions)
+    log_beta = np.empty_like(emissions)
+    steps = list(_steps(batch_sizes))
+    prev_lo = 0
+    for t, lo, hi in steps:
+        log_alpha[lo:hi] = emissions[lo:hi]
+        if t > 0:
+            log_alpha[lo:hi] += _log_matmul(log_alpha[prev_lo : prev_lo + hi - lo], transitions)
+        prev_lo = lo
+    _, lo, hi = steps[-1]
+    log_beta[lo:hi] = 0.0
+    for (_, lo, hi), (_, next_lo, next_hi) in zip(steps[-2::-1], steps[:0:-1]):
+        n_next = next_hi - next_lo
+        ahead = emissions[next_lo:next_hi] + log_beta[next_lo:next_hi]
+        log_beta[lo : lo + n_next] = _log_matmul(ahead, transitions.T)
+        log_beta[lo + n_next : hi] = 0.0
+    row_sequence = _row_sequence(batch_sizes)
+    n_sequences = int(batch_sizes[0])
+    lengths = np.bincount(row_sequence, minlength=n_sequences)
+    offsets = np.concatenate([[0], np.cumsum(batch_sizes)])
+    last_rows = offsets[lengths - 1] + np.arange(n_sequences)
+    log_partition = logsumexp(log_alpha[last_rows], axis=1)
+    return log_alpha, log_beta, log_partition, steps
+
+
+def pair_marginals(emissions, transitions, batch_sizes):
+    """``p(y_t = i, y_{t+1} = j | x)`` of every packed row, in the log domain.
+
+    The plain reference of the transition marginals (and the fallback of
+    the compiled path for scores no scaling can hold). Scores of ``-inf``
+    (forbidden labels or pairs) are allowed: the probabilities are then
+    conditioned on the allowed labellings.
+
+    Parameters
+    ----------
+    emissions : ndarray of shape (n_rows, n_labels)
+    transitions : ndarray of shape (n_labels, n_labels)
+    batch_sizes : ndarray of shape (max_length,)
+
+    Returns
+    -------
+    pairs : ndarray of shape (n_rows, n_labels, n_labels)
+        ``pairs[r, i, j]``: row ``r`` has label ``i`` and the next token of
+        its sequence label ``j``; zeros at a sequence's last row.
+    log_partition : ndarray of shape (n_sequences,)
+        In packed order; ``-inf`` for a sequence with no allowed labelling
+        (its pairs are then NaN).
+    """
+    n_rows, n_labels = emissions.shape
+    pairs = np.zeros((n_rows, n_labels, n_labels))
+    if n_rows == 0:
+        return pairs, np.zeros(0)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        log_alpha, log_beta, log_partition, steps = _log_messages(
+            emissions, transitions, batch_sizes
+        )
+        row_log_z = log_partition[_row_sequence(batch_sizes)]
+        for (_, lo, hi), (_, next_lo, next_hi) in zip(steps[:-1], steps[1:]):
+            n_next = next_hi - next_lo
+            ahead = emissions[next_lo:next_hi] + log_beta[next_lo:next_hi]
+            pairs[lo : lo + n_next] = np.exp(
+                log_alpha[lo : lo + n_next, :, None] + transitions + ahead[:, None, :]
+                - row_log_z[lo : lo + n_next, None, None]
+            )
+    return pairs, log_partition

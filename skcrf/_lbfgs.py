@@ -98,7 +98,7 @@ _BACKTRACK_GROW = 2.1
 
 
 class LBFGSStatus(enum.Enum):
-    """Why :func:`minimize_lbfgs` stopped.
+    """Why L-BFGS / OWL-QN stopped: ``CRFTagger.status_`` with ``algorithm='lbfgs'``.
 
     The first six members are normal terminations (``converged`` is True for
     four of them; ``MAX_ITERATIONS`` and ``CALLBACK_STOP`` are normal but not

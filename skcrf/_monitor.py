@@ -27,7 +27,7 @@ class CallbackInfo(NamedTuple):
         have none.
     weights : ndarray
         A read-only view of the flat weight vector (state weights, then
-        transition weights; ``CRFTagger._model`` names them). Copy it to keep it.
+        transition weights, in the model's feature order). Copy it to keep it.
     elapsed : float
         Seconds since training started.
     """
@@ -82,7 +82,9 @@ class TrainingMonitor:
 
     def online_epoch(self, entry, weights):
         """After an epoch of an online trainer; True stops."""
-        return self._after(dict(entry), weights, entry["num"], entry["loss"], None)
+        # numbered within this fit (a resumed trainer counts its epochs on)
+        entry = {**entry, "num": len(self.log.iterations) + 1}
+        return self._after(entry, weights, entry["num"], entry["loss"], None)
 
     def _after(self, entry, weights, iteration, loss, gradient_norm):
         stop = False

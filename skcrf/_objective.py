@@ -12,6 +12,16 @@ The objective is CRFsuite's::
 ``expected counts - observed counts + 2 * c2 * w``. The L1 term
 ``c1 * ||w||_1`` is not part of it: OWL-QN handles it in the optimizer.
 
+Partially labelled sequences (some labels unknown, or fuzzy: a set of
+candidates) contribute ``-log sum_{y consistent} p(y | x) = log Z(x) -
+log Z_c(x)`` (Tsuboi et al., 2008), where ``Z_c`` sums over the labellings
+consistent with the known and fuzzy labels; their gradient is ``E_p[f] -
+E_{p_c}[f]``, the expected counts of two forward-backward passes over the
+same block, the second with the labels not allowed at each token masked out.
+Fully labelled sequences keep the observed counts; a sequence with every
+label unknown contributes nothing (it is left out). With no partial
+sequence the objective and its evaluation are exactly the usual ones.
+
 Evaluation
 ----------
 Sequences are dealt into one shard per thread (balanced by tokens). A shard
@@ -30,7 +40,16 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from . import _kernels
-from ._blocks import StateLayout, Workspace, block_marginals, make_blocks, score_arrays
+from ._blocks import (
+    StateLayout,
+    Workspace,
+    block_marginals,
+    gather_rows,
+    make_blocks,
+    masked_block_marginals,
+    score_arrays,
+)
+from ._constraints import Constraints
 from ._model import CRFModel, kept_state_ptr
 from ._threads import single_blas_thread, split_sequences
 
@@ -44,6 +63,7 @@ def select_features(
     all_possible_transitions=False,
     min_freq=0.0,
     value_separator=":",
+    partial=None,
 ):
     """The features of the model, as CRFsuite chooses them.
 
@@ -64,6 +84,17 @@ def select_features(
         Label index of each token.
     classes : ndarray of object
     attributes : list of str
+    partial : PartialLabels or None
+        Partially labelled data (:func:`skcrf._validation.check_partial_training_labels`;
+        ``labels`` is then -1 where a label is unknown or fuzzy). Features
+        are decided from the known labels only: a state feature exists when
+        a token with that *known* label holds the attribute, a transition
+        when two consecutive known labels form the pair (``min_freq``
+        applies to those sums); ``all_possible_states`` /
+        ``all_possible_transitions`` add every pair, so that the unknown
+        tokens' attributes get weights for every label. The observed counts
+        are those of the fully labelled sequences only (the others enter
+        the objective through their constrained expectations).
 
     Returns
     -------
@@ -73,6 +104,13 @@ def select_features(
         Value sum of each feature over the training data (the observed
         counts), in the flat parameter order.
     """
+    if partial is not None:
+        return _select_partial_features(
+            encoded, labels, classes, attributes, partial,
+            all_possible_states=all_possible_states,
+            all_possible_transitions=all_possible_transitions,
+            min_freq=min_freq, value_separator=value_separator,
+        )
     n_labels = len(classes)
     labels = np.asarray(labels, dtype=np.intp)
     state_ptr, state_labels, state_sum = _kernels.state_feature_sums(
@@ -110,16 +148,105 @@ def select_features(
     return model, observed
 
 
-class _Shard:
-    """The sequences one thread evaluates: blocks, buffers and accumulators."""
+def _select_partial_features(
+    encoded, labels, classes, attributes, partial, *, all_possible_states,
+    all_possible_transitions, min_freq, value_separator,
+):
+    """:func:`select_features` of partially labelled data (see there)."""
+    n_labels = len(classes)
+    labels = np.asarray(labels, dtype=np.intp)
+    lengths = np.asarray(encoded.lengths, dtype=np.intp)
+    known = np.flatnonzero(labels >= 0)
+    indptr, ids, values = gather_rows(encoded.indptr, encoded.ids, encoded.values, known)
+    state_ptr, state_labels, state_sum = _kernels.state_feature_sums(
+        indptr, ids, values, labels[known], len(attributes), n_labels, all_possible_states,
+    )
+    kept = state_sum >= min_freq
+    if not kept.all():
+        state_ptr = kept_state_ptr(state_ptr, kept)
+        state_labels, state_sum = state_labels[kept], state_sum[kept]
 
-    def __init__(self, encoded, sequences, layout):
+    # observed counts: the fully labelled sequences only
+    complete_rows = np.flatnonzero(np.repeat(partial.complete, lengths))
+    indptr, ids, values = gather_rows(
+        encoded.indptr, encoded.ids, encoded.values, complete_rows
+    )
+    c_ptr, c_labels, c_sum = _kernels.state_feature_sums(
+        indptr, ids, values, labels[complete_rows], len(attributes), n_labels, False,
+    )
+    keys = np.repeat(np.arange(len(attributes), dtype=np.int64), np.diff(state_ptr))
+    keys = keys * n_labels + state_labels
+    c_keys = np.repeat(np.arange(len(attributes), dtype=np.int64), np.diff(c_ptr))
+    c_keys = c_keys * n_labels + c_labels
+    position = np.searchsorted(keys, c_keys)
+    found = position < len(keys)
+    found[found] = keys[position[found]] == c_keys[found]
+    state_observed = np.zeros(len(keys))
+    state_observed[position[found]] = c_sum[found]
+
+    follows = np.ones(len(labels), dtype=bool)
+    follows[(np.cumsum(lengths) - lengths)[lengths > 0]] = False
+    follows = np.flatnonzero(follows)
+    both = follows[(labels[follows - 1] >= 0) & (labels[follows] >= 0)]
+    pair = labels[both - 1] * n_labels + labels[both]
+    transition_sum = np.bincount(pair, minlength=n_labels * n_labels).astype(np.float64)
+    complete_token = np.repeat(partial.complete, lengths)
+    observed_pairs = pair[complete_token[both]]
+    transition_observed = np.bincount(
+        observed_pairs, minlength=n_labels * n_labels
+    ).astype(np.float64)
+    if all_possible_transitions:
+        transition_exists = np.ones(n_labels * n_labels, dtype=bool)
+    else:
+        transition_exists = transition_sum > 0
+    transition_index = np.flatnonzero(transition_exists & (transition_sum >= min_freq))
+    model = CRFModel(
+        classes=classes,
+        attributes=attributes,
+        state_ptr=state_ptr,
+        state_labels=state_labels,
+        state_weights=np.zeros(len(state_labels)),
+        transition_index=transition_index.astype(np.int64),
+        transition_weights=np.zeros(len(transition_index)),
+        value_separator=value_separator,
+    )
+    observed = np.concatenate([state_observed, transition_observed[transition_index]])
+    return model, observed
+
+
+class _Shard:
+    """The sequences one thread evaluates: blocks, buffers and accumulators.
+
+    With ``partial`` (a :class:`~skcrf._validation.PartialLabels`), the
+    shard's partially labelled sequences get blocks of their own, evaluated
+    twice (free, then with their label masks), and the sequences with no
+    label at all are left out.
+    """
+
+    def __init__(self, encoded, sequences, layout, partial=None):
         n_labels = layout.n_labels
+        self.partial_blocks = []
+        self.constraints = None
+        if partial is not None:
+            sequences = np.asarray(sequences)
+            in_partial = np.isin(sequences, partial.sequences)
+            partial_sequences = sequences[in_partial]
+            sequences = sequences[partial.complete[sequences]]
+            self.partial_blocks = make_blocks(
+                encoded, partial_sequences, n_labels, drop_zeros=True
+            )
+            self.constraints = Constraints(
+                n_labels, None, partial.token_index, partial.token_masks
+            )
         self.blocks = make_blocks(encoded, sequences, n_labels, drop_zeros=True)
-        self.workspace = Workspace(self.blocks, n_labels)
+        self.workspace = Workspace(self.blocks + self.partial_blocks, n_labels)
         self.expected = np.empty(len(layout.state_labels))
         self.dense_expected = np.empty((layout.n_dense, n_labels))
         self.pairs = np.empty((n_labels, n_labels))
+        if self.partial_blocks:
+            self.c_expected = np.empty(len(layout.state_labels))
+            self.c_dense_expected = np.empty((layout.n_dense, n_labels))
+            self.c_pairs = np.empty((n_labels, n_labels))
 
     def evaluate(self, arrays):
         """log Z summed over the shard; expected counts into the accumulators."""
@@ -135,7 +262,38 @@ class _Shard:
                 block.indptr, block.ids, block.values, layout.state_ptr, layout.state_labels,
                 marginals, layout.dense_row, self.expected, self.dense_expected,
             )
+        if self.partial_blocks:
+            log_z += self._evaluate_partial(arrays)
         layout.gather(self.dense_expected, self.expected)
+        return log_z
+
+    def _evaluate_partial(self, arrays):
+        """log Z - log Z_c of the partial sequences; E_p - E_pc into the accumulators."""
+        layout = arrays.layout
+        self.c_expected[:] = 0.0
+        self.c_dense_expected[:] = 0.0
+        self.c_pairs[:] = 0.0
+        log_z = 0.0
+        for block in self.partial_blocks:
+            marginals, block_log_z = block_marginals(block, self.workspace, arrays, self.pairs)
+            log_z += block_log_z
+            _kernels.expected_states(
+                block.indptr, block.ids, block.values, layout.state_ptr, layout.state_labels,
+                marginals, layout.dense_row, self.expected, self.dense_expected,
+            )
+            marginals, block_log_z_c = masked_block_marginals(
+                block, self.workspace, arrays, self.constraints.emission_masks(block),
+                self.c_pairs,
+            )
+            log_z -= float(block_log_z_c.sum())
+            _kernels.expected_states(
+                block.indptr, block.ids, block.values, layout.state_ptr, layout.state_labels,
+                np.ascontiguousarray(marginals), layout.dense_row, self.c_expected,
+                self.c_dense_expected,
+            )
+        self.expected -= self.c_expected
+        self.dense_expected -= self.c_dense_expected
+        self.pairs -= self.c_pairs
         return log_z
 
 
@@ -156,15 +314,18 @@ class CRFObjective:
     c2 : float
         L2 coefficient: adds ``c2 * ||w||^2``.
     n_threads : int
+    partial : PartialLabels or None
+        Partially labelled sequences (see the module docstring); None: every
+        label is known.
     """
 
-    def __init__(self, encoded, model, observed, *, c2=0.0, n_threads=1):
+    def __init__(self, encoded, model, observed, *, c2=0.0, n_threads=1, partial=None):
         self.model = model
         self.observed = observed
         self.c2 = c2
         self._layout = StateLayout(model.state_ptr, model.state_labels, model.n_labels)
         self._shards = [
-            _Shard(encoded, sequences, self._layout)
+            _Shard(encoded, sequences, self._layout, partial)
             for sequences in split_sequences(encoded.lengths, n_threads)
         ]
         self._pool = None

@@ -90,10 +90,40 @@ class OnlineStatus(enum.Enum):
     OVERFLOW = "overflow"
     """l2sgd: the loss became infinite or NaN; the weights are those before that epoch."""
 
+    CALLBACK_STOP = "callback_stop"
+    """The callback asked to stop (a normal stop, but not converged)."""
+
+    EARLY_STOPPING = "early_stopping"
+    """The estimator's early stopping ended training: the validation score did not
+    improve for ``n_iter_no_change`` epochs (the best epoch's weights are kept)."""
+
     @property
     def converged(self):
         """Whether a stopping rule was met (not merely an epoch budget spent)."""
-        return self in (OnlineStatus.SMALL_LOSS, OnlineStatus.SMALL_IMPROVEMENT)
+        return self in (
+            OnlineStatus.SMALL_LOSS, OnlineStatus.SMALL_IMPROVEMENT, OnlineStatus.EARLY_STOPPING
+        )
+
+    @property
+    def description(self):
+        """A one-sentence explanation."""
+        return _DESCRIPTIONS[self]
+
+
+_DESCRIPTIONS = {
+    OnlineStatus.MAX_ITERATIONS: "Reached max_iterations epochs.",
+    OnlineStatus.SMALL_LOSS: "The mean loss of an epoch fell to epsilon.",
+    OnlineStatus.SMALL_IMPROVEMENT: (
+        "The loss improved by less than delta over the last period epochs."
+    ),
+    OnlineStatus.EPOCHS_DONE: "Ran the epochs requested.",
+    OnlineStatus.OVERFLOW: "The loss overflowed; the weights are those before that epoch.",
+    OnlineStatus.CALLBACK_STOP: "The callback asked to stop.",
+    OnlineStatus.EARLY_STOPPING: (
+        "Early stopping: the validation score did not improve for n_iter_no_change "
+        "epochs; the weights of the best epoch are kept."
+    ),
+}
 
 
 @dataclass
@@ -279,7 +309,8 @@ def train_online(algorithm, encoded, labels, model, settings, *, random_state,
         ``active_features`` (of ``weights``), ``time`` (seconds), plus for
         l2sgd ``learning_rate``, ``total_updates`` and, once ``period``
         epochs ran, ``improvement``; ``weights`` the weights that would be
-        output if training stopped now. Its return value is ignored.
+        output if training stopped now. Returning True stops training
+        (status ``CALLBACK_STOP``).
     resume : OnlineState, optional
         Continue from this state (its features must be the model's: see
         :meth:`OnlineState.expanded`). l2sgd then keeps its learning rate.
@@ -343,9 +374,11 @@ def _margin(algorithm, problem, state, params, rs, callback, budget, fixed):
         weights = _output(state, params)
         state.n_epochs += 1
         n_iter += 1
-        if callback is not None:
-            callback(_entry(state.n_epochs, loss, weights, time.perf_counter() - start),
-                     weights)
+        if callback is not None and callback(
+            _entry(state.n_epochs, loss, weights, time.perf_counter() - start), weights
+        ):
+            status = OnlineStatus.CALLBACK_STOP
+            break
         if not fixed:
             mean = loss / n if n else 0.0
             # CRFsuite: strict for ap and pa, not for arow
@@ -359,7 +392,7 @@ def _margin(algorithm, problem, state, params, rs, callback, budget, fixed):
         OnlineStatus.MAX_ITERATIONS: f"Reached max_iterations ({budget}) epochs.",
         OnlineStatus.EPOCHS_DONE: f"Ran the {budget} epoch(s) requested.",
     }
-    return OnlineResult(x, n_iter, status, messages[status], state)
+    return OnlineResult(x, n_iter, status, messages.get(status, status.description), state)
 
 
 def _l2sgd_run(problem, order, w, t0, lam, t, loss_limit=np.inf):
@@ -462,9 +495,11 @@ def _l2sgd(algorithm, problem, state, params, rs, callback, budget, fixed):
                 extra["improvement"] = float(improvement)
             history[(epoch - 1) % period] = loss
         weights = state.weights.copy() if fixed else best_w.copy()
-        if callback is not None:
-            callback(_entry(state.n_epochs, loss, weights, time.perf_counter() - start,
-                            **extra), weights)
+        if callback is not None and callback(
+            _entry(state.n_epochs, loss, weights, time.perf_counter() - start, **extra), weights
+        ):
+            status = OnlineStatus.CALLBACK_STOP
+            break
         if improvement is not None and improvement < delta:
             status = OnlineStatus.SMALL_IMPROVEMENT
             break
@@ -481,4 +516,4 @@ def _l2sgd(algorithm, problem, state, params, rs, callback, budget, fixed):
                                "the weights are those before it (try a smaller "
                                "calibration_eta or a larger c2).",
     }
-    return OnlineResult(x, n_iter, status, messages[status], state, calibration)
+    return OnlineResult(x, n_iter, status, messages.get(status, status.description), state, calibration)

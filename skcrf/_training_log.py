@@ -122,13 +122,14 @@ class TrainingLog:
     The L-BFGS keys ``error_norm`` and ``linesearch_*`` are absent for the
     online trainers, which log ``loss`` (their epoch loss, CRFsuite's),
     ``feature_norm``, ``active_features``, ``time`` and their own figures
-    (see :func:`skcrf._online_train.train_online`).
+    (l2sgd: ``learning_rate``; see the user guide's "Training" page).
 
     Parameters
     ----------
     verbose : bool or int, default=False
         0/False: quiet. 1/True: one progress line on stderr, updated in
-        place on a terminal (:class:`skcrf._progress.ProgressDisplay`).
+        place on a terminal (through tqdm when it is installed, the
+        ``progress`` extra), a plain line every few seconds otherwise.
         2 or more: one line per iteration, as it is recorded.
     total : int or None, default=None
         The iteration limit, for the progress line's remaining time.

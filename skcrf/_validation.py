@@ -29,6 +29,13 @@ What is accepted
 - Labels: any hashable value except NaN (NaN is not equal to itself, so it
   could never be predicted or scored). Labels equal under ``==`` (``1``,
   ``1.0`` and ``True``) are one label, as in a dict.
+- Partial labels (decoding, ``partial_labels=``): per sequence None (free)
+  or one entry per token: None (free), a label of the model (known), or a
+  non-empty set / frozenset of labels (the true one is among them; labels
+  the model does not know are ignored, but at least one must be known).
+- Partially labelled training data (``missing_label=``): a token whose label
+  equals ``missing_label`` is unknown; a set / frozenset of labels is a
+  fuzzy label (non-empty, hashable members, not NaN, not ``missing_label``).
 """
 
 import math
@@ -46,6 +53,8 @@ __all__ = [
     "check_label_sequence_pair",
     "check_label_sequences",
     "check_labels",
+    "check_partial_labels",
+    "check_partial_training_labels",
     "check_sequences",
     "check_sums",
     "encode_labels",
@@ -653,3 +662,232 @@ def check_label_sequence_pair(y_true, y_pred, names=("y_true", "y_pred")):
                 "length."
             )
     return y_true, y_pred
+
+
+# -- partial labels -------------------------------------------------------------
+
+
+def check_partial_labels(partial_labels, lengths, classes, name="partial_labels"):
+    """Check decoding-time partial labels; return them as token masks.
+
+    Parameters
+    ----------
+    partial_labels : list
+        One entry per sequence: None (every token free) or a list with one
+        entry per token: None (free), a label of ``classes`` (known), or a
+        set / frozenset of labels (the true label is one of them; members
+        that are not in ``classes`` are ignored, at least one must be).
+    lengths : ndarray of int
+        Tokens of each sequence.
+    classes : ndarray of object
+        The model's labels.
+    name : str
+
+    Returns
+    -------
+    token_index : ndarray of int32, shape (n_tokens,)
+        -1 for a free token, else its row of ``token_masks`` (flat order).
+    token_masks : ndarray of bool, shape (n_masked, n_labels)
+        The labels allowed at each constrained token.
+    """
+    _check_container(partial_labels, name, "a list with one entry (None or a list) per sequence")
+    sequences = partial_labels if type(partial_labels) is list else list(partial_labels)
+    lengths = np.asarray(lengths)
+    if len(sequences) != len(lengths):
+        raise ValueError(
+            f"X has {len(lengths)} sequences but {name} has {len(sequences)} entries; "
+            "give one entry (None or a list with one entry per token) per sequence."
+        )
+    index = {label: k for k, label in enumerate(classes.tolist())}
+    n_labels = len(index)
+    rows, known, set_rows, set_masks = [], [], [], []
+    offset = 0
+    for i, (seq, length) in enumerate(zip(sequences, lengths.tolist())):
+        if seq is not None:
+            if type(seq) is not list:
+                if isinstance(seq, (str, bytes, Mapping, set, frozenset)) or not _is_sequence(seq):
+                    raise TypeError(
+                        f"{name}[{i}] must be None or a list with one entry per token; got "
+                        f"{_type_name(seq)} {_short(seq)}."
+                    )
+            if len(seq) != length:
+                raise ValueError(
+                    f"{name}[{i}] has {_count(len(seq), 'entry' if len(seq) == 1 else 'entrie')}"
+                    f" but X[{i}] has {_count(length, 'token')}; give one entry (None, a "
+                    "label or a set of labels) per token."
+                )
+            for j, value in enumerate(seq):
+                if value is None:
+                    continue
+                if isinstance(value, (set, frozenset)):
+                    mask = np.zeros(n_labels, dtype=bool)
+                    for member in value:
+                        k = _label_position(index, member, name, i, j)
+                        if k is not None:
+                            mask[k] = True
+                    if not mask.any():
+                        raise ValueError(
+                            f"{name}[{i}][{j}]: none of the labels {_short(value)} is one of "
+                            f"the model's labels {_short(list(classes))}; a set must hold at "
+                            "least one of them."
+                        )
+                    set_rows.append(offset + j)
+                    set_masks.append(mask)
+                    continue
+                k = _label_position(index, value, name, i, j)
+                if k is None:
+                    raise ValueError(
+                        f"{name}[{i}][{j}]: the label {_short(value)} is not one of the "
+                        f"model's labels {_short(list(classes))}."
+                    )
+                rows.append(offset + j)
+                known.append(k)
+        offset += length
+    token_index = np.full(offset, -1, dtype=np.int32)
+    token_masks = np.zeros((len(rows) + len(set_rows), n_labels), dtype=bool)
+    token_masks[np.arange(len(rows)), np.asarray(known, dtype=np.intp)] = True
+    if set_rows:
+        token_masks[len(rows):] = set_masks
+    token_index[np.asarray(rows + set_rows, dtype=np.intp)] = np.arange(
+        len(token_masks), dtype=np.int32
+    )
+    return token_index, token_masks
+
+
+def _label_position(index, label, name, i, j):
+    """Index of ``label`` among the model's labels, or None."""
+    try:
+        return index.get(label)
+    except TypeError:
+        raise TypeError(
+            f"{name}[{i}][{j}]: {_short(label)} is not hashable; give None, a label or "
+            "a set of labels."
+        ) from None
+
+
+class PartialLabels(NamedTuple):
+    """Partially labelled training data (see :func:`check_partial_training_labels`).
+
+    ``sequences`` are the indices of the sequences that are neither fully
+    labelled nor fully unknown; ``token_index`` / ``token_masks`` give the
+    labels allowed at each of their tokens (known: one label; fuzzy: the
+    set; unknown: free, -1), in flat order over all tokens.
+    """
+
+    sequences: np.ndarray  # intp
+    token_index: np.ndarray  # int32, shape (n_tokens,)
+    token_masks: np.ndarray  # bool, shape (n_masked, n_labels)
+    complete: np.ndarray  # bool, shape (n_sequences,): every label known
+
+
+def check_partial_training_labels(y, lengths, missing_label, name="y", previous_classes=None):
+    """Check training labels where some are missing or fuzzy.
+
+    Parameters
+    ----------
+    y : list of label sequences
+        A label equal to ``missing_label`` is unknown; a set / frozenset of
+        labels is fuzzy (the true label is one of them).
+    lengths : ndarray of int
+    missing_label : hashable, not None
+    name : str
+    previous_classes : ndarray of object, optional
+        Labels the model already has (warm start): they stay classes.
+
+    Returns
+    -------
+    label_index : ndarray of intp, shape (n_tokens,)
+        Index into ``classes`` of each known label; -1 for an unknown or
+        fuzzy one.
+    classes : ndarray of object
+        The known labels and the members of the fuzzy ones (sorted when they
+        can be, as :func:`encode_labels`).
+    partial : PartialLabels or None
+        None when every label is known (training is then exactly the usual).
+    """
+    if _is_nan(missing_label):
+        raise ValueError("missing_label is NaN, which equals nothing; use another marker.")
+    _check_container(y, name, "a list of label sequences")
+    sequences = y if type(y) is list else list(y)
+    if len(sequences) != len(lengths):
+        raise ValueError(
+            f"X has {len(lengths)} sequences but {name} has {len(sequences)} label "
+            "sequences; they must have one label sequence per sequence."
+        )
+    flat, kinds = [], []  # kind: 0 known, 1 missing, 2 fuzzy
+    members, member_rows = [], []
+    for i, (seq, length) in enumerate(zip(sequences, lengths)):
+        if type(seq) is not list:
+            if isinstance(seq, (str, bytes, Mapping)) or not _is_sequence(seq):
+                raise TypeError(
+                    f"{name} must be a list of label sequences, but {name}[{i}] is "
+                    f"{_type_name(seq)} {_short(seq)}."
+                )
+        if len(seq) != length:
+            raise ValueError(
+                f"{name}[{i}] has {_count(len(seq), 'label')} but X[{i}] has "
+                f"{_count(length, 'token')}; every token needs exactly one label (or "
+                "missing_label)."
+            )
+        for j, label in enumerate(seq):
+            if isinstance(label, (set, frozenset)):
+                if not label:
+                    raise ValueError(
+                        f"{name}[{i}][{j}]: the fuzzy label is an empty set; it must hold "
+                        "at least one label."
+                    )
+                for member in label:
+                    if _is_missing(member, missing_label):
+                        raise ValueError(
+                            f"{name}[{i}][{j}]: the fuzzy label {_short(label)} holds "
+                            f"missing_label={missing_label!r:.60}; use missing_label alone "
+                            "for an unknown label."
+                        )
+                    members.append(member)
+                    member_rows.append(len(flat))
+                flat.append(label)
+                kinds.append(2)
+            elif _is_missing(label, missing_label):
+                flat.append(label)
+                kinds.append(1)
+            else:
+                flat.append(label)
+                kinds.append(0)
+    kinds = np.asarray(kinds, dtype=np.int8)
+    known_rows = np.flatnonzero(kinds == 0)
+    known_labels = [flat[k] for k in known_rows.tolist()]
+    # the checks name the token in flat order through locate_row
+    _check_label_values(
+        known_labels + members, [len(known_labels) + len(members)], name
+    )
+    prior = [] if previous_classes is None else list(previous_classes)
+    _, classes = encode_labels(prior + known_labels + members, name=name)
+    label_index = np.full(len(flat), -1, dtype=np.intp)
+    label_index[known_rows], _ = encode_labels(known_labels, classes, name=name)
+    if not (kinds != 0).any():
+        return label_index, classes, None
+    n_labels = len(classes)
+    member_index, _ = encode_labels(members, classes, name=name)
+    masks = np.zeros((len(flat), n_labels), dtype=bool)
+    masks[known_rows, label_index[known_rows]] = True
+    if len(members):
+        masks[np.asarray(member_rows, dtype=np.intp), member_index] = True
+    free = ~masks.any(axis=1) | masks.all(axis=1)  # unknown, or a set of every label
+    lengths = np.asarray(lengths, dtype=np.intp)
+    sequence_of = np.repeat(np.arange(len(lengths)), lengths)
+    n_free = np.bincount(sequence_of, weights=free, minlength=len(lengths))
+    n_uncertain = np.bincount(sequence_of, weights=kinds != 0, minlength=len(lengths))
+    complete = n_uncertain == 0
+    partial = np.flatnonzero(~complete & (n_free < lengths))
+    constrained = ~free & ~complete[sequence_of]
+    token_index = np.full(len(flat), -1, dtype=np.int32)
+    rows = np.flatnonzero(constrained)
+    token_index[rows] = np.arange(len(rows), dtype=np.int32)
+    return label_index, classes, PartialLabels(partial, token_index, masks[rows], complete)
+
+
+def _is_missing(label, missing_label):
+    try:
+        return bool(label == missing_label)
+    except Exception:  # noqa: BLE001 - an odd __eq__ (numpy arrays): not missing
+        return False

@@ -48,6 +48,7 @@ A sketch (needs a cluster)::
     local = tagger.to_local()  # a skcrf.CRFTagger
 """
 
+import inspect
 import time
 import uuid
 import warnings
@@ -64,6 +65,7 @@ from ._dask_conll import conll_blocks, iter_conll, read_blocks
 from ._lbfgs import LBFGSResult, LBFGSStatus, minimize_lbfgs
 from ._model import FittedState
 from ._tagger import CRFTagger, _DevEvaluator
+from ._monitor import TrainingMonitor
 from ._training_log import TrainingLog
 from ._featurize import Vocabulary
 
@@ -223,55 +225,10 @@ n_features_
         "client": "no_validation",
     }
 
-    def __init__(
-        self,
-        algorithm=None,
-        min_freq=None,
-        all_possible_states=None,
-        all_possible_transitions=None,
-        c1=None,
-        c2=None,
-        max_iterations=None,
-        num_memories=None,
-        epsilon=None,
-        period=None,
-        delta=None,
-        linesearch=None,
-        max_linesearch=None,
-        calibration_eta=None,
-        calibration_rate=None,
-        calibration_samples=None,
-        calibration_candidates=None,
-        calibration_max_trials=None,
-        pa_type=None,
-        c=None,
-        error_sensitive=None,
-        averaging=None,
-        variance=None,
-        gamma=None,
-        verbose=False,
-        model_filename=None,
-        keep_tempfiles=False,
-        trainer_cls=None,
-        *,
-        n_jobs=None,
-        random_state=None,
-        client=None,
-    ):
-        super().__init__(
-            algorithm=algorithm, min_freq=min_freq, all_possible_states=all_possible_states,
-            all_possible_transitions=all_possible_transitions, c1=c1, c2=c2,
-            max_iterations=max_iterations, num_memories=num_memories, epsilon=epsilon,
-            period=period, delta=delta, linesearch=linesearch, max_linesearch=max_linesearch,
-            calibration_eta=calibration_eta, calibration_rate=calibration_rate,
-            calibration_samples=calibration_samples,
-            calibration_candidates=calibration_candidates,
-            calibration_max_trials=calibration_max_trials, pa_type=pa_type, c=c,
-            error_sensitive=error_sensitive, averaging=averaging, variance=variance,
-            gamma=gamma, verbose=verbose, model_filename=model_filename,
-            keep_tempfiles=keep_tempfiles, trainer_cls=trainer_cls, n_jobs=n_jobs,
-            random_state=random_state,
-        )
+    def __init__(self, *args, client=None, **kwargs):
+        # Every CRFTagger parameter, whatever they are now: the signature
+        # scikit-learn reads (get_params, clone) is CRFTagger's plus `client`.
+        super().__init__(*args, **kwargs)
         self.client = client
 
     # -- scikit-learn plumbing -----------------------------------------------------
@@ -317,7 +274,7 @@ n_features_
     # -- fit ---------------------------------------------------------------------------
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, X_dev=None, y_dev=None, *, npartitions=None):
+    def fit(self, X, y, X_dev=None, y_dev=None, *, callback=None, npartitions=None):
         """Train the CRF on the cluster.
 
         Parameters
@@ -331,7 +288,12 @@ n_features_
             list when ``X`` is one.
         X_dev, y_dev : list of sequences, optional
             Held-out data, evaluated on the driver at every iteration
-            (``training_log_``), as in :meth:`skcrf.CRFTagger.fit`.
+            (``training_log_``), as in :meth:`skcrf.CRFTagger.fit`; with
+            ``early_stopping=True`` they are the validation data (required:
+            a validation split of a Bag is not supported).
+        callback : callable, optional
+            As in :meth:`skcrf.CRFTagger.fit`: ``callback(info)`` on the
+            driver after every iteration; True stops training.
         npartitions : int, optional
             Partitions of the Bags made from lists; default: the worker
             threads of the cluster.
@@ -355,6 +317,24 @@ n_features_
                 "that update the weights after each sequence, which does not distribute "
                 "as a sum over partitions; use skcrf.CRFTagger for them."
             )
+        if (X_dev is None) != (y_dev is None):
+            raise ValueError("X_dev and y_dev must be given together.")
+        if X_dev is not None and (_is_bag(X_dev) or _is_bag(y_dev)):
+            raise TypeError("X_dev and y_dev are evaluated on the driver: pass lists.")
+        if self.early_stopping and X_dev is None:
+            raise ValueError(
+                "DaskCRFTagger: early_stopping needs X_dev and y_dev (the validation "
+                "data, evaluated on the driver); a validation split of a Bag is not "
+                "supported."
+            )
+        if self.warm_start and self.__dict__.get("_model") is not None:
+            raise ValueError(
+                "DaskCRFTagger does not support warm_start from a fitted model yet; "
+                "fit from scratch (warm_start=False), or continue with skcrf.CRFTagger "
+                "(to_local())."
+            )
+        if callback is not None and not callable(callback):
+            raise TypeError(f"callback must be callable; got {type(callback).__name__}.")
         self._check_model_filename_writable()
         _, _, distributed = _distributed()
         client, own_client = self._connect(distributed)
@@ -363,17 +343,26 @@ n_features_
             X, y = _as_bags(X, y, npartitions, client)
             with _DistributedObjective(client, X, y, settings, self.n_jobs) as objective:
                 model = objective.model
-                holdout = self._holdout(
-                    X_dev, y_dev, Vocabulary(model.attributes, model.value_separator), model
+                vocabulary = Vocabulary(model.attributes, model.value_separator)
+                holdout = validation = None
+                if X_dev is not None:
+                    holdout = _DevEvaluator(X_dev, y_dev, vocabulary, model, self.n_jobs)
+                if self.early_stopping:
+                    validation = self._validation_score(X_dev, y_dev, vocabulary, model)
+                log = TrainingLog(verbose=self.verbose, total=settings["max_iterations"] or None)
+                monitor = TrainingMonitor(
+                    log, holdout=holdout, validation=validation,
+                    n_iter_no_change=self.n_iter_no_change, tol=self.tol, callback=callback,
                 )
-                log = TrainingLog(verbose=self.verbose)
-                result = self._minimize_distributed(objective, settings, log, holdout)
+                result = self._minimize_distributed(objective, settings, monitor)
                 info = objective.info()
         finally:
             if own_client:
                 client.close()
-        log.finish(result.status, result.message)
-        self._set_fitted(model.with_weights(result.x), result.n_iter, result.status, log)
+        status, weights = self._outcome(algorithm, result, monitor)
+        log.finish(status, result.message if status is result.status else status.description)
+        self._set_fitted(model.with_weights(weights), result.n_iter, status, log, vocabulary,
+                         best_iteration=monitor.best_iteration)
         self.fit_info_ = info
         self._write_model_file()
         return self
@@ -393,7 +382,7 @@ n_features_
                 "for a running scheduler) or pass client=..."
             ) from None
 
-    def _minimize_distributed(self, objective, settings, log, holdout):
+    def _minimize_distributed(self, objective, settings, monitor):
         model = objective.model
         if model.n_features == 0:
             loss, gradient = objective(np.zeros(0))
@@ -413,9 +402,9 @@ n_features_
             max_iterations=settings["max_iterations"] or None,
             linesearch=settings["linesearch"],
             max_linesearch=settings["max_linesearch"],
-            callback=lambda info: log.record_iteration(info, holdout),
+            callback=monitor.lbfgs_iteration,
         )
-        if not result.status.converged:
+        if not result.status.converged and result.status is not LBFGSStatus.CALLBACK_STOP:
             warnings.warn(
                 f"DaskCRFTagger stopped before converging: {result.message} "
                 f"({result.status.name}, after {result.n_iter} iterations). The "
@@ -424,15 +413,6 @@ n_features_
                 stacklevel=4,
             )
         return result
-
-    def _holdout(self, X_dev, y_dev, vocabulary, model):
-        if (X_dev is None) != (y_dev is None):
-            raise ValueError("X_dev and y_dev must be given together.")
-        if X_dev is None:
-            return None
-        if _is_bag(X_dev) or _is_bag(y_dev):
-            raise TypeError("X_dev and y_dev are evaluated on the driver: pass lists.")
-        return _DevEvaluator(X_dev, y_dev, vocabulary, model, self.n_jobs)
 
     # -- prediction on bags ----------------------------------------------------------
 
@@ -487,6 +467,15 @@ n_features_
         if not total:
             raise ValueError("score needs at least one token; all sequences are empty.")
         return float(correct / total)
+
+
+def _signature_with_client():
+    signature = inspect.signature(CRFTagger.__init__)
+    client = inspect.Parameter("client", inspect.Parameter.KEYWORD_ONLY, default=None)
+    return signature.replace(parameters=[*signature.parameters.values(), client])
+
+
+DaskCRFTagger.__init__.__signature__ = _signature_with_client()
 
 
 def _predict_partition(sequences, tagger, method):
@@ -580,12 +569,21 @@ def _as_bags(X, y, npartitions, client):
             db.from_sequence(list(y), npartitions=npartitions))
 
 
-def _tree(items, combine):
-    """Combine items pairwise in order, level by level, into one."""
+#: Fan-in of the tree that sums the partitions' gradients (dask.bag's default
+#: split_every): one level up to 8 partitions, since every level is a round of
+#: messages through the scheduler.
+SUM_FAN_IN = 8
+
+
+def _tree(items, combine, fan_in=2):
+    """Combine consecutive groups of ``fan_in`` items, level by level, into one.
+
+    The grouping depends only on the number of items, so the order of the
+    sums (and their rounding) does not depend on where the tasks run.
+    """
     while len(items) > 1:
-        paired = [combine(a, b, level_index) for level_index, (a, b)
-                  in enumerate(zip(items[0::2], items[1::2]))]
-        items = paired + ([items[-1]] if len(items) % 2 else [])
+        groups = [items[i:i + fan_in] for i in range(0, len(items), fan_in)]
+        items = [group[0] if len(group) == 1 else combine(group) for group in groups]
     return items[0]
 
 
@@ -627,8 +625,8 @@ class _DistributedObjective:
         stats = [delayed(tasks.partition_stats)(scan, dask_key_name=f"skcrf-stats-{token}-{k}")
                  for k, scan in enumerate(scans)]
         depth = iter(range(10**9))
-        root = _tree(stats, lambda a, b, i: delayed(tasks.merge_stats)(
-            a, b, dask_key_name=f"skcrf-merge-{token}-{next(depth)}"))
+        root = _tree(stats, lambda group: delayed(tasks.merge_stats)(
+            *group, dask_key_name=f"skcrf-merge-{token}-{next(depth)}"))
         bundle = delayed(tasks.build_model)(
             root,
             all_possible_states=settings["all_possible_states"],
@@ -669,8 +667,8 @@ class _DistributedObjective:
             for k, part in enumerate(self.partitions)
         ]
         count = iter(range(len(partial)))
-        total = _tree(partial, lambda a, b, i: client.submit(
-            tasks.add_losses, a, b, key=f"skcrf-sum-{tag}-{next(count)}"))
+        total = _tree(partial, lambda group: client.submit(
+            tasks.add_losses, *group, key=f"skcrf-sum-{tag}-{next(count)}"), SUM_FAN_IN)
         log_z, expected = total.result()
         del partial, weights, total
         with np.errstate(over="ignore", invalid="ignore"):
@@ -685,7 +683,7 @@ class _DistributedObjective:
     def info(self):
         return {
             "n_partitions": len(self.partitions),
-            "n_workers": len(self.client.scheduler_info()["workers"]),
+            "n_workers": len(self.client.nthreads()),
             "n_evaluations": self.n_evaluations,
             "n_tokens": int(self.n_tokens),
             "setup_seconds": self.setup_seconds,

@@ -1,8 +1,10 @@
 """Saving and loading fitted CRF models without pickle.
 
-The core is two functions over the plain fitted state of
-:mod:`skcrf._model`: :func:`save_state` writes a
-:class:`~skcrf._model.FittedState` and :func:`load_state` reads one back.
+The core is two functions over an estimator's *fitted state*, the plain
+object ``CRFTagger._get_fitted_state()`` returns (its parameters
+``params``, the model arrays ``model``, ``n_iter``, ``status``,
+``training_log`` and ``extra``): :func:`save_state` writes one and
+:func:`load_state` reads one back.
 :func:`save_model` and :func:`load_model` are conveniences for estimators:
 ``save_model(estimator, path)`` is ``save_state(estimator._get_fitted_state(),
 path)`` and ``load_model(path, cls)`` is
@@ -20,8 +22,9 @@ at worst be refused with a :class:`ValueError`.
 File layout (format version 2)
 ------------------------------
 With ``n_attributes`` attributes, ``L`` labels, ``n_states`` state features
-and ``n_transitions`` transition features (the conventions of
-:mod:`skcrf._model`), the archive holds exactly six arrays:
+and ``n_transitions`` transition features (weights are one flat vector,
+state features then transition features), the archive holds exactly six
+arrays:
 
 ``metadata`` : uint8, shape (n_bytes,)
     One UTF-8 (in fact ASCII) JSON document, described below.
@@ -70,45 +73,45 @@ The JSON document is an object with exactly these keys:
 ``n_iter``
     Optimizer iterations run, an integer >= 0.
 ``status``
-    How training stopped, or null: an :class:`~skcrf._lbfgs.LBFGSStatus`
+    How training stopped, or null: an :class:`~skcrf.LBFGSStatus`
     member name (``"CONVERGED"``), or ``"OnlineStatus."`` and an
-    :class:`~skcrf._online_train.OnlineStatus` member name for the online
+    :class:`~skcrf.OnlineStatus` member name for the online
     trainers.
 ``training_log``
     null, or ``{"iterations": [{key: value, ...}, ...], "status": name or
     null, "message": str, "verbose": value}`` (a
-    :class:`~skcrf._training_log.TrainingLog`), values in the tagged
+    :class:`~skcrf.TrainingLog`), values in the tagged
     encoding (scalars), except two log-only types: ``{"type": "fraction",
     "value": [numerator, denominator]}`` (held-out accuracies) and
     ``{"type": "label_scores", "value": V}`` for ``scores``, ``V`` a tagged
     list of tuples ``(label, match, model, ref, precision, recall, f1)``.
 ``extra``
     ``{name: value}``: further fitted values the estimator keeps
-    (``FittedState.extra``), each in the tagged encoding; may be empty.
+    (the fitted state's ``extra``), each in the tagged encoding; may be empty.
 
 Tagged values
 ~~~~~~~~~~~~~
 Labels, parameters, log values and extra values are stored as
 ``{"type": T, "value": V}`` so that they come back as the same Python type:
 
-==================  ==========================================================
-``T``               ``V``
-==================  ==========================================================
-``"str"``           the string
-``"int"``           a JSON integer
-``"float"``         ``repr`` of the float as a string (exact; ``"nan"``,
-                    ``"inf"``, ``"-0.0"`` included)
-``"bool"``          ``true`` / ``false``
-``"none"``          no ``value``
-``"bytes"``         the bytes as a hex string
-``"tuple"``         a list of tagged values
-``"list"``          a list of tagged values (not for labels: unhashable)
-``"dict"``          an object ``{str key: tagged value}`` (not for labels)
-``"numpy:<dtype>"`` a numpy scalar, ``<dtype>`` one of ``bool``,
-                    ``int8`` ... ``int64``, ``uint8`` ... ``uint64``,
-                    ``float16``, ``float32``, ``float64`` (``V`` as for bool,
-                    int and float) or ``str_`` (``V`` a string)
-==================  ==========================================================
+===================  =========================================================
+``T``                ``V``
+===================  =========================================================
+``"str"``            the string
+``"int"``            a JSON integer
+``"float"``          ``repr`` of the float as a string (exact; ``"nan"``,
+                     ``"inf"``, ``"-0.0"`` included)
+``"bool"``           ``true`` / ``false``
+``"none"``           no ``value``
+``"bytes"``          the bytes as a hex string
+``"tuple"``          a list of tagged values
+``"list"``           a list of tagged values (not for labels: unhashable)
+``"dict"``           an object ``{str key: tagged value}`` (not for labels)
+``"numpy:<dtype>"``  a numpy scalar, ``<dtype>`` one of ``bool``,
+                     ``int8`` ... ``int64``, ``uint8`` ... ``uint64``,
+                     ``float16``, ``float32``, ``float64`` (``V`` as for bool,
+                     int and float) or ``str_`` (``V`` a string)
+===================  =========================================================
 
 Tuples, lists and dicts nest at most 32 deep. Types are matched exactly:
 numpy scalar labels come back as the same numpy scalar type
@@ -131,7 +134,7 @@ scikit-learn's ``DictVectorizer``, ``key=value`` for string values),
 ``vectorizer`` (``{"dtype": "float64", "separator": "=", "sparse": true,
 "sort": true}``), ``n_features``, ``n_iter``, ``status`` (a member name) and
 ``training_log`` (an object as above). :func:`load_state` reads them into a
-:class:`~skcrf._model.FittedState` with the same checks as format 2:
+fitted state with the same checks as format 2:
 
 - ``attributes`` are the ``vocabulary`` names unchanged and
   ``value_separator`` is the vectorizer's separator (``"="``), so that
@@ -174,25 +177,19 @@ rules above). Whatever is wrong is a :class:`ValueError` that names it.
 Examples
 --------
 >>> import os, tempfile
->>> import numpy as np
->>> from skcrf._model import CRFModel, FittedState
->>> from skcrf.io import load_state, save_state
->>> model = CRFModel(
-...     classes=np.array(["D", "N"], dtype=object),
-...     attributes=["w:the", "w:dog"],
-...     state_ptr=np.array([0, 1, 2]),
-...     state_labels=np.array([0, 1], dtype=np.int32),
-...     state_weights=np.array([1.5, 2.0]),
-...     transition_index=np.array([1]),  # D followed by N
-...     transition_weights=np.array([0.5]),
-... )
->>> state = FittedState(params={"c2": 0.1}, model=model, n_iter=3)
+>>> from skcrf import CRFTagger
+>>> from skcrf.io import load_model, load_state, save_model
+>>> X, y = [[{"w": "the"}, {"w": "dog"}]], [["D", "N"]]
+>>> tagger = CRFTagger(c2=0.1).fit(X, y)
 >>> with tempfile.TemporaryDirectory() as tmp:
 ...     path = os.path.join(tmp, "tagger.skcrf")
-...     save_state(state, path)
-...     loaded = load_state(path)
->>> loaded.params, loaded.model.attributes, loaded.model.transition_matrix().tolist()
-({'c2': 0.1}, ['w:the', 'w:dog'], [[0.0, 0.5], [0.0, 0.0]])
+...     save_model(tagger, path)               # the same as tagger.save(path)
+...     state = load_state(path)               # checked; never unpickles
+...     loaded = load_model(path, CRFTagger)   # the same as CRFTagger.load(path)
+>>> state.params["c2"], state.model.attributes
+(0.1, ['w:the', 'w:dog'])
+>>> loaded.predict(X)
+[['D', 'N']]
 """
 
 import binascii
@@ -758,7 +755,7 @@ def save_state(state, path, *, estimator=None):
     Parameters
     ----------
     state : FittedState
-        The fitted state (:class:`skcrf._model.FittedState`).
+        The fitted state (what ``CRFTagger._get_fitted_state()`` returns).
     path : str or os.PathLike
         Where to write the model; the file is exactly at ``path`` (no
         extension is added). The name is up to you (``.npz`` or, for
@@ -790,7 +787,7 @@ def save_model(estimator, path):
 
     ``save_state(estimator._get_fitted_state(), path)``, recording the
     estimator's class name: any object with a ``_get_fitted_state()`` method
-    returning a :class:`~skcrf._model.FittedState` can be saved (this module
+    returning a fitted state can be saved (this module
     does not import the estimator).
 
     Parameters

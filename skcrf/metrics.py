@@ -390,7 +390,13 @@ _SCHEME_PREFIXES = {
     "BIO": frozenset("BI"),
     "IOB1": frozenset("BI"),
     "IOBES": frozenset("BIES"),
+    # the scheme names of decoding constraints (skcrf._constraints.SCHEMES)
+    "BIOUL": frozenset("BILU"),
+    "BMES": frozenset("BMES"),
 }
+# Prefixes read as another: BIOUL's L- (last) and U- (unit) are IOBES's E-
+# and S-; BMES's M- (middle) is I-.
+_PREFIX_ALIASES = {"L": "E", "U": "S", "M": "I"}
 _OUTSIDE = "O"
 
 
@@ -412,11 +418,17 @@ def _parse_tag(tag, scheme, prefixes):
             return _OUTSIDE, None
         prefix, sep, chunk_type = tag.partition("-")
         if sep and chunk_type and prefix in prefixes:
-            return prefix, chunk_type
+            return _PREFIX_ALIASES.get(prefix, prefix), chunk_type
         if sep and chunk_type and prefix in _SCHEME_PREFIXES["IOBES"]:
             raise ValueError(
                 f"Tag {tag!r} uses the prefix {prefix}-, which scheme "
                 f"{scheme!r} does not allow; use scheme='IOBES'."
+            )
+        if sep and chunk_type and prefix in _PREFIX_ALIASES:
+            owner = "'BMES'" if prefix == "M" else "'BIOUL'"
+            raise ValueError(
+                f"Tag {tag!r} uses the prefix {prefix}-, which scheme "
+                f"{scheme!r} does not allow; use scheme={owner}."
             )
     raise ValueError(
         f"Entity metrics need tags of the form PREFIX-TYPE (prefix one of "
@@ -480,7 +492,7 @@ def _extract_chunks(seq, scheme="IOB2"):
     seq : sequence of str
         Tags such as ``'B-PER'``, ``'I-PER'`` or ``'O'``. The type is what
         follows the first ``'-'``, so it may itself contain ``'-'``.
-    scheme : {'IOB2', 'BIO', 'IOB1', 'IOBES'}, default='IOB2'
+    scheme : {'IOB2', 'BIO', 'IOB1', 'IOBES', 'BIOUL', 'BMES'}, default='IOB2'
         Allowed prefixes: B- and I- for IOB2/BIO/IOB1, also E- and S- for
         IOBES.
 
@@ -649,11 +661,14 @@ _ENTITY_PARAMS_DOC = """
         Ground truth tags, e.g. ``[['B-PER', 'I-PER', 'O'], ['B-LOC']]``.
     y_pred : list of sequences of str
         Predicted tags; ``y_pred[i]`` must have the length of ``y_true[i]``.
-    scheme : {'IOB2', 'BIO', 'IOB1', 'IOBES'}, default='IOB2'
-        Tagging scheme (case-insensitive). ``'BIO'`` and ``'IOB1'`` are
+    scheme : {'IOB2', 'BIO', 'IOB1', 'IOBES', 'BIOUL', 'BMES'}, default='IOB2'
+        Tagging scheme (case-insensitive), the names that
+        ``allowed_transitions`` accepts. ``'BIO'`` and ``'IOB1'`` are
         aliases of ``'IOB2'`` (the conlleval decoding rules handle all
-        three); ``'IOBES'`` also allows ``E-`` and ``S-`` tags. Tags must be
-        ``'O'`` or ``PREFIX-TYPE``; anything else raises ``ValueError``.
+        three); ``'IOBES'`` also allows ``E-`` and ``S-`` tags; ``'BIOUL'``
+        is IOBES written with ``L-`` and ``U-``; ``'BMES'`` has ``B-``,
+        ``M-`` (inside), ``E-`` and ``S-``. Tags must be ``'O'`` or
+        ``PREFIX-TYPE``; anything else raises ``ValueError``.
     average : {'micro', 'macro', 'weighted'}, default='micro'
         ``'micro'`` pools the chunks of all types (conlleval's overall
         score); ``'macro'`` is the unweighted mean of the per-type scores over
@@ -773,7 +788,7 @@ def entity_classification_report(
         Ground truth tags.
     y_pred : list of sequences of str
         Predicted tags; ``y_pred[i]`` must have the length of ``y_true[i]``.
-    scheme : {'IOB2', 'BIO', 'IOB1', 'IOBES'}, default='IOB2'
+    scheme : {'IOB2', 'BIO', 'IOB1', 'IOBES', 'BIOUL', 'BMES'}, default='IOB2'
         Tagging scheme, see :func:`entity_f1_score`.
     digits : int, default=2
         Number of digits of the floats in the text report (ignored with

@@ -785,3 +785,23 @@ def test_flatten_concatenates_sequences_like_sklearn_crfsuite():
 def test_flatten_rejects_what_is_not_a_list_of_sequences(bad):
     with pytest.raises(TypeError, match="list of sequences"):
         metrics.flatten(bad)
+
+
+# -- the scheme names of decoding constraints (issue 10) ----------------------
+
+
+def test_entity_scores_accept_constraint_scheme_names():
+    from skcrf.metrics import entity_f1_score
+
+    bioul = [["U-PER", "B-LOC", "I-LOC", "L-LOC", "O"]]
+    iobes = [["S-PER", "B-LOC", "I-LOC", "E-LOC", "O"]]
+    assert entity_f1_score(bioul, bioul, scheme="BIOUL") == 1.0
+    assert entity_f1_score(iobes, iobes, scheme="IOBES") == 1.0
+    with pytest.raises(ValueError, match="scheme='IOBES'"):
+        entity_f1_score(iobes, iobes, scheme="bioul")
+    half = [["U-PER", "O", "O", "O", "O"]]
+    assert entity_f1_score(bioul, half, scheme="BIOUL") == pytest.approx(2 / 3)
+    bmes = [["B-X", "M-X", "E-X", "S-Y"]]
+    assert entity_f1_score(bmes, bmes, scheme="BMES") == 1.0
+    with pytest.raises(ValueError, match="scheme='BMES'"):
+        entity_f1_score([["M-X"]], [["M-X"]], scheme="IOB2")

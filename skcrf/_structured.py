@@ -1,0 +1,262 @@
+"""Structured outputs of a fitted model: n-best labellings, sequence
+probabilities and transition marginals, with or without constraints.
+
+Functions over a :class:`~skcrf._decode.Decoder` and encoded sequences,
+batched in the blocks of :mod:`skcrf._blocks` and dealt to threads as
+decoding is (``Decoder._run``). The estimator turns their label indices into
+labels.
+
+Conventions
+-----------
+- Probabilities are conditioned on the constraints when there are some:
+  ``p(y | x, constraints) = exp(score(y)) / Z_c(x)`` where ``Z_c`` sums over
+  the allowed labellings only; a labelling that breaks a constraint has
+  probability 0 (log-probability ``-inf``).
+- ``log Z`` comes from the scaled forward pass (:mod:`skcrf._nbest`'s
+  :func:`forward_log_partition`), or from the log-domain reference of
+  :mod:`skcrf._inference` when scores are too wide for scaling.
+- n-best ties: labellings of equal score are ordered by their labels read
+  from the end (the lower last label index in ``classes_`` first, then the
+  label before it, ...); the first one is ``predict``'s (see
+  :mod:`skcrf._nbest`).
+- An empty sequence has one labelling, the empty one, of probability 1.
+- Per-sequence results are in the caller's sequence order; per-token ones
+  in flat order.
+"""
+
+import numpy as np
+
+from . import _kernels
+from ._blocks import MAX_TRANSITION_SPREAD, state_scores
+from ._constraints import NoValidLabelling, apply_log_masks, apply_zero_masks
+from ._decode import _check_finite
+from ._inference import _forward_backward_log, pair_marginals
+from ._nbest import forward_log_partition, kbest_packed
+from ._viterbi import viterbi_packed
+
+__all__ = ["log_partition", "nbest", "sequence_scores", "transition_marginals"]
+
+
+def _block_emissions(decoder, block, workspace, arrays, masks):
+    """The block's state scores (a workspace view), checked, with the masks at -inf."""
+    emissions = workspace.psi[: block.n_rows]
+    state_scores(block.indptr, block.ids, block.values, arrays, emissions)
+    _check_finite(emissions)
+    apply_log_masks(emissions, masks)
+    return emissions
+
+
+def _block_log_z(block, workspace, arrays, emissions, masks, name):
+    """Each sequence's ``log Z`` (packed order); overwrites ``emissions``.
+
+    Raises NoValidLabelling when a sequence has no allowed labelling.
+    """
+    n = block.n_rows
+    log_z = None
+    if arrays.spread <= MAX_TRANSITION_SPREAD:
+        backup = emissions.copy() if masks else None
+        row_max = workspace.row_max[:n]
+        _kernels.exp_shifted(emissions, row_max)
+        apply_zero_masks(emissions, masks)
+        log_z = np.empty(block.n_sequences)
+        forward_log_partition(
+            emissions, arrays.exp_trans, block.batch_sizes, workspace.alpha, workspace.scale,
+            log_z,
+        )
+        log_z += np.bincount(block.columns, weights=row_max, minlength=block.n_sequences)
+        log_z += arrays.t_max * (block.lengths - 1)
+        if not np.isfinite(log_z).all():
+            log_z = None  # underflow, or no allowed labelling: the log domain decides
+            if backup is not None:
+                emissions[...] = backup
+            else:
+                state_scores(block.indptr, block.ids, block.values, arrays, emissions)
+    if log_z is None:
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            log_z = _forward_backward_log(emissions, arrays.transitions, block.batch_sizes)[0]
+    if not np.isfinite(log_z).all():
+        raise NoValidLabelling(int(block.sequences[np.flatnonzero(~np.isfinite(log_z))[0]]), name)
+    return log_z
+
+
+def log_partition(decoder, encoded, n_threads=1, constraints=None, name="X"):
+    """``log Z(x)`` of every sequence (over the allowed labellings).
+
+    Returns
+    -------
+    ndarray of shape (n_sequences,)
+        0 for an empty sequence.
+    """
+    arrays = decoder.constrained_arrays(constraints)
+    out = np.zeros(len(encoded.lengths))
+
+    def decode_block(block, workspace):
+        masks = constraints.emission_masks(block) if constraints is not None else []
+        emissions = _block_emissions(decoder, block, workspace, arrays, masks)
+        out[block.sequences] = _block_log_z(block, workspace, arrays, emissions, masks, name)
+
+    decoder._run(encoded, n_threads, decode_block, None, name)
+    return out
+
+
+def nbest(decoder, encoded, n, n_threads=1, constraints=None, name="X"):
+    """The ``n`` most probable (allowed) labellings of every sequence.
+
+    Parameters
+    ----------
+    decoder : Decoder
+    encoded : Encoded
+    n : int
+        At least 1.
+    n_threads : int
+    constraints : Constraints or None
+    name : str
+
+    Returns
+    -------
+    paths : ndarray of intp, shape (n, n_tokens)
+        ``paths[q, row]``: the label index of token ``row`` (flat order) in
+        its sequence's labelling of rank ``q`` (0 past ``found``).
+    log_proba : ndarray of shape (n_sequences, n)
+        Their log-probabilities, best first (``-inf`` past ``found``).
+    found : ndarray of intp, shape (n_sequences,)
+        How many labellings each sequence has in the list: ``n``, or fewer
+        when fewer exist (1 for an empty sequence: the empty labelling).
+    """
+    arrays = decoder.constrained_arrays(constraints)
+    transitions = arrays.transitions
+    n_tokens = len(encoded.indptr) - 1
+    n_sequences = len(encoded.lengths)
+    paths = np.zeros((n_tokens, n), dtype=np.intp)
+    log_proba = np.full((n_sequences, n), -np.inf)
+    log_proba[:, 0] = 0.0  # empty sequences; the others are overwritten
+    found = np.ones(n_sequences, dtype=np.intp)
+    viterbi_only = n == 1 and (constraints is None or not constraints.has_transitions)
+
+    def decode_block(block, workspace):
+        masks = constraints.emission_masks(block) if constraints is not None else []
+        emissions = _block_emissions(decoder, block, workspace, arrays, masks)
+        if viterbi_only:
+            block_paths = np.empty((1, block.n_rows), dtype=np.intp)
+            scores = np.empty((block.n_sequences, 1))
+            viterbi_packed(emissions, transitions, block.batch_sizes, block_paths[0], scores[:, 0])
+            block_found = np.isfinite(scores[:, 0]).astype(np.intp)
+        else:
+            block_paths = np.zeros((n, block.n_rows), dtype=np.intp)
+            scores = np.empty((block.n_sequences, n))
+            block_found = kbest_packed(
+                emissions, transitions, block.batch_sizes, n, block_paths, scores
+            )
+        if not block_found.all():
+            raise NoValidLabelling(int(block.sequences[np.argmin(block_found)]), name)
+        log_z = _block_log_z(block, workspace, arrays, emissions, masks, name)
+        log_proba[block.sequences] = scores - log_z[:, None]
+        found[block.sequences] = block_found
+        return block_paths.T
+
+    decoder._run(encoded, n_threads, decode_block, paths, name)
+    return paths.T, log_proba, found
+
+
+def sequence_scores(decoder, encoded, label_index, n_threads=1, constraints=None, name="X"):
+    """``log p(y | x)`` of given labellings (under the constraints).
+
+    Parameters
+    ----------
+    label_index : ndarray of intp, shape (n_tokens,)
+        The label index of every token (flat order); -1 for a label the
+        model does not know (the labelling then has probability 0).
+
+    Returns
+    -------
+    ndarray of shape (n_sequences,)
+        ``-inf`` for a labelling with an unknown label or that breaks a
+        constraint; 0 for an empty sequence.
+    """
+    arrays = decoder.constrained_arrays(constraints)
+    transitions = arrays.transitions
+    out = np.zeros(len(encoded.lengths))
+    label_index = np.asarray(label_index, dtype=np.intp)
+
+    def decode_block(block, workspace):
+        masks = constraints.emission_masks(block) if constraints is not None else []
+        emissions = _block_emissions(decoder, block, workspace, arrays, masks)
+        labels = label_index[block.rows]
+        unknown = labels < 0
+        labels = np.where(unknown, 0, labels)
+        terms = emissions[np.arange(block.n_rows), labels]
+        batch_sizes = np.asarray(block.batch_sizes)
+        first = int(batch_sizes[0])
+        # the previous row of row r (step t >= 1) is r - batch_sizes[t - 1]
+        steps = np.repeat(np.arange(len(batch_sizes)), batch_sizes)[first:]
+        rows = np.arange(first, block.n_rows)
+        terms[first:] += transitions[labels[rows - batch_sizes[steps - 1]], labels[first:]]
+        terms[unknown] = -np.inf
+        scores = np.bincount(block.columns, weights=terms, minlength=block.n_sequences)
+        scores[np.bincount(block.columns, weights=unknown, minlength=block.n_sequences) > 0] = (
+            -np.inf
+        )
+        log_z = _block_log_z(block, workspace, arrays, emissions, masks, name)
+        out[block.sequences] = scores - log_z
+
+    with np.errstate(invalid="ignore"):
+        decoder._run(encoded, n_threads, decode_block, None, name)
+    return out
+
+
+def transition_marginals(decoder, encoded, n_threads=1, constraints=None, name="X"):
+    """``p(y_t = i, y_{t+1} = j | x)`` of every token that has a successor.
+
+    Returns
+    -------
+    ndarray of shape (n_tokens, n_labels, n_labels)
+        Row ``r`` (flat order) pairs token ``r`` with the next token of its
+        sequence; zeros at a sequence's last token.
+    """
+    arrays = decoder.constrained_arrays(constraints)
+    n_labels = decoder.n_labels
+    n_tokens = len(encoded.indptr) - 1
+    out = np.zeros((n_tokens, n_labels, n_labels))
+
+    def decode_block(block, workspace):
+        masks = constraints.emission_masks(block) if constraints is not None else []
+        n = block.n_rows
+        psi = _block_emissions(decoder, block, workspace, arrays, masks)
+        pairs = None
+        if arrays.spread <= MAX_TRANSITION_SPREAD:
+            backup = psi.copy()
+            row_max = workspace.row_max[:n]
+            _kernels.exp_shifted(psi, row_max)
+            apply_zero_masks(psi, masks)
+            alpha, beta, weighted = workspace.alpha[:n], workspace.beta[:n], workspace.weighted[:n]
+            _kernels.forward_backward(
+                psi, arrays.exp_trans, block.batch_sizes, alpha, workspace.scale,
+                workspace.beta, workspace.weighted,
+            )
+            if np.isfinite(alpha).all():
+                # alpha now holds the marginals alpha * beta; the pair of row r
+                # and its successor is alpha[r, i] * exp_trans[i, j] * weighted[r, j]
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    forward = np.where(beta > 0, alpha / beta, 0.0)
+                pairs = forward[:, :, None] * arrays.exp_trans * weighted[:, None, :]
+                pairs[_last_rows(block)] = 0.0
+            else:
+                psi[...] = backup
+        if pairs is None:
+            pairs, log_z = pair_marginals(psi, arrays.transitions, block.batch_sizes)
+            if not np.isfinite(log_z).all():
+                bad = np.flatnonzero(~np.isfinite(log_z))[0]
+                raise NoValidLabelling(int(block.sequences[bad]), name)
+        return pairs
+
+    decoder._run(encoded, n_threads, decode_block, out, name)
+    return out
+
+
+def _last_rows(block):
+    """Packed rows that end their sequence."""
+    batch_sizes = np.asarray(block.batch_sizes)
+    columns = np.arange(block.n_sequences)
+    lengths = np.searchsorted(-batch_sizes, -columns, side="left")
+    offsets = np.concatenate([[0], np.cumsum(batch_sizes)])
+    return offsets[lengths - 1] + columns

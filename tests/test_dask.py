@@ -1,0 +1,321 @@
+"""skcrf.dask: the map-reduce vocabulary, DaskCRFTagger on a LocalCluster, read_conll.
+
+The cluster tests run two worker processes (one thread each) and compare with
+a local CRFTagger fit on the same data: the same features in the same order,
+the objective at convergence within 1e-6 relative, the same predictions.
+"""
+
+import logging
+import pickle
+import sys
+
+import numpy as np
+import pytest
+
+pytest.importorskip("skcrf._kernels", reason="compiled extension not built")
+distributed = pytest.importorskip("distributed")
+db = pytest.importorskip("dask.bag")
+cloudpickle = pytest.importorskip("cloudpickle")
+
+from sklearn.base import clone  # noqa: E402
+
+from skcrf import CRFTagger  # noqa: E402
+from skcrf import _dask_tasks as tasks  # noqa: E402
+from skcrf import dask as skcrf_dask  # noqa: E402
+from skcrf._featurize import Vocabulary  # noqa: E402
+from skcrf._objective import select_features  # noqa: E402
+from skcrf._validation import encode_labels  # noqa: E402
+from skcrf.dask import DaskCRFTagger, read_conll  # noqa: E402
+
+# feature functions defined here run on the workers (read_conll)
+cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+WORDS = ["the", "a", "dog", "cat", "runs", "sleeps", "big", "small", "Bob", "Paris", "7", "!"]
+TAGS = dict(zip(WORDS, ["D", "D", "N", "N", "V", "V", "J", "J", "P", "P", "C", "."]))
+
+
+def make_data(n, seed=0, empty=False):
+    """Sequences of token dicts (strings, floats, bools, explicit zeros) and tags."""
+    rng = np.random.default_rng(seed)
+    X, y = [], []
+    for i in range(n):
+        length = 0 if empty and i % 7 == 3 else int(rng.integers(1, 9))
+        words = [WORDS[j] for j in rng.integers(0, len(WORDS), length)]
+        X.append([
+            {"w": w, "prev": words[t - 1] if t else "BOS", "len": len(w) / 5,
+             "upper": w[0].isupper(), "digit": w.isdigit()}
+            for t, w in enumerate(words)
+        ])
+        y.append([TAGS[w] if rng.random() > 0.15 else "N" for w in words])
+    return X, y
+
+
+def chunks(seq, sizes):
+    out, start = [], 0
+    for size in sizes:
+        out.append(seq[start:start + size])
+        start += size
+    return out
+
+
+def model_arrays(model):
+    return (model.attributes, model.classes.tolist(), model.state_ptr.tolist(),
+            model.state_labels.tolist(), model.transition_index.tolist())
+
+
+# -- the map-reduce, without a cluster -------------------------------------------
+
+
+@pytest.mark.parametrize("sizes", [[40], [10, 10, 10, 10], [0, 13, 0, 27], [1, 1, 37, 1]])
+@pytest.mark.parametrize(
+    "options",
+    [{}, {"min_freq": 2.0}, {"all_possible_states": True},
+     {"all_possible_transitions": True, "min_freq": 1.5}],
+)
+def test_merged_stats_give_select_features(sizes, options):
+    X, y = make_data(40, seed=1, empty=True)
+    X[5][0]["neg"] = -3.0  # a feature whose sum is negative: dropped at min_freq 0
+    vocabulary = Vocabulary()
+    encoded = vocabulary.encode(X, grow=True)
+    labels = [label for seq in y for label in seq]
+    index, classes = encode_labels(labels)
+    expected, observed = select_features(encoded, index, classes, vocabulary.attributes, **options)
+
+    scans = [tasks.scan_partition(xp, yp, k, tasks.__version__)
+             for k, (xp, yp) in enumerate(zip(chunks(X, sizes), chunks(y, sizes)))]
+    stats = tasks.merge_all([tasks.partition_stats(scan) for scan in scans])
+    bundle = tasks.build_model(stats, **options)
+    assert model_arrays(bundle.model) == model_arrays(expected)
+    np.testing.assert_allclose(bundle.observed, observed, rtol=1e-12, atol=1e-12)
+
+    # each partition's ids are those of the global vocabulary
+    for scan, xp in zip(scans, chunks(X, sizes)):
+        part = tasks.vectorize_partition(scan, bundle, 1, tasks.__version__)
+        again = Vocabulary(vocabulary.attributes).encode(xp, grow=False)
+        for a, b in zip(part.encoded, again):
+            np.testing.assert_array_equal(a, b)
+
+
+def test_merge_rejects_labels_equal_but_not_the_same():
+    first = tasks.scan_partition([[{"a": 1}]], [[1]], 0, tasks.__version__)
+    second = tasks.scan_partition([[{"a": 1}]], [[1.0]], 1, tasks.__version__)
+    with pytest.raises(ValueError, match="equal in Python but not the same"):
+        tasks.merge_stats(first.stats, second.stats)
+
+
+def test_partition_errors_name_the_partition_and_sequence():
+    X, y = make_data(5)
+    X[3][0]["w"] = None
+    with pytest.raises(TypeError, match=r"X\.partitions\[2\]\[3\]\[0\]: feature 'w'"):
+        tasks.scan_partition(X, y, 2, tasks.__version__)
+    X, y = make_data(5)
+    with pytest.raises(ValueError, match=r"y\.partitions\[1\]\[4\] has"):
+        tasks.scan_partition(X, y[:4] + [y[4][:-1] + ["x", "x"]], 1, tasks.__version__)
+
+
+def test_version_check_in_tasks():
+    with pytest.raises(tasks.VersionMismatchError, match="install the same skcrf"):
+        tasks.scan_partition([], [], 0, "0.0.0-other")
+
+
+def test_only_lbfgs_and_no_partial_fit():
+    with pytest.raises(ValueError, match="'lbfgs' only.*online trainers"):
+        DaskCRFTagger(algorithm="ap").fit([[{"a": 1}]], [["x"]])
+    with pytest.raises(ValueError, match="no partial_fit"):
+        DaskCRFTagger().partial_fit([[{"a": 1}]], [["x"]], classes=["x"])
+
+
+def test_params_clone_and_pickle():
+    tagger = DaskCRFTagger(c1=0.1, c2=0.5, n_jobs=2, client="tcp://127.0.0.1:1")
+    assert tagger.get_params()["client"] == "tcp://127.0.0.1:1"
+    assert set(CRFTagger().get_params()) | {"client"} == set(tagger.get_params())
+    copy = clone(tagger)
+    assert copy.get_params() == tagger.get_params()
+    sentinel = object()  # a client is shared by clone, not copied
+    assert clone(DaskCRFTagger(client=sentinel)).client is sentinel
+    assert pickle.loads(pickle.dumps(tagger)).get_params() == tagger.get_params()
+
+
+# -- read_conll -----------------------------------------------------------------------
+
+
+CONLL = """# a comment
+-DOCSTART- -X- O
+
+The DT B-NP
+dog NN I-NP
+runs VBZ B-VP
+
+# sent 2
+Bob NNP B-NP
+
+   
+sleeps VBZ B-VP
+. . O
+"""
+
+
+def write_corpus(folder, n_files=3, n_sentences=30, seed=0):
+    """CoNLL files of make_data's words; returns the (words, tags) written."""
+    rng = np.random.default_rng(seed)
+    written = []
+    for f in range(n_files):
+        lines = [f"# file {f}"]
+        for _ in range(n_sentences):
+            words = [WORDS[j] for j in rng.integers(0, len(WORDS), int(rng.integers(1, 9)))]
+            tags = [TAGS[w] for w in words]
+            lines += [f"{w}\t{t}" for w, t in zip(words, tags)] + [""]
+            written.append((words, tags))
+        (folder / f"part-{f}.conll").write_text("\n".join(lines) + "\n")
+    return written
+
+
+def word_features(rows):
+    words = [row["word"] for row in rows]
+    return [{"w": w, "prev": words[i - 1] if i else "BOS", "upper": w[0].isupper()}
+            for i, w in enumerate(words)]
+
+
+def test_read_conll_without_dask(tmp_path):
+    (tmp_path / "a.conll").write_text(CONLL)
+    items = list(read_conll(tmp_path / "a.conll", columns=("word", "pos", "chunk"),
+                            label_column="chunk", bag=False))
+    assert items == [
+        ([{"word": "The", "pos": "DT"}, {"word": "dog", "pos": "NN"},
+          {"word": "runs", "pos": "VBZ"}], ["B-NP", "I-NP", "B-VP"]),
+        ([{"word": "Bob", "pos": "NNP"}], ["B-NP"]),
+        ([{"word": "sleeps", "pos": "VBZ"}, {"word": ".", "pos": "."}], ["B-VP", "O"]),
+    ]
+    (tmp_path / "bad.conll").write_text("a b\nc\n")
+    with pytest.raises(ValueError, match=r"bad\.conll:2: the line has 1 fields"):
+        list(read_conll(tmp_path / "bad.conll", columns=("w", "t"), bag=False))
+    with pytest.raises(FileNotFoundError, match="no file matches"):
+        read_conll(tmp_path / "*.missing", columns=("w",), bag=False)
+    with pytest.raises(ValueError, match="not one of columns"):
+        read_conll(tmp_path / "a.conll", columns=("w",), label_column="t", bag=False)
+
+
+@pytest.mark.parametrize("blocksize", [1, 7, 50, 333])
+def test_read_conll_blocks_read_every_sequence_once(tmp_path, blocksize):
+    from skcrf._dask_conll import conll_blocks, read_blocks
+
+    written = write_corpus(tmp_path, n_files=2, n_sentences=20)
+    options = dict(columns=("word", "tag"), label_column="tag")
+    whole = list(read_conll(str(tmp_path / "*.conll"), bag=False, **options))
+    assert [([r["word"] for r in x], t) for x, t in whole] == written
+    blocks = conll_blocks(str(tmp_path / "*.conll"), blocksize)
+    assert len(blocks) > 2
+    assert [item for block in blocks for item in read_blocks([block], **options)] == whole
+
+
+# -- on a LocalCluster ------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def client():
+    cluster = distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+        silence_logs=logging.ERROR,
+    )
+    with cluster, distributed.Client(cluster) as client:
+        yield client
+
+
+def fit_both(X, y, *, npartitions, client, **params):
+    local = CRFTagger(**params).fit(X, y)
+    remote = DaskCRFTagger(**params).fit(X, y, npartitions=npartitions)
+    return local, remote
+
+
+def assert_same_model(local, remote, X):
+    assert remote.attributes_ == local.attributes_
+    assert model_arrays(remote._model) == model_arrays(local._model)
+    f_local = local.training_log_.last_iteration["loss"]
+    f_remote = remote.training_log_.last_iteration["loss"]
+    assert abs(f_remote - f_local) <= 1e-6 * abs(f_local)
+    agree = np.mean([a == b for p, q in zip(local.predict(X), remote.predict(X))
+                     for a, b in zip(p, q)])
+    assert agree >= 0.999
+
+
+@pytest.mark.parametrize("c1", [0.0, 0.2])
+@pytest.mark.parametrize("npartitions", [1, 4])
+def test_fit_equals_local_fit(client, c1, npartitions):
+    X, y = make_data(120, seed=2, empty=True)
+    local, remote = fit_both(X, y, npartitions=npartitions, client=client, c1=c1, c2=0.5)
+    assert remote.status_.converged and local.status_.converged
+    assert_same_model(local, remote, X)
+    assert remote.fit_info_["n_partitions"] == npartitions
+    assert remote.fit_info_["vectorized_bytes"] > 0
+
+
+def test_fit_on_read_conll_bags_and_predict_bags(client, tmp_path):
+    write_corpus(tmp_path, n_files=4, n_sentences=25)
+    options = dict(columns=("word", "tag"), label_column="tag", feature_func=word_features)
+    data = read_conll(str(tmp_path / "*.conll"), **options)
+    assert data.npartitions == 4
+    X, y = data.pluck(0), data.pluck(1)
+    remote = DaskCRFTagger(c2=0.5, all_possible_transitions=True).fit(X, y)
+    pairs = list(read_conll(str(tmp_path / "*.conll"), bag=False, **options))
+    X_list, y_list = [x for x, _ in pairs], [t for _, t in pairs]
+    local = CRFTagger(c2=0.5, all_possible_transitions=True).fit(X_list, y_list)
+    assert_same_model(local, remote, X_list)
+
+    predicted = remote.predict(X)
+    assert isinstance(predicted, db.Bag) and predicted.npartitions == X.npartitions
+    assert predicted.compute() == local.predict(X_list)
+    assert remote.score(X, y) == pytest.approx(local.score(X_list, y_list))
+    as_local = remote.to_local()
+    assert type(as_local) is CRFTagger
+    assert as_local.predict(X_list) == local.predict(X_list)
+    np.testing.assert_array_equal(as_local.coef_.toarray(), remote.coef_.toarray())
+
+
+def test_input_errors_on_the_cluster(client):
+    X, y = make_data(40, seed=3)
+    with pytest.raises(ValueError, match="X has 4 partitions but y has 3"):
+        DaskCRFTagger().fit(db.from_sequence(X, npartitions=4), db.from_sequence(y, npartitions=3))
+    # same number of partitions, different lengths
+    X_bag = db.from_sequence(X, npartitions=2)
+    y_bag = db.concat(
+        [db.from_sequence(y[:15], npartitions=1), db.from_sequence(y[15:], npartitions=1)])
+    with pytest.raises(ValueError, match=r"X\.partitions\[(0|1)\] has 20 sequences but "
+                                         r"y\.partitions\[(0|1)\] has (15|25) label"):
+        DaskCRFTagger().fit(X_bag, y_bag)
+    X[27][1]["w"] = float("nan")
+    with pytest.raises(ValueError, match=r"X\.partitions\[1\]\[7\]\[1\]: feature 'w'"):
+        DaskCRFTagger().fit(X, y, npartitions=2)
+
+
+def test_version_mismatch_is_reported(client, monkeypatch):
+    monkeypatch.setattr(skcrf_dask, "__version__", "0.0.0-other")
+    with pytest.raises(tasks.VersionMismatchError, match="driver runs skcrf 0.0.0-other"):
+        DaskCRFTagger().fit([[{"a": 1}]], [["x"]])
+
+
+def test_a_worker_lost_mid_fit_gives_the_same_model():
+    """A worker closed at iteration 3: its partitions are rebuilt from lineage."""
+    X, y = make_data(120, seed=4)
+    cluster = distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+        silence_logs=logging.CRITICAL,
+    )
+    with cluster, distributed.Client(cluster) as client:
+        reference = DaskCRFTagger(c2=0.5).fit(X, y, npartitions=4)
+        closed = []
+
+        def close_a_worker(info):
+            if info.iteration == 3 and not closed:
+                holding = [address for address, keys in client.has_what().items()
+                           if any("skcrf-partition" in key for key in keys)]
+                name = next(name for name, nanny in cluster.workers.items()
+                            if nanny.worker_address == holding[0])
+                cluster.sync(cluster.workers[name].close)
+                closed.append(holding[0])
+
+        survived = DaskCRFTagger(c2=0.5).fit(X, y, npartitions=4, callback=close_a_worker)
+        assert closed and len(client.nthreads()) == 1
+    assert survived.n_iter_ == reference.n_iter_
+    # the sums run in a fixed order: the very same weights
+    np.testing.assert_array_equal(survived._model.weights, reference._model.weights)
+    assert survived.predict(X) == reference.predict(X)
