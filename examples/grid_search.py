@@ -1,15 +1,20 @@
-"""Grid search over the CRF's L1/L2 coefficients on the NLTK Penn Treebank sample.
+"""
+Grid search over the L1 and L2 coefficients
+===========================================
 
-Cross-validates a CRFTagger for every (c1, c2) pair of a small grid with
-scikit-learn's GridSearchCV on the training sentences (the Treebank task),
-prints the cv_results_ table, then scores the refitted best model on the test
-sentences.
+Cross-validates a :class:`~skcrf.CRFTagger` for every (c1, c2) pair of a
+small grid with scikit-learn's :class:`~sklearn.model_selection.GridSearchCV`
+on the training sentences of the NLTK Penn Treebank sample, with several
+scorers of :mod:`skcrf.metrics` at once, prints the ``cv_results_`` table,
+then scores the refitted best model on the test sentences. With ``--plot`` it
+draws the mean cross-validated token accuracy over the grid::
 
     python examples/grid_search.py
     python examples/grid_search.py --c1 0 0.1 --c2 0.01 0.1 1 --cv 5
     python examples/grid_search.py --max-sentences 300 --max-iterations 30   # quick
+    python examples/grid_search.py --plot                                    # the figure
 
-The search runs the folds and candidates in parallel processes (--n-jobs);
+The search runs the folds and candidates in parallel processes (``--n-jobs``);
 each CRFTagger uses one thread. The full run (18 fits of 50 iterations) takes
 about a minute on two cores. The data comes from NLTK's data path; when it
 is missing the script calls nltk.download('treebank'). Without network access,
@@ -38,7 +43,7 @@ from skcrf.metrics import (
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").strip().split("\n")[0])
     parser.add_argument("--c1", type=float, nargs="+", default=[0.05, 0.25],
                         help="L1 coefficients to try")
     parser.add_argument("--c2", type=float, nargs="+", default=[0.01, 0.1, 1.0],
@@ -54,6 +59,8 @@ def parse_args(argv=None):
         "--max-sentences", type=int, default=None,
         help="use only this many training and test sentences (a quick run)",
     )
+    parser.add_argument("--plot", action="store_true",
+                        help="draw the cross-validated scores over the grid")
     return parser.parse_args(argv)
 
 
@@ -112,6 +119,10 @@ def main(argv=None):
               f"F1 {f1:.4f}")
     print(f"test sentence accuracy: {sequence_accuracy_score(y_test, y_pred):.4f}")
 
+    if args.plot:
+        plot_scores(search.cv_results_, args.c1, args.c2)
+        show_figures()
+
 
 def print_results(results):
     """The cv_results_ table, best candidate first."""
@@ -131,6 +142,37 @@ def print_results(results):
             line += f"  {f'{mean:.4f} ± {std:.4f}':>28}"
         line += f"  {results['mean_fit_time'][i]:>7.1f}s"
         print(line)
+
+
+def plot_scores(results, c1_values, c2_values):
+    """Mean cross-validated token accuracy of every (c1, c2) pair, as a heatmap."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    scores = np.full((len(c1_values), len(c2_values)), np.nan)
+    for params, score in zip(results["params"], results["mean_test_accuracy"]):
+        scores[c1_values.index(params["c1"]), c2_values.index(params["c2"])] = score
+    fig, axis = plt.subplots(figsize=(1.4 * len(c2_values) + 2.5, 1.0 * len(c1_values) + 1.8))
+    image = axis.imshow(scores, cmap="viridis")
+    axis.set_xticks(range(len(c2_values)), [f"{c:g}" for c in c2_values])
+    axis.set_yticks(range(len(c1_values)), [f"{c:g}" for c in c1_values])
+    axis.set_xlabel("c2 (L2)")
+    axis.set_ylabel("c1 (L1)")
+    for i in range(len(c1_values)):
+        for j in range(len(c2_values)):
+            axis.text(j, i, f"{scores[i, j]:.3f}", ha="center", va="center", color="white")
+    axis.set_title("Mean cross-validated token accuracy")
+    fig.colorbar(image, ax=axis, label="token accuracy")
+    fig.tight_layout()
+
+
+def show_figures():
+    """Show the figures on an interactive backend (not on Agg, nor in the docs build)."""
+    import matplotlib
+    import matplotlib.pyplot as plt
+
+    if matplotlib.get_backend().lower() != "agg":
+        plt.show()
 
 
 if __name__ == "__main__":

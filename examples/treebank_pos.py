@@ -1,12 +1,17 @@
-"""Part-of-speech tagging of the NLTK Penn Treebank sample with skcrf.
+"""
+Part-of-speech tagging of the NLTK Penn Treebank sample
+=======================================================
 
-Trains a CRFTagger on the first 80% of the treebank sentences (the Treebank
-task), prints the test accuracy, a per-tag classification report, the most
-informative state features and transitions, and tags a sentence.
+Trains a :class:`~skcrf.CRFTagger` on the first 80% of the treebank sentences
+(the Treebank task), prints the test accuracy, a per-tag classification
+report, the most informative state features and transitions, and tags a
+sentence. With ``--plot`` it draws the learning curve (training objective and
+test accuracy at every L-BFGS iteration, from ``training_log_``), the
+strongest state-feature weights and the transition weights as a heatmap::
 
     python examples/treebank_pos.py
     python examples/treebank_pos.py --sentence "The cat sat on the mat ."
-    python examples/treebank_pos.py --plot          # learning curve + heatmap PNGs
+    python examples/treebank_pos.py --plot          # the figures, saved as PNG files
 
 The data comes from NLTK's data path; when it is missing the script calls
 nltk.download('treebank'). Without network access, set NLTK_DATA to a folder
@@ -27,7 +32,7 @@ from skcrf.metrics import flat_accuracy_score, flat_classification_report
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").strip().split("\n")[0])
     parser.add_argument("--c1", type=float, default=0.1)
     parser.add_argument("--c2", type=float, default=0.1)
     parser.add_argument("--max-iterations", type=int, default=100)
@@ -41,8 +46,9 @@ def parse_args(argv=None):
         help="a sentence to tag (words separated by spaces)",
     )
     parser.add_argument("--top", type=int, default=10, help="features to show")
-    parser.add_argument("--plot", action="store_true", help="save PNG figures")
-    parser.add_argument("--plot-prefix", default="treebank_pos")
+    parser.add_argument("--plot", action="store_true", help="draw the figures")
+    parser.add_argument("--plot-prefix", default="treebank_pos",
+                        help="save the figures as PREFIX_*.png ('' draws them only)")
     return parser.parse_args(argv)
 
 
@@ -87,7 +93,8 @@ def main(argv=None):
     print("tagged:", " ".join(f"{w}/{t}" for w, t in zip(words, tags)))
 
     if args.plot:
-        save_plots(tagger, args.plot_prefix)
+        save_plots(tagger, args.plot_prefix, args.top)
+        show_figures()
 
 
 def show_features(tagger, top):
@@ -105,12 +112,11 @@ def show_features(tagger, top):
     print()
 
 
-def save_plots(tagger, prefix):
-    import matplotlib
-
-    matplotlib.use("Agg")
+def save_plots(tagger, prefix, top=10):
+    """Learning curve, feature weights and transition heatmap (saved unless prefix is '')."""
     import matplotlib.pyplot as plt
 
+    figures = {}
     iterations = tagger.training_log_.iterations
     nums = [it["num"] for it in iterations]
     fig, loss_axis = plt.subplots(figsize=(7, 4))
@@ -121,22 +127,51 @@ def save_plots(tagger, prefix):
     dev_axis = loss_axis.twinx()
     dev_axis.plot(nums, [it["dev_accuracy"] for it in iterations], color="tab:orange")
     dev_axis.set_ylabel("test token accuracy", color="tab:orange")
-    dev_axis.set_ylim(0.8, 1.0)
+    dev_axis.set_ylim(0.5, 1.0)
+    loss_axis.set_title("Learning curve")
     fig.tight_layout()
-    fig.savefig(f"{prefix}_learning_curve.png", dpi=120)
+    figures["learning_curve"] = fig
+
+    states = Counter(tagger.state_features_)
+    strongest = states.most_common(top) + states.most_common()[: -top - 1 : -1][::-1]
+    fig, axis = plt.subplots(figsize=(7, 0.3 * len(strongest) + 1.2))
+    names = [f"{attribute} → {label}" for (attribute, label), _ in strongest]
+    weights = [weight for _, weight in strongest]
+    axis.barh(range(len(weights)), weights,
+              color=["tab:red" if w < 0 else "tab:green" for w in weights])
+    axis.set_yticks(range(len(names)), names, fontsize=8)
+    axis.invert_yaxis()
+    axis.axvline(0, color="black", linewidth=0.8)
+    axis.set_xlabel("state feature weight")
+    axis.set_title(f"The {top} strongest positive and negative state features")
+    fig.tight_layout()
+    figures["state_features"] = fig
 
     labels = [str(label) for label in tagger.classes_]
-    fig, axis = plt.subplots(figsize=(11, 10))
+    fig, axis = plt.subplots(figsize=(9, 8))
     limit = abs(tagger.transition_).max() or 1.0
     image = axis.imshow(tagger.transition_, cmap="RdBu_r", vmin=-limit, vmax=limit)
     axis.set_xticks(range(len(labels)), labels, rotation=90, fontsize=7)
     axis.set_yticks(range(len(labels)), labels, fontsize=7)
     axis.set_xlabel("to")
     axis.set_ylabel("from")
+    axis.set_title("Transition weights")
     fig.colorbar(image, ax=axis, shrink=0.8, label="transition weight")
     fig.tight_layout()
-    fig.savefig(f"{prefix}_transitions.png", dpi=120)
-    print(f"saved {prefix}_learning_curve.png and {prefix}_transitions.png")
+    figures["transitions"] = fig
+    if prefix:
+        for name, figure in figures.items():
+            figure.savefig(f"{prefix}_{name}.png", dpi=120)
+        print(f"saved {', '.join(f'{prefix}_{name}.png' for name in figures)}")
+
+
+def show_figures():
+    """Show the figures on an interactive backend (not on Agg, nor in the docs build)."""
+    import matplotlib
+    import matplotlib.pyplot as plt
+
+    if matplotlib.get_backend().lower() != "agg":
+        plt.show()
 
 
 if __name__ == "__main__":

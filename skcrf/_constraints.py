@@ -34,6 +34,8 @@ Conventions
       outside).
 """
 
+from functools import lru_cache
+
 import numpy as np
 
 from ._validation import check_partial_labels
@@ -166,6 +168,11 @@ def scheme_transitions(classes, scheme):
     return allowed, start, end
 
 
+@lru_cache(maxsize=32)
+def _cached_scheme(classes, scheme):
+    return scheme_transitions(classes, scheme)
+
+
 def transition_constraints(classes, allowed_transitions):
     """``(allowed, start, end)`` of an ``allowed_transitions`` argument, or None.
 
@@ -185,7 +192,14 @@ def transition_constraints(classes, allowed_transitions):
     if allowed_transitions is None:
         return None
     if isinstance(allowed_transitions, str):
-        return scheme_transitions(classes, allowed_transitions)
+        try:
+            key = tuple(classes.tolist())
+            hash(key)
+        except TypeError:
+            return scheme_transitions(classes, allowed_transitions)
+        # cached: a default scheme is parsed once, not at every predict_single
+        allowed, start, end = _cached_scheme(key, allowed_transitions)
+        return allowed.copy(), start.copy(), end.copy()
     if isinstance(allowed_transitions, (bytes, dict)) or not hasattr(
         allowed_transitions, "__iter__"
     ):

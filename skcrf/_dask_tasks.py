@@ -467,6 +467,11 @@ def partition_loss(partition, w):
     """``(sum of log Z, expected counts)`` of one partition at ``w``."""
     if partition.n_tokens == 0:
         return 0.0, np.zeros(len(w))
+    if partition.n_threads > 1:
+        # the objective's threads (and its BLAS limit) live for one evaluation:
+        # a partition held between evaluations keeps no thread alive
+        with partition.objective as objective:
+            return objective.loss_gradient(w)
     if _blas_is_single():
         # Dask's nanny starts workers with OMP_NUM_THREADS=1 and the like:
         # no limit to set, and setting one costs more than a small evaluation.

@@ -8,8 +8,7 @@ the compiled single-sequence kernels.
 
 Constraints (a :class:`~skcrf._constraints.Constraints`, optional everywhere)
 become scores of ``-inf`` / probabilities of 0: Viterbi runs the usual
-kernel when only some labels are forbidden at some tokens, the k-best kernel
-of :mod:`skcrf._nbest` (k = 1) when some label pairs are forbidden.
+kernel (exact with ``-inf`` scores; with forbidden pairs it prunes nothing).
 """
 
 from concurrent.futures import ThreadPoolExecutor
@@ -28,7 +27,6 @@ from ._blocks import (
     state_scores,
 )
 from ._constraints import NoValidLabelling, apply_log_masks
-from ._nbest import kbest_packed
 from ._threads import single_blas_thread, split_sequences
 from ._validation import check_emissions
 from ._viterbi import viterbi_packed
@@ -119,21 +117,15 @@ class Decoder:
 
             return self._run(encoded, n_threads, decode_block, path, name)
 
+        # Forbidden pairs are -inf transitions: the Viterbi kernel then prunes
+        # nothing (its bound needs finite scores) but stays exact.
         transitions = self.constrained_arrays(constraints).transitions
-        kbest = constraints.has_transitions
 
         def decode_block(block, workspace):
             emissions = workspace.psi[: block.n_rows]
             self._emissions(block.indptr, block.ids, block.values, emissions)
             _check_finite(emissions)
             apply_log_masks(emissions, constraints.emission_masks(block))
-            if kbest:
-                paths = np.empty((1, block.n_rows), dtype=np.intp)
-                scores = np.empty((block.n_sequences, 1))
-                found = kbest_packed(emissions, transitions, block.batch_sizes, 1, paths, scores)
-                if not found.all():
-                    raise NoValidLabelling(int(block.sequences[np.argmin(found)]), name)
-                return paths[0]
             block_path = np.empty(block.n_rows, dtype=np.intp)
             best = np.empty(block.n_sequences)
             viterbi_packed(emissions, transitions, block.batch_sizes, block_path, best)

@@ -204,7 +204,7 @@ class SequenceFeaturizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
 
     Examples
     --------
-    >>> from skcrf._featurizer import SequenceFeaturizer
+    >>> from skcrf import SequenceFeaturizer
     >>> feats = SequenceFeaturizer(affix_length=2).fit_transform(
     ...     [["I", "saw", "Paris"]])
     >>> len(feats), len(feats[0])

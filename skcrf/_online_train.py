@@ -73,7 +73,8 @@ DEFAULTS = {
 
 
 class OnlineStatus(enum.Enum):
-    """How :func:`train_online` stopped."""
+    """How an online trainer stopped: ``CRFTagger.status_`` with
+    ``algorithm`` 'l2sgd', 'ap', 'pa' or 'arow'."""
 
     MAX_ITERATIONS = "max_iterations"
     """``max_iterations`` epochs ran without meeting the stopping rule."""

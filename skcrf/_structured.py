@@ -131,7 +131,7 @@ def nbest(decoder, encoded, n, n_threads=1, constraints=None, name="X"):
     log_proba = np.full((n_sequences, n), -np.inf)
     log_proba[:, 0] = 0.0  # empty sequences; the others are overwritten
     found = np.ones(n_sequences, dtype=np.intp)
-    viterbi_only = n == 1 and (constraints is None or not constraints.has_transitions)
+    viterbi_only = n == 1
 
     def decode_block(block, workspace):
         masks = constraints.emission_masks(block) if constraints is not None else []

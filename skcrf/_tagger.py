@@ -14,6 +14,7 @@ from sklearn.utils import check_random_state
 
 from . import io
 from ._compat import Interval, StrOptions, _fit_context
+from ._constraints import Constraints, transition_constraints
 from ._decode import Decoder
 from ._featurize import Vocabulary
 from ._lbfgs import LBFGSResult, LBFGSStatus, minimize_lbfgs
@@ -22,6 +23,7 @@ from ._model import FittedState, merge_features
 from ._monitor import TrainingMonitor
 from ._objective import CRFObjective, select_features
 from ._online_train import OnlineStatus, train_online
+from ._structured import nbest, sequence_scores, transition_marginals
 from ._tagger_view import CRFsuiteTagger
 from ._threads import effective_n_threads
 from .metrics import get_scorer
@@ -29,6 +31,7 @@ from ._training_log import TrainingLog, holdout_scores
 from ._validation import (
     check_classes,
     check_labels,
+    check_partial_training_labels,
     check_sequences,
     check_sums,
     encode_labels,
@@ -174,7 +177,10 @@ calibration_candidates, calibration_max_trials : default=None
     gamma : float or None, default=None
         arow: tradeoff between the loss and the change (default 1).
     verbose : bool or int, default=False
-        Print every iteration to stderr.
+        0/False: quiet. 1/True: one progress line on stderr, updated in
+        place on a terminal (through tqdm when installed, the ``progress``
+        extra), a plain line every few seconds otherwise. 2: one line per
+        iteration. ``training_log_`` records every iteration either way.
     model_filename : str, os.PathLike or None, default=None
         A CRFsuite model file, as in sklearn-crfsuite: after ``fit`` (and
         ``partial_fit``) the model is written there; an existing file is
@@ -196,6 +202,55 @@ calibration_candidates, calibration_max_trials : default=None
         Shuffling of the online trainers (and their learning-rate
         calibration): an int makes a fit reproducible. Not used by
         ``'lbfgs'``, which is deterministic.
+    warm_start : bool, default=False
+        Start ``fit`` from the previous fit's weights: old features keep
+        their weights, new attributes and labels become new features
+        (weight 0); an online trainer also continues its own state.
+    early_stopping : bool, default=False
+        Score the model on validation data after every iteration
+        (``X_dev``/``y_dev`` when given, else ``validation_fraction`` of the
+        training sequences, drawn with ``random_state``); stop when the
+        score has not improved by more than ``tol`` for
+        ``n_iter_no_change`` iterations, and keep the best iteration's
+        weights (``best_iteration_``; ``status_`` is ``EARLY_STOPPING``).
+    validation_fraction : float, default=0.1
+        Fraction of the training sequences held out for early stopping
+        when no ``X_dev`` is given; in (0, 1).
+    n_iter_no_change : int, default=10
+        Iterations without improvement before early stopping; >= 1.
+    tol : float, default=1e-7
+        The improvement of the validation score that resets the patience.
+    scoring : str, callable or None, default=None
+        The early-stopping score: None is token accuracy; a name of
+        :func:`skcrf.metrics.get_scorer_names`, or a callable
+        ``scorer(estimator, X, y)``; higher is better.
+    allowed_transitions : str, collection of (label, label) or None, default=None
+        The constraint every decoding method uses by default (predict,
+        predict_single, predict_marginals, predict_marginals_single,
+        predict_nbest, sequence_log_proba, predict_transition_marginals, and
+        so score, scorers and GridSearchCV): the allowed (from_label,
+        to_label) pairs, or a tagging scheme, 'BIO' (= 'IOB2'), 'IOB1',
+        'IOBES' (= 'BIOUL') or 'BMES', from which the allowed pairs and the
+        allowed first and last labels are derived (an ``I-X`` never follows
+        ``O`` or ``B-Y``; the user guide's decoding page states each
+        scheme's rules). A method's own ``allowed_transitions=`` argument overrides
+        it. Checked against the labels at fit. Saved with the model (give
+        pairs as a list: model files do not store sets).
+    missing_label : hashable or None, default=None
+        Train from partially labelled sequences: a label equal to
+        ``missing_label`` is unknown, and a set / frozenset of labels is a
+        fuzzy label (the true label is one of them). The objective then
+        marginalizes over every labelling consistent with the known and
+        fuzzy labels, ``-sum log sum_{y consistent} p(y | x)`` (Tsuboi et
+        al., 2008), minimized by L-BFGS / OWL-QN as usual; with no missing
+        or fuzzy label it is exactly the usual objective, and a sequence
+        with every label missing contributes nothing. Which (attribute,
+        label) and transition features exist is decided from the known
+        labels only (``all_possible_states`` / ``all_possible_transitions``
+        add every pair, so that attributes seen only on unknown tokens get
+        weights for every label). Only ``algorithm='lbfgs'`` trains from
+        partial labels; the other trainers, and partial_fit, reject them.
+        None: every label is given.
 
     Attributes
     ----------
@@ -222,8 +277,13 @@ calibration_candidates, calibration_max_trials : default=None
         Per-iteration loss, norms, line-search figures, time (and dev
         accuracy); ``training_log_.status`` says how the optimizer stopped.
     status_ : LBFGSStatus or OnlineStatus or None
-        How training stopped (also ``training_log_.status``); None for a
-        model read from a CRFsuite file.
+        How training stopped (:class:`skcrf.LBFGSStatus` for 'lbfgs',
+        :class:`skcrf.OnlineStatus` for the online trainers; also
+        ``training_log_.status``); None for a model read from a CRFsuite
+        file.
+    best_iteration_ : int or None
+        With ``early_stopping=True``: the iteration whose weights were
+        kept; None otherwise.
     n_features_ : int
         Number of features of the model (the parameters optimized).
     num_attributes_ : int
@@ -309,6 +369,8 @@ calibration_candidates, calibration_max_trials : default=None
         "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="left")],
         "scoring": [str, callable, None],
+        "allowed_transitions": [str, list, tuple, set, frozenset, None],
+        "missing_label": "no_validation",
     }
 
     def __init__(
@@ -350,6 +412,8 @@ calibration_candidates, calibration_max_trials : default=None
         n_iter_no_change=10,
         tol=1e-7,
         scoring=None,
+        allowed_transitions=None,
+        missing_label=None,
     ):
         # Positional order is sklearn_crfsuite.CRF's, so that its scripts
         # (``CRF('lbfgs', ...)``) run unchanged; skcrf's own are keyword-only.
@@ -389,6 +453,8 @@ calibration_candidates, calibration_max_trials : default=None
         self.n_iter_no_change = n_iter_no_change
         self.tol = tol
         self.scoring = scoring
+        self.allowed_transitions = allowed_transitions
+        self.missing_label = missing_label
 
     def _validate_params(self):
         super()._validate_params()
@@ -437,7 +503,10 @@ calibration_candidates, calibration_max_trials : default=None
         X : list of sequences of tokens
             A token is a dict of features or a list of feature names.
         y : list of sequences of labels
-            Labels may be any hashable values.
+            Labels may be any hashable values. With ``missing_label`` set, a
+            label equal to it is unknown and a set / frozenset of labels is
+            a fuzzy label (the true label is one of them): see
+            ``missing_label``.
         X_dev, y_dev : list of sequences, optional
             Held-out data evaluated at every iteration (``training_log_``:
             per-label scores, item and instance accuracy). It never changes
@@ -446,7 +515,7 @@ calibration_candidates, calibration_max_trials : default=None
             kept.
         callback : callable, optional
             ``callback(info)`` after every iteration, with a
-            :class:`~skcrf._monitor.CallbackInfo` (iteration, loss, gradient
+            :class:`~skcrf.CallbackInfo` (iteration, loss, gradient
             norm, a read-only view of the weights, elapsed seconds).
             Returning True stops training cleanly: ``status_`` is then
             ``CALLBACK_STOP`` (a stop you asked for: no warning, and not
@@ -472,11 +541,27 @@ calibration_candidates, calibration_max_trials : default=None
         vocabulary = Vocabulary() if previous is None else self._vocabulary_copy()
         encoded = vocabulary.encode(sequences, grow=True, name="X")
         check_sums(encoded, vocabulary, name="X")
-        labels = check_labels(label_sequences, encoded.lengths, name="y")
-        classes = None
-        if previous is not None:
-            _, classes = encode_labels([*previous.classes.tolist(), *dict.fromkeys(labels)])
-        label_index, classes = encode_labels(labels, classes, name="y")
+        # -- issue 10: partially labelled sequences (missing_label) --
+        partial = None
+        if self.missing_label is None:
+            labels = check_labels(label_sequences, encoded.lengths, name="y")
+            classes = None
+            if previous is not None:
+                _, classes = encode_labels([*previous.classes.tolist(), *dict.fromkeys(labels)])
+            label_index, classes = encode_labels(labels, classes, name="y")
+        else:
+            label_index, classes, partial = check_partial_training_labels(
+                label_sequences, encoded.lengths, self.missing_label, name="y",
+                previous_classes=None if previous is None else previous.classes,
+            )
+            if partial is not None and algorithm != "lbfgs":
+                raise ValueError(
+                    f"algorithm={algorithm!r} cannot train from partially labelled "
+                    "sequences (labels equal to missing_label, or sets of labels): only "
+                    "'lbfgs' marginalizes over the unknown labels. Use algorithm='lbfgs', "
+                    "or give every label."
+                )
+        transition_constraints(classes, self.allowed_transitions)  # fail now, not at predict
         model, observed = select_features(
             encoded,
             label_index,
@@ -485,7 +570,9 @@ calibration_candidates, calibration_max_trials : default=None
             all_possible_states=settings["all_possible_states"],
             all_possible_transitions=settings["all_possible_transitions"],
             min_freq=settings["min_freq"],
+            partial=partial,
         )
+        # -- end issue 10 --
         resume = None
         if previous is not None:
             # old features keep their weights; new ones start at zero
@@ -507,7 +594,7 @@ calibration_candidates, calibration_max_trials : default=None
         )
         trainer_state = None
         if algorithm == "lbfgs":
-            result = self._minimize(encoded, model, observed, settings, monitor)
+            result = self._minimize(encoded, model, observed, settings, monitor, partial)
         else:
             result = train_online(
                 algorithm, encoded, label_index, model, settings,
@@ -533,7 +620,10 @@ calibration_candidates, calibration_max_trials : default=None
     def _split_validation(self, sequences, y):
         """Hold out ``validation_fraction`` of the sequences for early stopping."""
         lengths = [len(seq) for seq in sequences]
-        check_labels(y, lengths, name="y")  # errors name the original positions
+        if self.missing_label is None:
+            check_labels(y, lengths, name="y")  # errors name the original positions
+        else:
+            check_partial_training_labels(y, lengths, self.missing_label, name="y")
         y = list(y)
         n_validation = int(np.ceil(self.validation_fraction * len(sequences)))
         if n_validation < 1 or n_validation >= len(sequences):
@@ -597,10 +687,12 @@ calibration_candidates, calibration_max_trials : default=None
             )
         return status, weights
 
-    def _minimize(self, encoded, model, observed, settings, monitor):
+    def _minimize(self, encoded, model, observed, settings, monitor, partial=None):
         """L-BFGS / OWL-QN on the CRF objective (CRFsuite's 'lbfgs')."""
         n_threads = effective_n_threads(self.n_jobs)
-        objective = CRFObjective(encoded, model, observed, c2=settings["c2"], n_threads=n_threads)
+        objective = CRFObjective(
+            encoded, model, observed, c2=settings["c2"], n_threads=n_threads, partial=partial
+        )
         with objective:
             if model.n_features == 0:
                 # No feature exists (say, only empty tokens in one-token
@@ -711,6 +803,16 @@ calibration_candidates, calibration_max_trials : default=None
             vocabulary = Vocabulary(self._model.attributes, self._model.value_separator)
         encoded = vocabulary.encode(check_sequences(X, name="X"), grow=True, name="X")
         check_sums(encoded, vocabulary, name="X")
+        if self.missing_label is not None:
+            _, _, partial = check_partial_training_labels(
+                y, encoded.lengths, self.missing_label, name="y"
+            )
+            if partial is not None:
+                raise ValueError(
+                    "partial_fit cannot train from partially labelled sequences (labels "
+                    "equal to missing_label, or sets of labels): only fit with "
+                    "algorithm='lbfgs' marginalizes over the unknown labels."
+                )
         labels = check_labels(y, encoded.lengths, name="y")
         label_index, _ = encode_labels(labels, known, name="y")
         if (label_index < 0).any():
@@ -980,35 +1082,81 @@ calibration_candidates, calibration_max_trials : default=None
         bounds = np.concatenate([[0], np.cumsum(lengths)]).tolist()
         return [flat[start:stop] for start, stop in zip(bounds[:-1], bounds[1:])]
 
-    def predict(self, X):
+    def _constraints(self, lengths, allowed_transitions, partial_labels):
+        """The :class:`Constraints` of a decoding call (None when there are none)."""
+        if allowed_transitions is None:
+            allowed_transitions = self.allowed_transitions
+        if allowed_transitions is None and partial_labels is None:
+            return None
+        return Constraints.build(
+            self.classes_, lengths, allowed_transitions, partial_labels
+        )
+
+    def predict(self, X, *, allowed_transitions=None, partial_labels=None):
         """Most likely label sequence of each sequence (Viterbi).
 
         Parameters
         ----------
         X : list of sequences of tokens
+        allowed_transitions : str or collection of (label, label), optional
+            Decode only label sequences whose consecutive labels form allowed
+            pairs: the pairs themselves, or a tagging scheme, ``'BIO'`` (=
+            ``'IOB2'``), ``'IOB1'``, ``'IOBES'`` (= ``'BIOUL'``) or
+            ``'BMES'``, which also restricts the first and last labels (an
+            ``I-X`` never follows ``O`` or ``B-Y``). None: the estimator's
+            ``allowed_transitions``.
+        partial_labels : list, optional
+            Per sequence, None or a list with, per token, None (free), a
+            label (known) or a set of labels (the true one is among them):
+            the result is the most likely labelling that agrees with them.
 
         Returns
         -------
         list of list
             One list of labels per sequence (empty for an empty sequence).
+
+        Raises
+        ------
+        ValueError
+            When the constraints leave a sequence no allowed labelling (the
+            message names it).
         """
         encoded = self._encode(X)
-        path = self._decoder.viterbi(encoded, effective_n_threads(self.n_jobs))
+        constraints = self._constraints(encoded.lengths, allowed_transitions, partial_labels)
+        path = self._decoder.viterbi(
+            encoded, effective_n_threads(self.n_jobs), constraints=constraints
+        )
         return self._split(self.classes_[path].tolist(), encoded.lengths)
 
-    def predict_single(self, xseq):
-        """Labels of one sequence of tokens."""
+    def predict_single(self, xseq, *, allowed_transitions=None, partial_labels=None):
+        """Labels of one sequence of tokens.
+
+        ``allowed_transitions`` as in :meth:`predict`; ``partial_labels`` is
+        one list with an entry per token.
+        """
         self._fitted_model()  # cheaper than check_is_fitted: this path is per sentence
         _check_single(xseq)
         encoded = self._vocabulary.encode([xseq], grow=False, name="xseq")
-        return self.classes_[self._decoder.viterbi_single(encoded, name="xseq")].tolist()
+        if allowed_transitions is None and self.allowed_transitions is None and (
+            partial_labels is None
+        ):
+            return self.classes_[self._decoder.viterbi_single(encoded, name="xseq")].tolist()
+        constraints = self._constraints(
+            encoded.lengths, allowed_transitions,
+            None if partial_labels is None else [partial_labels],
+        )
+        path = self._decoder.viterbi(encoded, 1, name="xseq", constraints=constraints)
+        return self.classes_[path].tolist()
 
-    def predict_marginals(self, X):
+    def predict_marginals(self, X, *, allowed_transitions=None, partial_labels=None):
         """Marginal probability of every label at every token.
 
         Parameters
         ----------
         X : list of sequences of tokens
+        allowed_transitions, partial_labels : optional
+            As in :meth:`predict`: the marginals are then conditioned on
+            them (a label that no allowed labelling has there gets 0).
 
         Returns
         -------
@@ -1016,19 +1164,130 @@ calibration_candidates, calibration_max_trials : default=None
             ``result[i][t][label]`` is ``p(y_t = label | x_i)``.
         """
         encoded = self._encode(X)
-        marginals = self._decoder.marginals(encoded, effective_n_threads(self.n_jobs))
+        constraints = self._constraints(encoded.lengths, allowed_transitions, partial_labels)
+        marginals = self._decoder.marginals(
+            encoded, effective_n_threads(self.n_jobs), constraints=constraints
+        )
         classes = self.classes_.tolist()
         return self._split(
             [dict(zip(classes, row)) for row in marginals.tolist()], encoded.lengths
         )
 
-    def predict_marginals_single(self, xseq):
-        """Label marginals of one sequence of tokens."""
+    def predict_marginals_single(self, xseq, *, allowed_transitions=None, partial_labels=None):
+        """Label marginals of one sequence of tokens (constraints as in
+        :meth:`predict_single`)."""
         _check_single(xseq)
-        return self.predict_marginals([xseq])[0]
+        return self.predict_marginals(
+            [xseq], allowed_transitions=allowed_transitions,
+            partial_labels=None if partial_labels is None else [partial_labels],
+        )[0]
+
+    def predict_nbest(self, X, n=5, *, allowed_transitions=None, partial_labels=None):
+        """The ``n`` most probable label sequences of each sequence, exactly.
+
+        Parameters
+        ----------
+        X : list of sequences of tokens
+        n : int, default=5
+            Label sequences wanted per sequence (at least 1).
+        allowed_transitions, partial_labels : optional
+            As in :meth:`predict`: only allowed label sequences are listed,
+            and their probabilities are conditioned on the constraints.
+
+        Returns
+        -------
+        list of list of (list, float)
+            Per sequence, ``(labels, log_probability)`` pairs, most probable
+            first; fewer than ``n`` when fewer label sequences exist. The
+            first is :meth:`predict`'s. Ties (equal scores) are ordered by
+            the labels read from the end: the lower last label in
+            ``classes_`` order first, then the lower label before it, and so
+            on. An empty sequence has one, ``([], 0.0)``.
+        """
+        if isinstance(n, (bool, np.bool_)) or not isinstance(n, Integral) or n < 1:
+            raise ValueError(f"n must be an integer >= 1; got {n!r}.")
+        encoded = self._encode(X)
+        constraints = self._constraints(encoded.lengths, allowed_transitions, partial_labels)
+        paths, log_proba, found = nbest(
+            self._decoder, encoded, int(n), effective_n_threads(self.n_jobs),
+            constraints=constraints,
+        )
+        lengths = np.asarray(encoded.lengths)
+        bounds = np.concatenate([[0], np.cumsum(lengths)]).tolist()
+        labels = [self.classes_[row].tolist() for row in paths[: int(found.max(initial=1))]]
+        log_proba = log_proba.tolist()
+        return [
+            [
+                (labels[q][start:stop], log_proba[i][q])
+                for q in range(found_i)
+            ]
+            for i, (start, stop, found_i) in enumerate(
+                zip(bounds[:-1], bounds[1:], found.tolist())
+            )
+        ]
+
+    def sequence_log_proba(self, X, y=None, *, allowed_transitions=None, partial_labels=None):
+        """log p(y | x) of each sequence's labels.
+
+        Parameters
+        ----------
+        X : list of sequences of tokens
+        y : list of sequences of labels, optional
+            The labellings to score; a label the model does not know gives
+            ``-inf``. None: the Viterbi path of each sequence (the model's
+            confidence in :meth:`predict`'s answer).
+        allowed_transitions, partial_labels : optional
+            As in :meth:`predict`: probabilities conditioned on them; a
+            labelling that breaks them gets ``-inf``.
+
+        Returns
+        -------
+        ndarray of shape (n_sequences,)
+            0 for an empty sequence.
+        """
+        encoded = self._encode(X)
+        constraints = self._constraints(encoded.lengths, allowed_transitions, partial_labels)
+        n_threads = effective_n_threads(self.n_jobs)
+        if y is None:
+            _, log_proba, _ = nbest(
+                self._decoder, encoded, 1, n_threads, constraints=constraints
+            )
+            return log_proba[:, 0]
+        labels = check_labels(y, encoded.lengths, name="y")
+        label_index, _ = encode_labels(labels, self.classes_, name="y")
+        return sequence_scores(
+            self._decoder, encoded, label_index, n_threads, constraints=constraints
+        )
+
+    def predict_transition_marginals(self, X, *, allowed_transitions=None, partial_labels=None):
+        """Marginal probability of every label pair at every pair of neighbours.
+
+        Parameters
+        ----------
+        X : list of sequences of tokens
+        allowed_transitions, partial_labels : optional
+            As in :meth:`predict`.
+
+        Returns
+        -------
+        list of ndarray
+            Per sequence an array of shape ``(len - 1, n_classes,
+            n_classes)``: ``[t, i, j]`` is ``p(y_t = classes_[i], y_{t+1} =
+            classes_[j] | x)``. Summed over ``j`` it gives the marginals of
+            token ``t``, over ``i`` those of token ``t + 1``.
+        """
+        encoded = self._encode(X)
+        constraints = self._constraints(encoded.lengths, allowed_transitions, partial_labels)
+        pairs = transition_marginals(
+            self._decoder, encoded, effective_n_threads(self.n_jobs), constraints=constraints
+        )
+        bounds = np.concatenate([[0], np.cumsum(encoded.lengths)]).tolist()
+        return [pairs[start : max(stop - 1, start)] for start, stop in zip(bounds[:-1], bounds[1:])]
 
     def score(self, X, y):
         """Token accuracy of the predictions of ``X`` against ``y``.
+
+        Predictions use the estimator's ``allowed_transitions``.
 
         Parameters
         ----------

@@ -712,7 +712,7 @@ def check_partial_labels(partial_labels, lengths, classes, name="partial_labels"
                     )
             if len(seq) != length:
                 raise ValueError(
-                    f"{name}[{i}] has {_count(len(seq), 'entry' if len(seq) == 1 else 'entrie')}"
+                    f"{name}[{i}] has {len(seq)} {'entry' if len(seq) == 1 else 'entries'}"
                     f" but X[{i}] has {_count(length, 'token')}; give one entry (None, a "
                     "label or a set of labels) per token."
                 )

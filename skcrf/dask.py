@@ -192,9 +192,12 @@ class DaskCRFTagger(CRFTagger):
 
     Parameters
     ----------
-    algorithm, min_freq, ..., random_state
-        As :class:`skcrf.CRFTagger`. ``n_jobs``: threads of each partition's
+    algorithm, min_freq, c1, c2, ..., n_jobs, random_state, warm_start, ...
+        Every parameter of :class:`skcrf.CRFTagger` (the signature follows
+        it), with the same meaning. ``n_jobs``: threads of each partition's
         evaluation on its worker, and of local prediction.
+        ``early_stopping=True`` needs ``X_dev``/``y_dev`` in ``fit``;
+        ``warm_start=True`` from a fitted model is not supported yet.
     client : distributed.Client, str or None, default=None
         The cluster: a client, a scheduler address (a client is opened for
         the fit and closed after it), or None for the current client

@@ -97,3 +97,12 @@ def test_pipeline(treebank):
 def test_help(name):
     stdout = run_example(name, "--help")
     assert "--max-sentences" in stdout
+
+
+@pytest.mark.treebank
+def test_structured_outputs(treebank):
+    stdout = run_example("structured_outputs.py", "--sentences", "300", "--max-iterations", "8")
+    probabilities = [float(p) for p in re.findall(r"^\s+\d\. p=([0-9.]+)", stdout, flags=re.M)]
+    assert len(probabilities) == 5 and probabilities == sorted(probabilities, reverse=True)
+    assert re.search(r"allowed_transitions='BIO': 0 BIO errors", stdout)
+    assert "missing_label fit" in stdout

@@ -154,7 +154,7 @@ def brute_force(emissions, transitions, lengths, constraints_args=None):
 # ---------------------------------------------------------------- n-best
 
 
-@pytest.mark.parametrize("seed", range(40))
+@pytest.mark.parametrize("seed", range(16))
 @pytest.mark.parametrize("constrained", [False, True])
 def test_nbest_matches_brute_force(seed, constrained):
     rng = np.random.default_rng(seed)
@@ -224,7 +224,7 @@ def test_empty_sequences():
 # ---------------------------------------------------------------- probabilities
 
 
-@pytest.mark.parametrize("seed", range(30))
+@pytest.mark.parametrize("seed", range(10))
 @pytest.mark.parametrize("constrained", [False, True])
 def test_sequence_scores_and_marginals_match_brute_force(seed, constrained):
     rng = np.random.default_rng(100 + seed)
@@ -247,7 +247,7 @@ def test_sequence_scores_and_marginals_match_brute_force(seed, constrained):
         every = list(itertools.product(range(n_labels), repeat=int(lengths[i])))
         label_index = np.tile(np.asarray(decoder.viterbi(encoded)), 1)
         total = 0.0
-        for y in every[:50]:
+        for y in every[:30]:
             label_index[starts[i] : starts[i + 1]] = y
             got = _structured.sequence_scores(
                 decoder, encoded, label_index, constraints=constraints
@@ -257,7 +257,7 @@ def test_sequence_scores_and_marginals_match_brute_force(seed, constrained):
                 total += np.exp(got)
             else:
                 assert got == -np.inf
-        if len(every) <= 50:
+        if len(every) <= 30:
             np.testing.assert_allclose(total, 1.0, rtol=1e-9)
 
     # token and pair marginals
@@ -317,7 +317,7 @@ def test_wide_scores_take_the_log_domain():
 # ---------------------------------------------------------------- constrained Viterbi
 
 
-@pytest.mark.parametrize("seed", range(30))
+@pytest.mark.parametrize("seed", range(16))
 def test_constrained_viterbi_matches_brute_force(seed):
     rng = np.random.default_rng(200 + seed)
     emissions, transitions, lengths = random_problem(rng, integer=seed % 3 == 0)
@@ -325,16 +325,14 @@ def test_constrained_viterbi_matches_brute_force(seed):
     decoder = Decoder(model)
     args = random_constraints(rng, model.n_labels, lengths)
     if seed % 2:
-        args = (None, None, None, args[3])  # partial labels only: the Viterbi kernel
+        args = (None, None, None, args[3])  # partial labels only: the kernel still prunes
     truth = brute_force(emissions, transitions, lengths, args)
     constraints = build_constraints(model.classes, lengths, *args)
     if constraints is None:
         return
     if any(not paths for paths, _ in truth):
-        bad = next(i for i, (paths, _) in enumerate(truth) if not paths)
         with pytest.raises(ValueError, match="No labelling"):
             decoder.viterbi(encoded, constraints=constraints)
-        del bad
         return
     path = decoder.viterbi(encoded, constraints=constraints)
     starts = np.concatenate([[0], np.cumsum(lengths)])
@@ -416,7 +414,7 @@ def problems(draw):
     return emissions, transitions, lengths, args
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(problems(), st.integers(1, 8))
 def test_properties(problem, n):
     emissions, transitions, lengths, args = problem
