@@ -179,7 +179,7 @@ def test_labels_come_back_as_given(labels, data):
 
 
 _BAD_VALUES = [None, float("nan"), np.nan, np.float32("nan"), math.inf, -math.inf,
-               (1, 2), object(), b"x", 1j, 10**400, {1: "x"}, ["x", 3]]
+               (1, 2), object(), b"\xff", 1j, 10**400, {1: "x"}, ["x", 3]]
 
 
 @_settings(60)
