@@ -341,6 +341,54 @@ def test_infinite_scores_do_not_crash():
         np.testing.assert_array_equal(p, plain_viterbi(em_s, tr)[0])
 
 
+
+@pytest.mark.parametrize("density", [0.1, 0.5, 0.9])
+@pytest.mark.parametrize("integer", [False, True])
+@pytest.mark.parametrize("seed", range(4))
+def test_forbidden_pairs_match_unpruned(density, integer, seed):
+    # -inf transitions take the column walk (exact pruning over the allowed
+    # pairs only): paths and scores equal the unpruned dynamic programme,
+    # ties (integer scores) included, and so do sequences with no allowed
+    # labelling (score -inf).
+    rng = np.random.default_rng(seed)
+    n_labels = int(rng.integers(2, 30))
+    lengths = list(rng.integers(1, 12, size=60))
+    n_tokens = sum(lengths)
+    if integer:
+        em = rng.integers(-3, 4, size=(n_tokens, n_labels)).astype(float)
+        tr = rng.integers(-2, 3, size=(n_labels, n_labels)).astype(float)
+    else:
+        em = peaked(rng, n_tokens, n_labels)
+        tr = rng.normal(size=(n_labels, n_labels)) * 2
+    tr[rng.random((n_labels, n_labels)) < density] = -np.inf
+    em[rng.random(em.shape) < 0.2] = -np.inf
+    layout, path, score = decode(em, tr, lengths)
+    flat_path = layout.to_flat(path)
+    sequence_score = {int(s): score[k] for k, s in enumerate(layout.order)}
+    for s, (em_s, p) in enumerate(zip(split(em, lengths), split(flat_path, lengths))):
+        ref_path, ref_score = plain_viterbi(em_s, tr)
+        assert sequence_score[s] == ref_score
+        np.testing.assert_array_equal(p, ref_path, err_msg=f"sequence {s}")
+        np.testing.assert_array_equal(
+            viterbi_single(np.ascontiguousarray(em_s), np.ascontiguousarray(tr)), p
+        )
+
+
+def test_forbidden_pairs_brute_force():
+    rng = np.random.default_rng(11)
+    for _ in range(200):
+        n_labels = int(rng.integers(1, 5))
+        length = int(rng.integers(1, 6))
+        em = rng.integers(-2, 3, size=(length, n_labels)).astype(float)
+        tr = rng.integers(-2, 3, size=(n_labels, n_labels)).astype(float)
+        tr[rng.random((n_labels, n_labels)) < 0.4] = -np.inf
+        layout, path, score = decode(em, tr, [length])
+        ref_path, ref_score = brute_force(em, tr)
+        assert score[0] == ref_score
+        if np.isfinite(ref_score):
+            np.testing.assert_array_equal(path, ref_path)
+
+
 # ---------------------------------------------------------------- API
 
 
