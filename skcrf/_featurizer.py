@@ -143,7 +143,7 @@ def _check_X(X):
     return X, parsed
 
 
-class SequenceFeaturizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None):
+class SequenceFeaturizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None):  # type: ignore[call-arg]
     """Map token sequences to per-token feature dicts for a CRF.
 
     A stateless transformer: ``fit`` only validates the parameters, and

@@ -3,10 +3,12 @@
 import os
 import warnings
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from numbers import Integral, Real
+from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import BaseEstimator, clone
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.feature_extraction import DictVectorizer
@@ -15,18 +17,17 @@ from sklearn.utils import check_random_state
 from . import io
 from ._compat import Interval, StrOptions, _fit_context
 from ._constraints import Constraints, transition_constraints
+from ._crfsuite_file import crfsuite_bytes, read_crfsuite, write_crfsuite
 from ._decode import Decoder
 from ._featurize import Vocabulary
 from ._lbfgs import LBFGSResult, LBFGSStatus, minimize_lbfgs
-from ._crfsuite_file import crfsuite_bytes, read_crfsuite, write_crfsuite
 from ._model import FittedState, merge_features
-from ._monitor import TrainingMonitor
+from ._monitor import CallbackInfo, TrainingMonitor
 from ._objective import CRFObjective, select_features
 from ._online_train import OnlineStatus, train_online
 from ._structured import nbest, sequence_scores, transition_marginals
 from ._tagger_view import CRFsuiteTagger
 from ._threads import effective_n_threads
-from .metrics import get_scorer
 from ._training_log import TrainingLog, holdout_scores
 from ._validation import (
     check_classes,
@@ -37,10 +38,11 @@ from ._validation import (
     encode_labels,
     locate_row,
 )
+from .metrics import get_scorer
 
 #: The parameters of each training algorithm (CRFsuite's), with CRFsuite's
 #: defaults; ``None`` for a parameter means the algorithm's default.
-ALGORITHM_DEFAULTS = {
+ALGORITHM_DEFAULTS: dict[str, dict[str, Any]] = {
     "lbfgs": {
         "c1": 0.0,
         "c2": 1.0,
@@ -76,11 +78,17 @@ ALGORITHM_DEFAULTS = {
 }
 
 #: Feature-generation parameters, common to every algorithm, with defaults.
-FEATURE_DEFAULTS = {
+FEATURE_DEFAULTS: dict[str, Any] = {
     "min_freq": 0.0,
     "all_possible_states": False,
     "all_possible_transitions": False,
 }
+
+#: What the estimator takes: sequences of tokens (a token is a dict of
+#: features or a list of feature names), and sequences of labels.
+SequenceLike = Sequence[Any]
+SequencesLike = Iterable[SequenceLike]
+LabelSequencesLike = Iterable[Sequence[Any]]
 
 #: The fitted attributes set by fit (and read lazily from model_filename).
 _FITTED_ATTRIBUTES = frozenset(
@@ -495,7 +503,15 @@ calibration_candidates, calibration_max_trials : default=None
         return algorithm, settings
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, X_dev=None, y_dev=None, *, callback=None):
+    def fit(
+        self,
+        X: SequencesLike,
+        y: LabelSequencesLike,
+        X_dev: SequencesLike | None = None,
+        y_dev: LabelSequencesLike | None = None,
+        *,
+        callback: Callable[[CallbackInfo], Any] | None = None,
+    ) -> "CRFTagger":
         """Train the CRF.
 
         Parameters
@@ -533,7 +549,7 @@ calibration_candidates, calibration_max_trials : default=None
             raise TypeError(f"callback must be callable; got {type(callback).__name__}.")
         sequences = check_sequences(X, name="X")
         label_sequences = y
-        validation_part = None
+        validation_part: Any = None
         if self.early_stopping and X_dev is None:
             sequences, label_sequences, validation_part = self._split_validation(sequences, y)
 
@@ -727,7 +743,9 @@ calibration_candidates, calibration_max_trials : default=None
         return result
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def partial_fit(self, X, y, classes=None):
+    def partial_fit(
+        self, X: SequencesLike, y: LabelSequencesLike, classes: Iterable[Any] | None = None
+    ) -> "CRFTagger":
         """One pass of an online trainer over ``X``, from the current weights.
 
         For ``algorithm`` in ``'l2sgd'``, ``'ap'``, ``'pa'``, ``'arow'``: one
@@ -768,7 +786,7 @@ calibration_candidates, calibration_max_trials : default=None
                 "once; use fit."
             )
         self._check_model_filename_writable()
-        state = self.__dict__.get("_trainer_state")
+        state: Any = self.__dict__.get("_trainer_state")
         fitted = self.__dict__.get("_model") is not None
         if fitted and state is None:
             raise ValueError(
@@ -964,17 +982,17 @@ calibration_candidates, calibration_max_trials : default=None
             self._decoder = Decoder(model)
 
     @property
-    def coef_(self):
+    def coef_(self) -> sp.csr_matrix:
         """State weights, CSR of shape (n_attributes, n_classes)."""
         return self._fitted_model().coef()
 
     @property
-    def transition_(self):
+    def transition_(self) -> np.ndarray:
         """Transition weights, dense (n_classes, n_classes)."""
         return self._fitted_model().transition_matrix()
 
     @property
-    def vectorizer_(self):
+    def vectorizer_(self) -> DictVectorizer:
         """A fitted ``DictVectorizer(separator=':')`` with the attribute vocabulary."""
         model = self._fitted_model()
         vectorizer = DictVectorizer(separator=model.value_separator, sort=False)
@@ -994,7 +1012,7 @@ calibration_candidates, calibration_max_trials : default=None
 
     # -- persistence -------------------------------------------------------
 
-    def save(self, path):
+    def save(self, path: str | os.PathLike[str]) -> None:
         """Save the fitted model to ``path`` without pickle.
 
         See :func:`skcrf.io.save_model` for the format; the write is atomic.
@@ -1002,11 +1020,11 @@ calibration_candidates, calibration_max_trials : default=None
         io.save_state(self._get_fitted_state(), path)
 
     @classmethod
-    def load(cls, path):
+    def load(cls, path: str | os.PathLike[str]) -> "CRFTagger":
         """Load a model saved by :meth:`save` (never unpickles)."""
         return cls._from_fitted_state(io.load_state(path))
 
-    def to_crfsuite(self, path):
+    def to_crfsuite(self, path: str | os.PathLike[str]) -> None:
         """Write the model as a CRFsuite model file.
 
         ``pycrfsuite.Tagger().open(path)`` (and CRFsuite, sklearn-crfsuite,
@@ -1023,7 +1041,7 @@ calibration_candidates, calibration_max_trials : default=None
         write_crfsuite(self._fitted_model().without_zeros(), path)
 
     @classmethod
-    def from_crfsuite(cls, source):
+    def from_crfsuite(cls, source: Any) -> "CRFTagger":
         """A fitted tagger from a CRFsuite model.
 
         Parameters
@@ -1092,7 +1110,9 @@ calibration_candidates, calibration_max_trials : default=None
             self.classes_, lengths, allowed_transitions, partial_labels
         )
 
-    def predict(self, X, *, allowed_transitions=None, partial_labels=None):
+    def predict(
+        self, X: SequencesLike, *, allowed_transitions: Any = None, partial_labels: Any = None
+    ) -> list[list[Any]]:
         """Most likely label sequence of each sequence (Viterbi).
 
         Parameters
@@ -1128,7 +1148,9 @@ calibration_candidates, calibration_max_trials : default=None
         )
         return self._split(self.classes_[path].tolist(), encoded.lengths)
 
-    def predict_single(self, xseq, *, allowed_transitions=None, partial_labels=None):
+    def predict_single(
+        self, xseq: SequenceLike, *, allowed_transitions: Any = None, partial_labels: Any = None
+    ) -> list[Any]:
         """Labels of one sequence of tokens.
 
         ``allowed_transitions`` as in :meth:`predict`; ``partial_labels`` is
@@ -1148,7 +1170,9 @@ calibration_candidates, calibration_max_trials : default=None
         path = self._decoder.viterbi(encoded, 1, name="xseq", constraints=constraints)
         return self.classes_[path].tolist()
 
-    def predict_marginals(self, X, *, allowed_transitions=None, partial_labels=None):
+    def predict_marginals(
+        self, X: SequencesLike, *, allowed_transitions: Any = None, partial_labels: Any = None
+    ) -> list[list[dict[Any, float]]]:
         """Marginal probability of every label at every token.
 
         Parameters
@@ -1173,16 +1197,27 @@ calibration_candidates, calibration_max_trials : default=None
             [dict(zip(classes, row)) for row in marginals.tolist()], encoded.lengths
         )
 
-    def predict_marginals_single(self, xseq, *, allowed_transitions=None, partial_labels=None):
-        """Label marginals of one sequence of tokens (constraints as in
-        :meth:`predict_single`)."""
+    def predict_marginals_single(
+        self, xseq: SequenceLike, *, allowed_transitions: Any = None, partial_labels: Any = None
+    ) -> list[dict[Any, float]]:
+        """Label marginals of one sequence of tokens.
+
+        Constraints as in :meth:`predict_single`.
+        """
         _check_single(xseq)
         return self.predict_marginals(
             [xseq], allowed_transitions=allowed_transitions,
             partial_labels=None if partial_labels is None else [partial_labels],
         )[0]
 
-    def predict_nbest(self, X, n=5, *, allowed_transitions=None, partial_labels=None):
+    def predict_nbest(
+        self,
+        X: SequencesLike,
+        n: int = 5,
+        *,
+        allowed_transitions: Any = None,
+        partial_labels: Any = None,
+    ) -> list[list[tuple[list[Any], float]]]:
         """The ``n`` most probable label sequences of each sequence, exactly.
 
         Parameters
@@ -1226,8 +1261,15 @@ calibration_candidates, calibration_max_trials : default=None
             )
         ]
 
-    def sequence_log_proba(self, X, y=None, *, allowed_transitions=None, partial_labels=None):
-        """log p(y | x) of each sequence's labels.
+    def sequence_log_proba(
+        self,
+        X: SequencesLike,
+        y: LabelSequencesLike | None = None,
+        *,
+        allowed_transitions: Any = None,
+        partial_labels: Any = None,
+    ) -> np.ndarray:
+        """Log-probability ``log p(y | x)`` of each sequence's labels.
 
         Parameters
         ----------
@@ -1259,7 +1301,9 @@ calibration_candidates, calibration_max_trials : default=None
             self._decoder, encoded, label_index, n_threads, constraints=constraints
         )
 
-    def predict_transition_marginals(self, X, *, allowed_transitions=None, partial_labels=None):
+    def predict_transition_marginals(
+        self, X: SequencesLike, *, allowed_transitions: Any = None, partial_labels: Any = None
+    ) -> list[np.ndarray]:
         """Marginal probability of every label pair at every pair of neighbours.
 
         Parameters
@@ -1284,7 +1328,7 @@ calibration_candidates, calibration_max_trials : default=None
         bounds = np.concatenate([[0], np.cumsum(encoded.lengths)]).tolist()
         return [pairs[start : max(stop - 1, start)] for start, stop in zip(bounds[:-1], bounds[1:])]
 
-    def score(self, X, y):
+    def score(self, X: SequencesLike, y: LabelSequencesLike) -> float:
         """Token accuracy of the predictions of ``X`` against ``y``.
 
         Predictions use the estimator's ``allowed_transitions``.
@@ -1310,7 +1354,7 @@ calibration_candidates, calibration_max_trials : default=None
     # -- inspection --------------------------------------------------------
 
     @property
-    def tagger_(self):
+    def tagger_(self) -> CRFsuiteTagger:
         """A ``pycrfsuite.Tagger`` look-alike of the model (sklearn-crfsuite's ``tagger_``)."""
         model = self._fitted_model()
         view = self.__dict__.get("_tagger_view")
@@ -1321,17 +1365,17 @@ calibration_candidates, calibration_max_trials : default=None
         return view
 
     @property
-    def num_attributes_(self):
+    def num_attributes_(self) -> int:
         """Number of attributes (token feature names) of the model."""
         return self._fitted_model().n_attributes
 
     @property
-    def size_(self):
+    def size_(self) -> int:
         """Size in bytes of the model as a CRFsuite file (sklearn-crfsuite's ``size_``)."""
         return len(crfsuite_bytes(self._fitted_model().without_zeros()))
 
     @property
-    def state_features_(self):
+    def state_features_(self) -> dict[tuple[str, Any], float]:
         """Nonzero state weights as ``{(attribute, label): weight}``."""
         model = self._fitted_model()
         keep = np.flatnonzero(model.state_weights)
@@ -1344,7 +1388,7 @@ calibration_candidates, calibration_max_trials : default=None
         }
 
     @property
-    def transition_features_(self):
+    def transition_features_(self) -> dict[tuple[Any, Any], float]:
         """Nonzero transition weights as ``{(label_from, label_to): weight}``."""
         transition = self.transition_
         rows, cols = np.nonzero(transition)
