@@ -92,7 +92,7 @@ class PartitionScan:
 
     def __sizeof__(self):
         # Dask's memory accounting reads sys.getsizeof.
-        return object.__sizeof__(self) + sum(a.nbytes for a in self.encoded)
+        return object.__sizeof__(self) + _nbytes(self.encoded)
 
 
 class PartitionStats:
@@ -421,7 +421,7 @@ class PartitionObjective:
 
     def __sizeof__(self):
         # the encoded data, and the blocks that copy it once built
-        data = sum(a.nbytes for a in self.encoded)
+        data = _nbytes(self.encoded)
         return object.__sizeof__(self) + (2 * data if self._objective is not None else data)
 
 
@@ -492,6 +492,11 @@ def add_losses(*partial):
     return loss, gradient
 
 
+def _nbytes(encoded):
+    """Bytes of the CSR arrays of an Encoded (its optional fields left out)."""
+    return sum(a.nbytes for a in (encoded.indptr, encoded.ids, encoded.values, encoded.lengths))
+
+
 def encoded_nbytes(partition):
     """Bytes of a partition's vectorized data (indptr, ids, values, lengths)."""
-    return sum(a.nbytes for a in partition.encoded)
+    return _nbytes(partition.encoded)

@@ -92,7 +92,7 @@ def test_merged_stats_give_select_features(sizes, options):
     for scan, xp in zip(scans, chunks(X, sizes)):
         part = tasks.vectorize_partition(scan, bundle, 1, tasks.__version__)
         again = Vocabulary(vocabulary.attributes).encode(xp, grow=False)
-        for a, b in zip(part.encoded, again):
+        for a, b in zip(part.encoded[:4], again[:4]):  # the CSR arrays and lengths
             np.testing.assert_array_equal(a, b)
 
 
@@ -241,7 +241,7 @@ def assert_same_model(local, remote, X):
 @pytest.mark.parametrize("c1", [0.0, 0.2])
 @pytest.mark.parametrize("npartitions", [1, 4])
 def test_fit_equals_local_fit(client, c1, npartitions):
-    X, y = make_data(120, seed=2, empty=True)
+    X, y = make_data(80, seed=2, empty=True)
     local, remote = fit_both(X, y, npartitions=npartitions, client=client, c1=c1, c2=0.5)
     assert remote.status_.converged and local.status_.converged
     assert_same_model(local, remote, X)
