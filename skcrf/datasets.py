@@ -10,11 +10,14 @@ and says so; without network access it raises an error naming ``NLTK_DATA``.
 """
 
 import sys
+from collections.abc import Iterable, Sequence
 
 __all__ = ["load_treebank", "treebank_sentence_features", "treebank_token_features"]
 
 
-def load_treebank(train_fraction=0.8, download=True, max_sentences=None):
+def load_treebank(
+    train_fraction: float = 0.8, download: bool = True, max_sentences: int | None = None
+) -> tuple[list[list[tuple[str, str]]], list[list[tuple[str, str]]]]:
     """Tagged sentences of the NLTK treebank sample, split for training.
 
     Parameters
@@ -64,7 +67,7 @@ def _missing_message():
     )
 
 
-def treebank_token_features(words, i):
+def treebank_token_features(words: Sequence[str], i: int) -> dict[str, str | bool]:
     """Features of token ``i`` of a sentence, as defined by the Treebank task.
 
     Examples
@@ -95,7 +98,9 @@ def treebank_token_features(words, i):
     }
 
 
-def treebank_sentence_features(tagged_sentences):
+def treebank_sentence_features(
+    tagged_sentences: Iterable[Sequence[tuple[str, str]]],
+) -> tuple[list[list[dict[str, str | bool]]], list[list[str]]]:
     """Features and tags of tagged sentences, ready for ``CRFTagger.fit``.
 
     Parameters

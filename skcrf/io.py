@@ -201,6 +201,7 @@ import tempfile
 import zipfile
 import zlib
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 
@@ -742,7 +743,9 @@ def _write_atomically(path, arrays):
         os.close(dir_fd)
 
 
-def save_state(state, path, *, estimator=None):
+def save_state(
+    state: FittedState, path: str | os.PathLike[str], *, estimator: Any = None
+) -> None:
     """Save a fitted state to ``path`` in the skcrf model format (no pickle).
 
     Everything is checked before anything is written (the model arrays by
@@ -782,7 +785,7 @@ def save_state(state, path, *, estimator=None):
     _write_atomically(path, arrays)
 
 
-def save_model(estimator, path):
+def save_model(estimator: Any, path: str | os.PathLike[str]) -> None:
     """Save a fitted estimator to ``path`` in the skcrf model format (no pickle).
 
     ``save_state(estimator._get_fitted_state(), path)``, recording the
@@ -1196,8 +1199,10 @@ def _fitted_state(common, separator, n_attributes, n_labels, arrays, extra):
 
 
 def _check_crc(npz):
-    """Check every member's CRC-32 (sizes are known to be sane by now), so that
-    a corrupted byte anywhere in the data is refused, not loaded."""
+    """Check every member's CRC-32 (their sizes are known to be sane by now).
+
+    A corrupted byte anywhere in the data is refused, not loaded.
+    """
     corrupted = npz.zip.testzip()
     if corrupted is not None:
         raise ValueError(f"array {corrupted[:-4]!r} is corrupted (CRC mismatch).")
@@ -1219,7 +1224,7 @@ def _load(file):
         return reader(document, headers, npz)
 
 
-def load_state(path):
+def load_state(path: str | os.PathLike[str]) -> FittedState:
     """Load the fitted state saved in ``path``; never unpickles.
 
     Reads every format version up to :data:`FORMAT_VERSION` (format 1, of
@@ -1281,7 +1286,7 @@ def load_state(path):
             raise ValueError(f"Cannot load skcrf model {path!r}: {message}") from exc
 
 
-def load_model(path, cls=None):
+def load_model(path: str | os.PathLike[str], cls: Any = None) -> Any:
     """Load an estimator saved by :func:`save_model`; never unpickles.
 
     ``cls._from_fitted_state(load_state(path))``: the file is checked as by
@@ -1325,10 +1330,10 @@ def load_model(path, cls=None):
 
 #: The class :func:`load_model` builds by default: set by the estimator's
 #: module when it is imported (so that this module never imports it).
-_default_estimator = None
+_default_estimator: Any = None
 
 
-def register_default_estimator(cls):
+def register_default_estimator(cls: type) -> None:
     """Make ``cls`` the class :func:`load_model` builds when given no ``cls``."""
     global _default_estimator
     _default_estimator = cls

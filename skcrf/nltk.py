@@ -32,7 +32,8 @@ Differences from NLTK's tagger, all deliberate:
 import re
 import unicodedata
 import warnings
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 try:
     from nltk.tag.api import TaggerI
@@ -127,7 +128,7 @@ _LBFGS_PARAMETERS = set(ALGORITHM_DEFAULTS["lbfgs"]) | set(FEATURE_DEFAULTS)
 _LBFGS_OPTIONS = [key for key, (name, _) in TRAINING_OPTIONS.items() if name in _LBFGS_PARAMETERS]
 
 
-def estimator_params(training_opt):
+def estimator_params(training_opt: Mapping[str, Any] | None) -> dict[str, Any]:
     """The :class:`skcrf.CRFTagger` parameters of NLTK ``training_opt``.
 
     Parameters
@@ -269,7 +270,7 @@ class CRFTagger(TaggerI):
             features = self._feature_cache[token] = _default_features(token)
         return features
 
-    def clear_feature_cache(self):
+    def clear_feature_cache(self) -> None:
         """Forget the default features remembered per token."""
         self._feature_cache.clear()
 
@@ -301,7 +302,7 @@ class CRFTagger(TaggerI):
 
     # -- model ---------------------------------------------------------------
 
-    def set_model_file(self, model_file):
+    def set_model_file(self, model_file: str) -> None:
         """Load a CRFsuite model file (written by this tagger, NLTK's or CRFsuite).
 
         Parameters
@@ -318,7 +319,9 @@ class CRFTagger(TaggerI):
         self._estimator = estimator
         self._tagger = _view(estimator)
 
-    def train(self, train_data, model_file):
+    def train(
+        self, train_data: Iterable[Sequence[tuple[str, Any]]], model_file: str | None
+    ) -> None:
         """Train a model and write it to ``model_file`` (a CRFsuite model file).
 
         The tagger then tags with the new model. An existing file is
@@ -358,7 +361,9 @@ class CRFTagger(TaggerI):
 
     # -- tagging -------------------------------------------------------------
 
-    def tag_sents(self, sentences=None, **kwargs):
+    def tag_sents(
+        self, sentences: Iterable[Sequence[str]] | None = None, **kwargs: Any
+    ) -> list[list[tuple[str, Any]]]:
         """Tag sentences.
 
         Parameters
@@ -407,7 +412,7 @@ class CRFTagger(TaggerI):
         tags = self._estimator.predict(X)
         return [list(zip(tokens, labels)) for tokens, labels in zip(sentences, tags)]
 
-    def tag(self, tokens):
+    def tag(self, tokens: Sequence[str]) -> list[tuple[str, Any]]:
         """Tag one sentence.
 
         Parameters
