@@ -11,7 +11,11 @@ Conventions
 - Constraints are scores of ``-inf``: an emission of ``-inf`` forbids the
   label at that token, a transition of ``-inf`` forbids the pair. A labelling
   is allowed when its score is finite. Other scores must be finite.
-- The k best labellings of every (token, label) are kept, best first, with a
+- Two kernels with the same results (lists, scores bitwise, tie order):
+  :func:`kbest_packed`, the lazy one (Huang & Chiang's algorithm 3, below:
+  a Viterbi pass, then only what the k best paths need), and
+  :func:`kbest_packed_eager`, the eager one, kept as its reference: the k
+  best labellings of every (token, label) are kept, best first, with a
   backpointer to (previous label, rank there); the k best of the sequence
   are merged from its last token. Scores are summed in the order of the
   Viterbi kernel, ``(previous + T[i, j]) + emission``, so the best path and
@@ -22,7 +26,7 @@ Conventions
   its rank at that label). The first labelling is therefore the Viterbi
   path, whose ties go to the lowest label index.
 
-Pruning (exact): at each step the previous labels are put in bands of their
+Pruning of the eager kernel (exact): at each step the previous labels are put in bands of their
 best score (band ``b``: ``floor((top - best) / width) == b``), and for each
 label ``j`` the bands are visited best first; once a band's largest score
 plus ``max_i T[i, j]`` is below the k-th kept score of ``j``, no label of
@@ -31,9 +35,9 @@ computed sums is exact). Within a label, its k scores are visited best first
 and the visit stops at the first that cannot enter.
 """
 
-from libc.math cimport INFINITY, floor, log
+from libc.math cimport INFINITY, fabs, floor, log
 from libc.stdint cimport int32_t, INT32_MAX
-from libc.stdlib cimport free, malloc
+from libc.stdlib cimport free, malloc, realloc
 
 import numpy as np
 
@@ -42,6 +46,7 @@ cimport numpy as cnp
 cnp.import_array()
 
 from skcrf._kernels cimport forward_scaled
+from skcrf._viterbi cimport ViterbiWork, viterbi_work_free, viterbi_work_init
 
 # Bands of previous scores (the last one takes every lower score).
 DEF N_BANDS = 24
@@ -302,6 +307,453 @@ cdef intp kbest_sequence(KBestWork* work, const double* emissions, const intp* o
 
 
 
+# -- lazy k-best ----------------------------------------------------------------
+#
+# Huang & Chiang (2005), "Better k-best parsing", algorithm 3, on the chain.
+# A node is a (token t, label j); its derivations are the labellings of
+# tokens 0..t that end with j, and derivation r of (t, j) is derivation s of
+# (t - 1, i) followed by j, of key D_s(t - 1, i) + T[i, j] and score key +
+# e[t, j]. A forward max-product pass (the pruned Viterbi, every row kept)
+# gives every node's best derivation: alpha[t, j] and its previous label
+# bp[t, j] (rank 0 there). A node's later derivations are made on demand:
+# the first time its derivation 1 is needed, its candidates are set up: one
+# per previous label i, (i, 0) for every i but bp[t, j] (a node's
+# candidates never hold two of the same label, so an array by label with a
+# linear scan replaces the heap: cheaper for ~50 labels and the few
+# derivations a node gives). Derivation r + 1 sets the successor (i, s + 1)
+# of derivation r's candidate (i, s), which needs derivation s + 1 of
+# (t - 1, i) (a chain of such requests runs down the tokens until a node has
+# it or has no more), then takes the best candidate.
+# The root (past the last token) does the same over the last token's labels
+# with keys D_r(length - 1, j). Only the nodes that the k best paths reach
+# past their best derivation get candidates: about one Viterbi pass plus
+# O(length * k * n_labels) cheap (vectorized) steps per sequence.
+#
+# Keys are compared as in the eager kernel: the higher key first, then the
+# lower label, then the lower rank; the keys and scores are the same sums in
+# the same order, so the lists (and their ties) are the eager kernel's.
+
+
+cdef extern from *:
+    """
+    #include <stdint.h>
+    #if defined(__SSE2__) || defined(_M_X64) || (defined(_M_IX86_FP) && _M_IX86_FP >= 2)
+    #include <emmintrin.h>
+    #define SKCRF_NBEST_SSE2 1
+    #else
+    #define SKCRF_NBEST_SSE2 0
+    #endif
+
+    /* As skcrf._viterbi: cur[j], bp[j] = p + trow[j], i where p + trow[j] > cur[j]. */
+    static inline void skcrf_nbest_maxplus_update(double *cur, int32_t *bp, const double *trow,
+                                                  double p, int32_t i, Py_ssize_t n) {
+        Py_ssize_t j = 0;
+    #if SKCRF_NBEST_SSE2
+        const __m128d vp = _mm_set1_pd(p);
+        const __m128i vi = _mm_set1_epi32(i);
+        for (; j + 2 <= n; j += 2) {
+            __m128d v = _mm_add_pd(vp, _mm_loadu_pd(trow + j));
+            __m128d s = _mm_loadu_pd(cur + j);
+            __m128i m = _mm_shuffle_epi32(_mm_castpd_si128(_mm_cmpgt_pd(v, s)),
+                                          _MM_SHUFFLE(2, 0, 2, 0));
+            __m128i b = _mm_loadl_epi64((const __m128i *)(bp + j));
+            _mm_storeu_pd(cur + j, _mm_max_pd(v, s));
+            b = _mm_or_si128(_mm_andnot_si128(m, b), _mm_and_si128(m, vi));
+            _mm_storel_epi64((__m128i *)(bp + j), b);
+        }
+    #endif
+        for (; j < n; j++) {
+            double v = p + trow[j];
+            if (v > cur[j]) {
+                cur[j] = v;
+                bp[j] = i;
+            }
+        }
+    }
+    """
+    void skcrf_nbest_maxplus_update(double* cur, int32_t* bp, const double* trow,
+                                    double p, int32_t i, intp n) noexcept nogil
+
+# as skcrf._viterbi
+cdef double _PRUNE_RELATIVE_MARGIN = 1e-9
+
+
+cdef int lazy_kbest_work_init(LazyKBestWork* work, const double* transitions, intp n_labels,
+                              intp k, intp max_length, bint tight) noexcept nogil:
+    cdef ViterbiWork vit
+    cdef intp size, t, i, j
+    work.n_labels = n_labels
+    work.k = k
+    work.max_length = max_length
+    work.transitions = transitions
+    work.transposed = NULL
+    work.bound = NULL
+    work.candidates = NULL
+    work.alpha = NULL
+    work.bp = NULL
+    work.slot_of = NULL
+    work.n_slots = 0
+    work.capacity = 0
+    work.slot_node = NULL
+    work.slot_count = NULL
+    work.slot_open = NULL
+    work.slot_found = NULL
+    work.slot_key = NULL
+    work.slot_rank = NULL
+    work.root_key = NULL
+    work.root_rank = NULL
+    work.final = NULL
+    work.stack = NULL
+    # the pruning bound and margins of the Viterbi kernel (its buffers unused)
+    if viterbi_work_init(&vit, transitions, n_labels, 1, tight) != 0:
+        return -1
+    work.spread = vit.spread
+    work.margin = vit.margin
+    work.bound = vit.bound
+    vit.bound = NULL
+    viterbi_work_free(&vit)
+    if n_labels < 1:
+        n_labels = 1
+    if max_length < 1:
+        max_length = 1
+    if k < 1:
+        k = 1
+    size = max_length * n_labels
+    work.transposed = <double*>malloc(n_labels * n_labels * sizeof(double))
+    work.candidates = <int32_t*>malloc(n_labels * sizeof(int32_t))
+    work.alpha = <double*>malloc(size * sizeof(double))
+    work.bp = <int32_t*>malloc(size * sizeof(int32_t))
+    work.slot_of = <int32_t*>malloc(size * sizeof(int32_t))
+    work.root_key = <double*>malloc(n_labels * sizeof(double))
+    work.root_rank = <int32_t*>malloc(n_labels * sizeof(int32_t))
+    work.final = <Derivation*>malloc(k * sizeof(Derivation))
+    work.stack = <intp*>malloc(max_length * sizeof(intp))
+    if (work.transposed == NULL or work.candidates == NULL or work.alpha == NULL
+            or work.bp == NULL or work.slot_of == NULL or work.root_key == NULL
+            or work.root_rank == NULL or work.final == NULL or work.stack == NULL
+            or _grow_slots(work) != 0):
+        lazy_kbest_work_free(work)
+        return -1
+    for t in range(size):
+        work.slot_of[t] = -1
+    for i in range(work.n_labels):
+        for j in range(work.n_labels):
+            work.transposed[j * work.n_labels + i] = transitions[i * work.n_labels + j]
+    return 0
+
+
+cdef void lazy_kbest_work_free(LazyKBestWork* work) noexcept nogil:
+    free(work.transposed)
+    free(work.bound)
+    free(work.candidates)
+    free(work.alpha)
+    free(work.bp)
+    free(work.slot_of)
+    free(work.slot_node)
+    free(work.slot_count)
+    free(work.slot_open)
+    free(work.slot_found)
+    free(work.slot_key)
+    free(work.slot_rank)
+    free(work.root_key)
+    free(work.root_rank)
+    free(work.final)
+    free(work.stack)
+    work.transposed = NULL
+    work.bound = NULL
+    work.candidates = NULL
+    work.alpha = NULL
+    work.bp = NULL
+    work.slot_of = NULL
+    work.slot_node = NULL
+    work.slot_count = NULL
+    work.slot_open = NULL
+    work.slot_found = NULL
+    work.slot_key = NULL
+    work.slot_rank = NULL
+    work.root_key = NULL
+    work.root_rank = NULL
+    work.final = NULL
+    work.stack = NULL
+    work.capacity = 0
+    work.n_slots = 0
+
+
+cdef int _grow_slots(LazyKBestWork* work) noexcept nogil:
+    """Double the slots (64 at first). Returns 0, or -1 when out of memory."""
+    cdef intp capacity = 2 * work.capacity if work.capacity else 64
+    cdef intp n_labels = work.n_labels if work.n_labels > 0 else 1
+    cdef intp k = work.k if work.k > 0 else 1
+    cdef void* p
+    p = realloc(work.slot_node, capacity * sizeof(intp))
+    if p == NULL:
+        return -1
+    work.slot_node = <intp*>p
+    p = realloc(work.slot_count, capacity * sizeof(int32_t))
+    if p == NULL:
+        return -1
+    work.slot_count = <int32_t*>p
+    p = realloc(work.slot_open, capacity * sizeof(int32_t))
+    if p == NULL:
+        return -1
+    work.slot_open = <int32_t*>p
+    p = realloc(work.slot_found, capacity * k * sizeof(Derivation))
+    if p == NULL:
+        return -1
+    work.slot_found = <Derivation*>p
+    p = realloc(work.slot_key, capacity * n_labels * sizeof(double))
+    if p == NULL:
+        return -1
+    work.slot_key = <double*>p
+    p = realloc(work.slot_rank, capacity * n_labels * sizeof(int32_t))
+    if p == NULL:
+        return -1
+    work.slot_rank = <int32_t*>p
+    work.capacity = capacity
+    return 0
+
+
+cdef inline intp _argmax(const double* key, intp n) noexcept nogil:
+    """The first index of the largest key, or -1 when every key is -inf."""
+    cdef intp i, best = -1
+    cdef double top = -INFINITY
+    for i in range(n):
+        if key[i] > top:
+            top = key[i]
+            best = i
+    return best
+
+
+cdef void _forward(LazyKBestWork* work, const double* emissions, const intp* offsets,
+                   intp column, intp length) noexcept nogil:
+    """alpha and bp of every node (the Viterbi kernel's sums, ties and pruning)."""
+    cdef intp n_labels = work.n_labels
+    cdef const double* transitions = work.transitions
+    cdef int32_t* candidates = work.candidates
+    cdef double* prev
+    cdef double* cur
+    cdef int32_t* backpointer
+    cdef const double* em
+    cdef const double* trow
+    cdef const double* bound
+    cdef intp t, j, c, n_candidates, top_label
+    cdef int32_t i
+    cdef double top, threshold, p, s
+
+    em = emissions + _row(offsets, column, 0) * n_labels
+    cur = work.alpha
+    top = em[0]
+    top_label = 0
+    for j in range(n_labels):
+        s = em[j]
+        cur[j] = s
+        if s > top:
+            top = s
+            top_label = j
+    for t in range(1, length):
+        prev = work.alpha + (t - 1) * n_labels
+        cur = prev + n_labels
+        n_candidates = 0
+        if work.bound == NULL:
+            threshold = top - (work.spread + work.margin + _PRUNE_RELATIVE_MARGIN * fabs(top))
+            for j in range(n_labels):
+                candidates[n_candidates] = <int32_t>j
+                n_candidates += not (prev[j] < threshold)
+        else:
+            threshold = top - (work.margin + _PRUNE_RELATIVE_MARGIN * fabs(top))
+            bound = work.bound + top_label * n_labels
+            for j in range(n_labels):
+                candidates[n_candidates] = <int32_t>j
+                n_candidates += not (prev[j] < threshold - bound[j])
+        if n_candidates == 0:
+            for j in range(n_labels):
+                candidates[j] = <int32_t>j
+            n_candidates = n_labels
+        backpointer = work.bp + t * n_labels
+        i = candidates[0]
+        p = prev[i]
+        trow = transitions + i * n_labels
+        for j in range(n_labels):
+            cur[j] = p + trow[j]
+            backpointer[j] = i
+        for c in range(1, n_candidates):
+            i = candidates[c]
+            skcrf_nbest_maxplus_update(cur, backpointer, transitions + i * n_labels,
+                                       prev[i], i, n_labels)
+        em = emissions + _row(offsets, column, t) * n_labels
+        top = cur[0] + em[0]
+        top_label = 0
+        for j in range(n_labels):
+            s = cur[j] + em[j]
+            cur[j] = s
+            if s > top:
+                top = s
+                top_label = j
+
+
+cdef inline intp _new_slot(LazyKBestWork* work, intp t, intp j) noexcept nogil:
+    """The candidates of node (t >= 1, j), whose derivation 0 (bp, 0) is made.
+
+    Returns the slot, or -1 when out of memory.
+    """
+    cdef intp n_labels = work.n_labels, slot, i
+    cdef int32_t best = work.bp[t * n_labels + j]
+    cdef const double* prev = work.alpha + (t - 1) * n_labels
+    cdef const double* column = work.transposed + j * n_labels
+    cdef double* key
+    cdef int32_t* rank
+    cdef Derivation* found
+    if work.n_slots == work.capacity and _grow_slots(work) != 0:
+        return -1
+    slot = work.n_slots
+    work.n_slots += 1
+    work.slot_of[t * n_labels + j] = <int32_t>slot
+    work.slot_node[slot] = t * n_labels + j
+    work.slot_count[slot] = 1
+    work.slot_open[slot] = 1
+    found = work.slot_found + slot * work.k
+    found[0].score = work.alpha[t * n_labels + j]
+    found[0].label = best
+    found[0].rank = 0
+    key = work.slot_key + slot * n_labels
+    rank = work.slot_rank + slot * n_labels
+    for i in range(n_labels):
+        key[i] = prev[i] + column[i]  # -inf: no candidate
+        rank[i] = 0
+    key[best] = -INFINITY  # taken: its successor comes with the next request
+    return slot
+
+
+cdef inline double _derivation(LazyKBestWork* work, intp t, intp j, intp r) noexcept nogil:
+    """Score of derivation r of (t, j) once requested (-inf: it does not exist)."""
+    cdef intp slot = work.slot_of[t * work.n_labels + j]
+    if slot < 0:
+        return work.alpha[t * work.n_labels + j] if r == 0 else -INFINITY
+    if r < work.slot_count[slot]:
+        return work.slot_found[slot * work.k + r].score
+    return -INFINITY
+
+
+cdef int _request(LazyKBestWork* work, const double* emissions, const intp* offsets,
+                  intp column, intp t, intp j, intp r) noexcept nogil:
+    """Make derivation r of node (t, j) if it exists (derivation r - 1 is made).
+
+    Returns 0, or -1 when out of memory.
+    """
+    cdef intp n_labels = work.n_labels, k = work.k, depth = 0, slot, node, best
+    cdef Derivation* found
+    cdef double* key
+    cdef int32_t* rank
+    cdef double p
+    cdef int32_t i, s
+    # down: each node on the way needs its next derivation, whose successor
+    # candidate needs the next derivation of a node one token earlier
+    while t > 0:
+        slot = work.slot_of[t * n_labels + j]
+        if slot < 0:
+            if r == 0:
+                break
+            slot = _new_slot(work, t, j)
+            if slot < 0:
+                return -1
+        elif r < work.slot_count[slot] or not work.slot_open[slot]:
+            break  # made, or the node has no more
+        work.stack[depth] = t * n_labels + j
+        depth += 1
+        found = work.slot_found + slot * k + work.slot_count[slot] - 1
+        t -= 1
+        j = found.label
+        r = found.rank + 1
+    # up: set each node's successor candidate (when it exists), take the best
+    while depth > 0:
+        depth -= 1
+        node = work.stack[depth]
+        t = node // n_labels
+        j = node - t * n_labels
+        slot = work.slot_of[node]
+        found = work.slot_found + slot * k + work.slot_count[slot] - 1  # the last made
+        key = work.slot_key + slot * n_labels
+        rank = work.slot_rank + slot * n_labels
+        i = found.label
+        s = found.rank + 1
+        found += 1
+        p = _derivation(work, t - 1, i, s)
+        key[i] = p + work.transitions[i * n_labels + j]
+        rank[i] = s
+        best = _argmax(key, n_labels)
+        if best < 0:
+            work.slot_open[slot] = 0
+            continue
+        found.score = key[best] + emissions[_row(offsets, column, t) * n_labels + j]
+        found.label = <int32_t>best
+        found.rank = rank[best]
+        key[best] = -INFINITY
+        work.slot_count[slot] += 1
+    return 0
+
+
+cdef intp lazy_kbest_sequence(LazyKBestWork* work, const double* emissions,
+                              const intp* offsets, intp column, intp length, intp* paths,
+                              intp n_rows, double* scores) noexcept nogil:
+    cdef intp n_labels = work.n_labels, k = work.k, q, j, t, slot, best, status = 0
+    cdef intp n_found = 0
+    cdef const double* last
+    cdef double* key = work.root_key
+    cdef int32_t* rank = work.root_rank
+    cdef Derivation* final = work.final
+    cdef int32_t label, r
+    if length <= 0:
+        return 0
+    _forward(work, emissions, offsets, column, length)
+    work.n_slots = 0
+    last = work.alpha + (length - 1) * n_labels
+    for j in range(n_labels):
+        key[j] = last[j]
+        rank[j] = 0
+    for q in range(k):
+        if q > 0:
+            # the successor of the last path's candidate
+            label = final[q - 1].label
+            r = final[q - 1].rank + 1
+            if _request(work, emissions, offsets, column, length - 1, label, r) != 0:
+                status = -1
+                break
+            key[label] = _derivation(work, length - 1, label, r)
+            rank[label] = r
+        best = _argmax(key, n_labels)
+        if best < 0:
+            break
+        final[q].score = key[best]
+        final[q].label = <int32_t>best
+        final[q].rank = rank[best]
+        key[best] = -INFINITY
+        n_found += 1
+    if status == 0:
+        for q in range(n_found):
+            scores[q] = final[q].score
+        for q in range(n_found, k):
+            scores[q] = -INFINITY
+        # backtrack every path
+        for q in range(n_found):
+            label = final[q].label
+            r = final[q].rank
+            for t in range(length - 1, -1, -1):
+                paths[q * n_rows + _row(offsets, column, t)] = label
+                if t > 0:
+                    slot = work.slot_of[t * n_labels + label]
+                    if slot < 0:
+                        label = work.bp[t * n_labels + label]  # rank 0 stays 0
+                    else:
+                        j = slot * k + r
+                        label = work.slot_found[j].label
+                        r = work.slot_found[j].rank
+    # free the nodes' slots for the next sequence
+    for slot in range(work.n_slots):
+        work.slot_of[work.slot_node[slot]] = -1
+    work.n_slots = 0
+    return n_found if status == 0 else -1
+
+
 # -- Python entry points ------------------------------------------------------
 
 
@@ -316,10 +768,36 @@ cdef int _check_packed(const Py_ssize_t[::1] batch_sizes, intp n_rows) except -1
     return 0
 
 
+def _check_kbest_args(const double[:, ::1] emissions, const double[:, ::1] transitions,
+                      const Py_ssize_t[::1] batch_sizes, intp k, intp[:, ::1] paths_out,
+                      double[:, ::1] scores_out):
+    cdef intp n_rows = emissions.shape[0], n_labels = emissions.shape[1]
+    cdef intp n_sequences
+    if transitions.shape[0] != n_labels or transitions.shape[1] != n_labels:
+        raise ValueError("transitions must be n_labels x n_labels")
+    if n_labels > INT32_MAX or k > INT32_MAX:
+        raise ValueError("too many labels or paths")
+    if k < 1:
+        raise ValueError("k must be at least 1")
+    _check_packed(batch_sizes, n_rows)
+    n_sequences = batch_sizes[0] if batch_sizes.shape[0] else 0
+    if paths_out.shape[0] != k or paths_out.shape[1] != n_rows:
+        raise ValueError("paths_out must have shape (k, n_rows)")
+    if scores_out.shape[0] != n_sequences or scores_out.shape[1] != k:
+        raise ValueError("scores_out must have shape (n_sequences, k)")
+    if n_rows and n_labels == 0:
+        raise ValueError("cannot decode with 0 labels")
+    return n_sequences
+
+
 def kbest_packed(const double[:, ::1] emissions, const double[:, ::1] transitions,
                  const Py_ssize_t[::1] batch_sizes, intp k, intp[:, ::1] paths_out,
                  double[:, ::1] scores_out):
     """The k best labellings of every sequence of a packed batch.
+
+    The lazy kernel (Huang & Chiang's algorithm 3): the same lists, scores
+    and tie order as :func:`kbest_packed_eager`, at about the cost of one
+    Viterbi pass plus ``O(length * k * log n_labels)`` per sequence.
 
     Parameters
     ----------
@@ -345,28 +823,66 @@ def kbest_packed(const double[:, ::1] emissions, const double[:, ::1] transition
         allowed).
     """
     cdef intp n_rows = emissions.shape[0], n_labels = emissions.shape[1]
-    cdef intp max_length = batch_sizes.shape[0], n_sequences, t, column, length
-    cdef KBestWork work
+    cdef intp max_length = batch_sizes.shape[0], n_sequences, t, column, length, got
+    cdef LazyKBestWork work
     cdef intp* offsets
     cdef int status = 0
-    if transitions.shape[0] != n_labels or transitions.shape[1] != n_labels:
-        raise ValueError("transitions must be n_labels x n_labels")
-    if n_labels > INT32_MAX or k > INT32_MAX:
-        raise ValueError("too many labels or paths")
-    if k < 1:
-        raise ValueError("k must be at least 1")
-    _check_packed(batch_sizes, n_rows)
-    n_sequences = batch_sizes[0] if max_length else 0
-    if paths_out.shape[0] != k or paths_out.shape[1] != n_rows:
-        raise ValueError("paths_out must have shape (k, n_rows)")
-    if scores_out.shape[0] != n_sequences or scores_out.shape[1] != k:
-        raise ValueError("scores_out must have shape (n_sequences, k)")
+    n_sequences = _check_kbest_args(emissions, transitions, batch_sizes, k, paths_out,
+                                    scores_out)
     found = np.zeros(n_sequences, dtype=np.intp)
     cdef intp[::1] found_view = found
     if n_rows == 0:
         return found
-    if n_labels == 0:
-        raise ValueError("cannot decode with 0 labels")
+    with nogil:
+        offsets = <intp*>malloc((max_length + 1) * sizeof(intp))
+        if offsets == NULL:
+            status = -1
+        # the pruning bound costs ~n_labels ** 3 / 2 vector operations once
+        elif lazy_kbest_work_init(&work, &transitions[0, 0], n_labels, k, max_length,
+                                  n_rows >= 8 * n_labels) != 0:
+            free(offsets)
+            status = -1
+        else:
+            offsets[0] = 0
+            for t in range(max_length):
+                offsets[t + 1] = offsets[t] + batch_sizes[t]
+            length = max_length
+            for column in range(n_sequences):
+                while length > 0 and batch_sizes[length - 1] <= column:
+                    length -= 1
+                got = lazy_kbest_sequence(
+                    &work, &emissions[0, 0], offsets, column, length, &paths_out[0, 0],
+                    n_rows, &scores_out[column, 0])
+                if got < 0:
+                    status = -1
+                    break
+                found_view[column] = got
+            lazy_kbest_work_free(&work)
+            free(offsets)
+    if status != 0:
+        raise MemoryError()
+    return found
+
+
+def kbest_packed_eager(const double[:, ::1] emissions, const double[:, ::1] transitions,
+                       const Py_ssize_t[::1] batch_sizes, intp k, intp[:, ::1] paths_out,
+                       double[:, ::1] scores_out):
+    """:func:`kbest_packed` by the eager kernel (k best kept at every node).
+
+    The reference of the lazy kernel in the tests; same arguments and
+    results.
+    """
+    cdef intp n_rows = emissions.shape[0], n_labels = emissions.shape[1]
+    cdef intp max_length = batch_sizes.shape[0], n_sequences, t, column, length
+    cdef KBestWork work
+    cdef intp* offsets
+    cdef int status = 0
+    n_sequences = _check_kbest_args(emissions, transitions, batch_sizes, k, paths_out,
+                                    scores_out)
+    found = np.zeros(n_sequences, dtype=np.intp)
+    cdef intp[::1] found_view = found
+    if n_rows == 0:
+        return found
     with nogil:
         offsets = <intp*>malloc((max_length + 1) * sizeof(intp))
         if offsets == NULL:

@@ -221,6 +221,125 @@ def test_empty_sequences():
     np.testing.assert_allclose(scores[1], log_proba[1, 0])
 
 
+
+# ---------------------------------------------------------------- the lazy k-best kernel
+# _nbest.kbest_packed (lazy, Huang & Chiang's algorithm 3) against the eager
+# kernel (kbest_packed_eager, the reference) and brute force, on packed
+# blocks with -inf emissions (forbidden labels) and transitions (pairs).
+
+
+def random_block(rng, n_labels, lengths, integer=False, forbid_labels=0.0, forbid_pairs=0.0,
+                 peaked=0.0):
+    """Flat emissions, transitions and the packed layout of random sequences."""
+    n_tokens = int(np.sum(lengths))
+    if integer:  # many ties
+        emissions = rng.integers(-2, 3, size=(n_tokens, n_labels)).astype(float)
+        transitions = rng.integers(-2, 3, size=(n_labels, n_labels)).astype(float)
+    else:
+        emissions = rng.normal(size=(n_tokens, n_labels)) * 2
+        transitions = rng.normal(size=(n_labels, n_labels))
+    if peaked:  # a trained model's emissions: one label well ahead at most tokens
+        emissions[np.arange(n_tokens), rng.integers(n_labels, size=n_tokens)] += peaked
+    emissions[rng.random(emissions.shape) < forbid_labels] = -np.inf
+    transitions[rng.random(transitions.shape) < forbid_pairs] = -np.inf
+    return emissions, transitions, pack(np.asarray(lengths))
+
+
+def run_kbest(kernel, emissions, transitions, layout, k):
+    packed = np.ascontiguousarray(emissions[layout.flat_index])
+    batch_sizes = np.asarray(layout.batch_sizes, dtype=np.intp)
+    paths = np.full((k, len(packed)), -1, dtype=np.intp)
+    scores = np.empty((len(layout.order), k))
+    found = kernel(packed, np.ascontiguousarray(transitions), batch_sizes, k, paths, scores)
+    return paths, scores, found
+
+
+def kbest_lists(emissions, layout, paths, scores, found):
+    """Per sequence (user order): [(score, labels)] from a kernel's output."""
+    flat = np.empty_like(paths)
+    flat[:, layout.flat_index] = paths
+    starts = np.concatenate([[0], np.cumsum(layout.lengths)])
+    out = []
+    for sequence in range(len(layout.lengths)):
+        column = int(np.flatnonzero(layout.order == sequence)[0])
+        a, b = starts[sequence], starts[sequence + 1]
+        out.append([(scores[column, q], tuple(flat[q, a:b].tolist()))
+                    for q in range(found[column])])
+    return out
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_lazy_kbest_matches_brute_force_and_eager(seed):
+    rng = np.random.default_rng(1000 + seed)
+    n_labels = int(rng.integers(2, 5))
+    lengths = rng.integers(1, 7, size=int(rng.integers(1, 5)))
+    constrained = seed % 2 == 1
+    emissions, transitions, layout = random_block(
+        rng, n_labels, lengths, integer=seed % 4 < 2,
+        forbid_labels=0.15 if constrained else 0.0, forbid_pairs=0.3 if constrained else 0.0,
+    )
+    k = int(rng.integers(1, 20))
+    lazy = run_kbest(_nbest.kbest_packed, emissions, transitions, layout, k)
+    eager = run_kbest(_nbest.kbest_packed_eager, emissions, transitions, layout, k)
+    for a, b in zip(lazy, eager):
+        np.testing.assert_array_equal(a, b)
+    got = kbest_lists(emissions, layout, *lazy)
+    starts = np.concatenate([[0], np.cumsum(lengths)])
+    for sequence, (a, b) in enumerate(zip(starts[:-1], starts[1:])):
+        allowed = np.isfinite(transitions)
+        expected = [p for p in enumerate_labellings(emissions[a:b], transitions, allowed)
+                    if np.isfinite(p[0])]
+        expected.sort(key=lambda p: (-p[0], p[1][::-1]))
+        assert got[sequence] == expected[:k]  # scores bitwise, labels, tie order
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_lazy_kbest_matches_eager_on_large_blocks(seed):
+    """Many labels and long sequences: the forward pass prunes (with the
+    per-label bound from 8 * n_labels rows on), nodes give many derivations."""
+    rng = np.random.default_rng(2000 + seed)
+    n_labels = int(rng.integers(5, 48))
+    lengths = rng.integers(1, 40, size=int(rng.integers(1, 40)))
+    emissions, transitions, layout = random_block(
+        rng, n_labels, lengths, integer=seed % 3 == 0,
+        forbid_labels=0.1 if seed % 4 == 1 else 0.0, forbid_pairs=0.4 if seed % 4 >= 2 else 0.0,
+        peaked=[0.0, 4.0, 10.0][seed % 3],
+    )
+    for k in (1, 2, 10, 37):
+        lazy = run_kbest(_nbest.kbest_packed, emissions, transitions, layout, k)
+        eager = run_kbest(_nbest.kbest_packed_eager, emissions, transitions, layout, k)
+        for a, b in zip(lazy, eager):
+            np.testing.assert_array_equal(a, b)
+
+
+def test_lazy_kbest_exhausts_every_labelling():
+    """k beyond the number of labellings: every one, once, in order."""
+    rng = np.random.default_rng(7)
+    for integer in (False, True):
+        emissions, transitions, layout = random_block(rng, 3, [5, 3, 1, 4], integer=integer,
+                                                      forbid_pairs=0.2 if integer else 0.0)
+        paths, scores, found = run_kbest(_nbest.kbest_packed, emissions, transitions, layout,
+                                         400)
+        eager = run_kbest(_nbest.kbest_packed_eager, emissions, transitions, layout, 400)
+        np.testing.assert_array_equal(found, eager[2])
+        np.testing.assert_array_equal(scores, eager[1])
+        np.testing.assert_array_equal(paths, eager[0])
+        for lst in kbest_lists(emissions, layout, paths, scores, found):
+            assert len(set(y for _, y in lst)) == len(lst)
+        if not integer:
+            np.testing.assert_array_equal(found, [3 ** n for n in layout.lengths[layout.order]])
+
+
+def test_lazy_kbest_no_allowed_labelling():
+    emissions = np.array([[0.0, -np.inf], [-np.inf, 1.0], [2.0, 3.0]])
+    transitions = np.array([[0.0, -np.inf], [0.5, 0.0]])
+    layout = pack(np.array([2, 1]))
+    for kernel in (_nbest.kbest_packed, _nbest.kbest_packed_eager):
+        paths, scores, found = run_kbest(kernel, emissions, transitions, layout, 3)
+        np.testing.assert_array_equal(found, [0, 2])
+        assert np.all(scores[0] == -np.inf) and np.all(scores[1, 2:] == -np.inf)
+
+
 # ---------------------------------------------------------------- probabilities
 
 
