@@ -8,7 +8,7 @@ one after the other; the table shows medians over ``--repeats``.
 Writes benchmarks/results/cv.json (with --quick: cv-quick.json in the temp
 folder).
 
-    PYTHONPATH=. python benchmarks/cv.py             # ~40 min on two cores
+    PYTHONPATH=. python benchmarks/cv.py             # over an hour on two cores
     PYTHONPATH=. python benchmarks/cv.py --quick     # smoke test (figures mean nothing)
 
 Warm starts pay off when fits run to convergence, so the fits run until
@@ -84,7 +84,7 @@ def run_search(job):
 
     from _tasks import load_task
     from skcrf import CRFTagger
-    from skcrf._cv import CRFTaggerCV
+    from skcrf import CRFTaggerCV
     from skcrf.metrics import get_scorer
 
     X, y, X_test, y_test = load_task("seed", quick=job["quick"])
@@ -110,12 +110,15 @@ def run_search(job):
     get_reusable_executor().shutdown(wait=True)  # reaped: their CPU time is counted
     total_cpu_s = cpu_s() - cpu_start
     results = search.cv_results_
+    # Iterations of every CV fit, shape (fold, c1, c2) in the order of C1 and C2.
     if job["search"] == "CRFTaggerCV":
         mean_scores = results["mean_test_score"]
-        iterations = int(search.n_iter_.sum())
+        n_iter = search.n_iter_
     else:
         mean_scores = results["mean_test_accuracy"]
-        iterations = int(round(float(np.sum(results["mean_test_n_iter"])) * N_FOLDS))
+        n_iter = np.array([results[f"split{k}_test_n_iter"] for k in range(N_FOLDS)])
+        n_iter = n_iter.reshape(N_FOLDS, len(job["c1"]), len(job["c2"]))
+    iterations = int(np.sum(n_iter))
     return {
         "search": job["search"],
         "total_s": total_s,
@@ -124,6 +127,7 @@ def run_search(job):
         "search_s": total_s - search.refit_time_,
         "iterations": iterations,
         "refit_iterations": int(search.best_estimator_.n_iter_),
+        "n_iter": np.asarray(n_iter).astype(int).tolist(),
         "best_params": search.best_params_,
         "best_score": float(search.best_score_),
         "mean_scores": [float(v) for v in mean_scores],

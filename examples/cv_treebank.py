@@ -16,7 +16,7 @@ the mean CV scores over the grid::
     python examples/cv_treebank.py --quick                 # a slice, a few seconds
 
 The fits run until the stopping rules stop them (warm starts pay off when
-fits converge); the full run takes about 15 minutes on two cores. The data
+fits converge); the full run takes tens of minutes on two cores. The data
 comes from NLTK's data path; when it is missing the script calls
 nltk.download('treebank'). Without network access, set NLTK_DATA to a folder
 that holds corpora/treebank.zip.
@@ -31,7 +31,7 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from skcrf import CRFTagger
-from skcrf._cv import CRFTaggerCV
+from skcrf import CRFTaggerCV
 from skcrf.datasets import load_treebank, treebank_sentence_features
 
 QUICK = {"max_sentences": 300, "max_iterations": 30}

@@ -3,6 +3,7 @@
 __version__ = "0.1.0.dev0"
 
 from . import io, metrics  # noqa: E402
+from ._cv import CRFTaggerCV  # noqa: E402
 from ._featurizer import SequenceFeaturizer  # noqa: E402
 from ._lbfgs import LBFGSStatus  # noqa: E402
 from ._monitor import CallbackInfo  # noqa: E402
@@ -12,6 +13,7 @@ from ._training_log import LabelScore, TrainingLog  # noqa: E402
 
 __all__ = [
     "CRFTagger",
+    "CRFTaggerCV",
     "CallbackInfo",
     "LBFGSStatus",
     "LabelScore",

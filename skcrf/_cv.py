@@ -246,7 +246,7 @@ class CRFTaggerCV(BaseEstimator):
 
     Notes
     -----
-    The path is a comb (module docstring of ``skcrf._cv``): per fold, first
+    The path is a comb: per fold, first
     c2 from strong to weak at the largest c1, then, for every c2, c1 from
     strong to weak. L1 paths start from the sparsest model. A warm-started
     fit stops by the estimator's usual rules (``epsilon``, ``delta`` over
@@ -259,7 +259,7 @@ class CRFTaggerCV(BaseEstimator):
     Examples
     --------
     >>> from skcrf import CRFTagger
-    >>> from skcrf._cv import CRFTaggerCV
+    >>> from skcrf import CRFTaggerCV
     >>> X = [[{"w": "the"}, {"w": "dog"}], [{"w": "a"}, {"w": "cat"}, {"w": "runs"}],
     ...      [{"w": "the"}, {"w": "cat"}], [{"w": "a"}, {"w": "dog"}, {"w": "runs"}]]
     >>> y = [["D", "N"], ["D", "N", "V"], ["D", "N"], ["D", "N", "V"]]

@@ -22,7 +22,7 @@ from sklearn.model_selection import GridSearchCV, GroupKFold, KFold
 from sklearn.utils import estimator_checks
 
 from skcrf import CRFTagger
-from skcrf._cv import CRFTaggerCV
+from skcrf import CRFTaggerCV
 from skcrf.metrics import get_scorer, sequence_accuracy_score
 
 # Few iterations (FAST) and the tight rules stop fits unconverged on purpose.

@@ -93,7 +93,9 @@ def test_pipeline(treebank):
     assert re.search(r"^tagged: The/\S+ quick/\S+", stdout, flags=re.MULTILINE)
 
 
-@pytest.mark.parametrize("name", ["treebank_pos.py", "grid_search.py", "pipeline.py"])
+@pytest.mark.parametrize(
+    "name", ["treebank_pos.py", "grid_search.py", "pipeline.py", "cv_treebank.py"]
+)
 def test_help(name):
     stdout = run_example(name, "--help")
     assert "--max-sentences" in stdout
@@ -106,3 +108,17 @@ def test_structured_outputs(treebank):
     assert len(probabilities) == 5 and probabilities == sorted(probabilities, reverse=True)
     assert re.search(r"allowed_transitions='BIO': 0 BIO errors", stdout)
     assert "missing_label fit" in stdout
+
+
+@pytest.mark.treebank
+def test_cv_treebank(treebank, tmp_path):
+    pytest.importorskip("matplotlib")
+    plot = tmp_path / "cv_grid.png"
+    stdout = run_example("cv_treebank.py", *QUICK, "--n-jobs", "1", "--cv", "2",
+                         "--c1", "0", "0.1", "--c2", "0.1", "1", "--plot", str(plot))
+    assert "train: 60 sentences" in stdout
+    assert "search: 8 fits (2 c1 x 2 c2 x 2 folds)" in stdout
+    assert re.search(r"^chosen: c1=\S+, c2=\S+ \(mean cv token accuracy [0-9.]+\)$", stdout,
+                     flags=re.MULTILINE)
+    assert 0.5 < accuracy(stdout) <= 1.0
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
