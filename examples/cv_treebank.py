@@ -134,8 +134,7 @@ def plot_grid(search, path):
     ax.set_title(f"CRFTaggerCV, {search.n_splits_} folds: chosen c1={search.c1_:g}, "
                  f"c2={search.c2_:g}")
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    fig.savefig(path, dpi=100, format="png")
 
 
 if __name__ == "__main__":

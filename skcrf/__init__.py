@@ -4,6 +4,7 @@ __version__ = "0.1.0.dev0"
 
 from . import io, metrics  # noqa: E402
 from ._cv import CRFTaggerCV  # noqa: E402
+from ._embeddings import Embeddings  # noqa: E402
 from ._featurizer import SequenceFeaturizer  # noqa: E402
 from ._lbfgs import LBFGSStatus  # noqa: E402
 from ._monitor import CallbackInfo  # noqa: E402
@@ -15,6 +16,7 @@ __all__ = [
     "CRFTagger",
     "CRFTaggerCV",
     "CallbackInfo",
+    "Embeddings",
     "LBFGSStatus",
     "LabelScore",
     "OnlineStatus",

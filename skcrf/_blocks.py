@@ -40,6 +40,11 @@ class Block:
         self.n_rows = len(rows)
         self.n_sequences = int(np.count_nonzero(lengths[sequences]))
         self.rows = rows
+        # vector features (Encoded.dense): this block's rows of the dense block
+        dense = getattr(encoded, "dense", None)
+        self.vector_rows = (
+            None if dense is None else np.ascontiguousarray(dense.row_index[rows])
+        )
         # the sequence of each packed column (empty sequences own none)
         self.sequences = np.asarray(sequences)[layout.order[: self.n_sequences]]
         self._columns = None
@@ -169,6 +174,8 @@ class ScoreArrays(NamedTuple):
     exp_trans: np.ndarray
     t_max: float
     spread: float
+    #: State scores of the distinct vector rows (``U @ W``; n_distinct x L), or None.
+    vector_scores: np.ndarray = None
 
 
 def score_arrays(layout, state_weights, transitions):
@@ -210,6 +217,15 @@ def state_scores(indptr, ids, values, arrays, out):
     )
 
 
+def block_state_scores(block, arrays, out):
+    """Overwrite ``out`` with the state scores of a block's rows (CSR entries,
+    plus the vector features' BLAS product when the block has them)."""
+    state_scores(block.indptr, block.ids, block.values, arrays, out)
+    vector_rows = getattr(block, "vector_rows", None)
+    if vector_rows is not None and arrays.vector_scores is not None:
+        _kernels.add_rows(arrays.vector_scores, vector_rows, out)
+
+
 def block_marginals(block, workspace, arrays, want_pairs=None, check=None):
     """Marginals of a block (a view into the workspace) and the block's log Z sum.
 
@@ -219,7 +235,7 @@ def block_marginals(block, workspace, arrays, want_pairs=None, check=None):
     """
     n = block.n_rows
     psi = workspace.psi[:n]
-    state_scores(block.indptr, block.ids, block.values, arrays, psi)
+    block_state_scores(block, arrays, psi)
     if check is not None:
         check(psi)
     if not arrays.spread <= MAX_TRANSITION_SPREAD:
@@ -269,7 +285,7 @@ def masked_block_marginals(block, workspace, arrays, masks, want_pairs=None, che
 
     n = block.n_rows
     psi = workspace.psi[:n]
-    state_scores(block.indptr, block.ids, block.values, arrays, psi)
+    block_state_scores(block, arrays, psi)
     if check is not None:
         check(psi)
     apply_log_masks(psi, masks)
@@ -293,7 +309,7 @@ def masked_block_marginals(block, workspace, arrays, masks, want_pairs=None, che
                 want_pairs += pairs * arrays.exp_trans
             return alpha, log_z
         # some allowed labellings underflowed (or none exist): the log domain decides
-        state_scores(block.indptr, block.ids, block.values, arrays, psi)
+        block_state_scores(block, arrays, psi)
         apply_log_masks(psi, masks)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         result = _forward_backward_log(psi, arrays.transitions, block.batch_sizes)

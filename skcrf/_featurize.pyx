@@ -97,11 +97,11 @@ cdef extern from *:
     """
     void _prefetch "SKCRF_PREFETCH"(const void *address)
 
-from ._validation import Encoded, check_nonempty, token_attributes
+from ._validation import DenseFeatures, Encoded, check_nonempty, token_attributes
 
 cnp.import_array()
 
-__all__ = ["Encoded", "Vocabulary"]
+__all__ = ["Encoded", "StreamEncoder", "Vocabulary"]
 
 # How many unseen (key, value) pairs a vocabulary remembers at predict time.
 cdef Py_ssize_t _MISS_CACHE_LIMIT = 1 << 16
@@ -290,6 +290,7 @@ cdef class Vocabulary:
     cdef str _separator
     cdef Py_ssize_t _cached_misses
     cdef bint _complete       # every name holding the separator is cached
+    cdef dict _vector_ids     # vector key -> int32 ids of key[0], key[1]... (all known)
 
     def __cinit__(self, *args, **kwargs):
         self._table = <_Entry *> PyMem_Calloc(_FIRST_CAPACITY, sizeof(_Entry))
@@ -299,6 +300,7 @@ cdef class Vocabulary:
         self._used = 0
         self._long_values = []
         self._key_numbers = {}
+        self._vector_ids = {}
 
     def __dealloc__(self):
         PyMem_Free(self._table)
@@ -318,6 +320,7 @@ cdef class Vocabulary:
         self._used = 0
         self._long_values = []
         self._key_numbers = {}
+        self._vector_ids = {}
         for attribute in attributes:
             if type(attribute) is not str:
                 raise TypeError(
@@ -495,6 +498,7 @@ cdef class Vocabulary:
         memset(self._table, 0, (self._mask + 1) * sizeof(_Entry))
         self._used = 0
         del self._long_values[:]
+        self._vector_ids.clear()
         self._cached_misses = 0
         if size:
             self._complete = False
@@ -502,7 +506,9 @@ cdef class Vocabulary:
     # -- encoding -------------------------------------------------------------
 
     cdef bint _encode_plain(self, dict token, bint grow, _Output out,
-                            _Memo *memo) except -1:
+                            _Memo *memo, object dims=None, object sink=None,
+                            Py_ssize_t i=0, Py_ssize_t j=0, object name=None,
+                            Py_ssize_t row=0) except -1:
         """Encode a plain dict token; False (nothing written) if it needs the
         general path.
 
@@ -552,6 +558,21 @@ cdef class Vocabulary:
                     if number == -1.0 and PyErr_Occurred() != NULL:
                         PyErr_Clear()  # too large for a float: the general path says so
                         break
+                elif (dims is not None and cnp.PyArray_CheckExact(<object> value)
+                      and _plain_vector(<object> value)):
+                    number = 0.0
+                    key_number = -3  # a vector (float64, 1-D, finite)
+                    keys[n] = key
+                    values[n] = value
+                    numbers[n] = number
+                    key_numbers[n] = key_number
+                    n += 1
+                    if n == _MEMO_SIZE:
+                        self._push_items(keys, values, numbers, key_numbers, packed, n,
+                                         slot + 1 - n, grow, out, memo, dims, sink, i, j,
+                                         name, row)
+                        n = 0
+                    continue
                 else:
                     break
                 key_number = -2
@@ -562,11 +583,11 @@ cdef class Vocabulary:
             n += 1
             if n == _MEMO_SIZE:
                 self._push_items(keys, values, numbers, key_numbers, packed, n,
-                                 slot + 1 - n, grow, out, memo)
+                                 slot + 1 - n, grow, out, memo, dims, sink, i, j, name, row)
                 n = 0
         else:
             self._push_items(keys, values, numbers, key_numbers, packed, n,
-                             slot + 1 - n, grow, out, memo)
+                             slot + 1 - n, grow, out, memo, dims, sink, i, j, name, row)
             return True
         out.size = start  # drop this token's partial output
         return False
@@ -574,13 +595,19 @@ cdef class Vocabulary:
     cdef int _push_items(self, PyObject **keys, PyObject **values, double *numbers,
                          Py_ssize_t *key_numbers, _Value *packed, Py_ssize_t n,
                          Py_ssize_t first_slot, bint grow, _Output out,
-                         _Memo *memo) except -1:
+                         _Memo *memo, object dims=None, object sink=None,
+                         Py_ssize_t i=0, Py_ssize_t j=0, object name=None,
+                         Py_ssize_t row=0) except -1:
         """The second pass of :meth:`_encode_plain` over ``n`` checked items, the
         first at position ``first_slot`` of the token."""
         cdef Py_ssize_t k, slot, attribute
         cdef PyObject *key
         for k in range(n):
             key = keys[k]
+            if key_numbers[k] == -3:
+                self._encode_vector(<str> key, <object> values[k], i, j, name, grow, out,
+                                    dims, sink, row)
+                continue
             if key_numbers[k] != -2:
                 attribute = self._string_id(key_numbers[k], <str> key, <str> values[k],
                                             &packed[k], grow)
@@ -598,15 +625,67 @@ cdef class Vocabulary:
         return 0
 
     cdef int _encode_general(self, token, Py_ssize_t i, Py_ssize_t j, name, bint grow,
-                             _Output out) except -1:
+                             _Output out, dict dims=None, object sink=None,
+                             Py_ssize_t row=0) except -1:
         cdef Py_ssize_t attribute
-        for attribute_name, value in token_attributes(token, i, j, name, self._separator):
+        if sink is not None:
+            sink.forget(row)  # a fast path that gave up may have written this token's vectors
+        for attribute_name, value in token_attributes(token, i, j, name, self._separator,
+                                                      True):
+            if type(value) is np.ndarray:
+                self._encode_vector(attribute_name, value, i, j, name, grow, out, dims,
+                                    sink, row)
+                continue
             attribute = self._resolve(attribute_name, grow)
             if attribute >= 0:
                 out.push(attribute, value)
         return 0
 
-    def encode(self, sequences, *, grow, name="X"):
+    cdef object _vector_key_ids(self, str key, Py_ssize_t d, bint grow):
+        """Ids of the attributes ``key[0]`` ... ``key[d-1]`` (-1: unseen)."""
+        cdef Py_ssize_t k, attribute
+        cdef bint complete = True
+        cached = self._vector_ids.get(key)
+        if cached is not None and len(cached) == d:
+            return cached
+        ids = np.empty(d, dtype=np.int32)
+        for k in range(d):
+            attribute = self._resolve(f"{key}[{k}]", grow)
+            ids[k] = attribute
+            complete = complete and attribute >= 0
+        if complete:
+            self._vector_ids[key] = ids
+        return ids
+
+    cdef int _encode_vector(self, str key, value, Py_ssize_t i, Py_ssize_t j, name,
+                            bint grow, _Output out, dict dims, object sink,
+                            Py_ssize_t row) except -1:
+        """A vector value: its dimensions as CSR entries, or into ``sink`` (dense)."""
+        cdef Py_ssize_t d = len(value), k
+        cdef const int32_t[::1] id_view
+        cdef const double[::1] value_view
+        if dims is not None:
+            first = dims.get(key)
+            if first is None:
+                dims[key] = (d, i, j)
+            elif first[0] != d:
+                raise ValueError(
+                    f"{name}[{i}][{j}]: feature {key!r} is a vector of length {d}, but "
+                    f"{name}[{first[1]}][{first[2]}] gives it length {first[0]}; every "
+                    "token must give a vector key the same length."
+                )
+        ids = self._vector_key_ids(key, d, grow)
+        if sink is not None:
+            sink.add(key, ids, value, row)
+            return 0
+        id_view = ids
+        value_view = value
+        for k in range(d):
+            if id_view[k] >= 0:
+                out.push(id_view[k], value_view[k])
+        return 0
+
+    def encode(self, sequences, *, grow, name="X", dense=False):
         """Encode sequences of tokens into attribute ids and values.
 
         Parameters
@@ -620,6 +699,10 @@ cdef class Vocabulary:
             are skipped.
         name : str, default='X'
             How to call the data in error messages (``X[i][j]: ...``).
+        dense : bool, default=False
+            Keep vector values (``{'emb': array}``) as one dense block,
+            ``Encoded.dense`` (:class:`DenseFeatures`), instead of one CSR
+            entry per dimension (the attributes ``emb[0]``... are the same).
 
         Returns
         -------
@@ -655,13 +738,16 @@ cdef class Vocabulary:
         indptr_data[0] = 0
         out = _Output(n_tokens * _first_token_size(seqs) + 16)
         memset(memo, 0, sizeof(memo))
+        dims = {}
+        sink = _DenseSink() if dense else None
         try:
             for i in range(n_sequences):
                 seq = seqs[i]
                 for j in range(len(seq)):
                     token = seq[j]
-                    if type(token) is not dict or not self._encode_plain(token, growing, out, memo):
-                        self._encode_general(token, i, j, name, growing, out)
+                    if type(token) is not dict or not self._encode_plain(
+                            token, growing, out, memo, dims, sink, i, j, name, row):
+                        self._encode_general(token, i, j, name, growing, out, dims, sink, row)
                     row += 1
                     indptr_data[row] = out.size
         except BaseException:
@@ -669,7 +755,254 @@ cdef class Vocabulary:
                 self._rollback(first_size)
             raise
         ids, values = out.finish()
-        return Encoded(indptr, ids, values, lengths)
+        return Encoded(indptr, ids, values, lengths,
+                       None if sink is None else sink.finish(row, ids, self._names, name))
+
+
+cdef class StreamEncoder:
+    """Encodes sequences one at a time into growing CSR buffers.
+
+    The streaming form of :meth:`Vocabulary.encode`: each :meth:`add` encodes
+    one sequence (the same per-token code, so the same ids and values in the
+    same order) and keeps nothing of it but its CSR rows, so the caller can
+    drop the token dicts as soon as it returns. The buffers grow by doubling
+    (amortized); :meth:`finish` trims them and returns the :class:`Encoded`.
+
+    If an :meth:`add` raises (an invalid token), call :meth:`abort`: when
+    growing, the attributes added since the encoder was made are removed
+    from the vocabulary again (as a failed ``encode`` does).
+
+    Parameters
+    ----------
+    vocabulary : Vocabulary
+    grow : bool
+        As in :meth:`Vocabulary.encode`.
+    name : str, default='X'
+        How to call the data in error messages (``X[i][j]: ...``).
+    dense : bool, default=False
+        Keep vector values as one dense block (``Encoded.dense``), as
+        :meth:`Vocabulary.encode` does with ``dense=True``.
+
+    Examples
+    --------
+    >>> vocabulary = Vocabulary()
+    >>> encoder = StreamEncoder(vocabulary, grow=True)
+    >>> for seq in ([{"w": "a"}], [{"w": "b"}, {"w": "a"}]):
+    ...     encoder.add(seq)
+    >>> encoded = encoder.finish()
+    >>> encoded.ids.tolist(), encoded.lengths.tolist()
+    ([0, 1, 0], [1, 2])
+    """
+
+    cdef Vocabulary _vocabulary
+    cdef bint _grow
+    cdef object _name
+    cdef _Output _out
+    cdef object _indptr            # int64 buffer, grown by doubling
+    cdef object _lengths           # intp buffer, grown by doubling
+    cdef Py_ssize_t _n_rows, _n_sequences
+    cdef Py_ssize_t _first_size
+    cdef bint _done
+    cdef dict _dims
+    cdef object _sink
+    cdef _Memo _memo[_MEMO_SIZE]
+
+    def __init__(self, Vocabulary vocabulary, *, grow, name="X", dense=False):
+        self._vocabulary = vocabulary
+        self._grow = bool(grow)
+        self._name = name
+        self._out = _Output(1024)
+        self._indptr = np.zeros(1024, dtype=np.int64)
+        self._lengths = np.zeros(256, dtype=np.intp)
+        self._n_rows = 0
+        self._n_sequences = 0
+        self._first_size = len(vocabulary._names)
+        self._done = False
+        self._dims = {}
+        self._sink = _DenseSink() if dense else None
+
+    @property
+    def n_sequences(self):
+        """Sequences added so far."""
+        return self._n_sequences
+
+    @property
+    def n_tokens(self):
+        """Tokens added so far."""
+        return self._n_rows
+
+    def add(self, seq):
+        """Encode one sequence (a list or tuple of tokens) after the others.
+
+        Returns its number of tokens.
+        """
+        cdef Py_ssize_t j, n, i = self._n_sequences
+        cdef int64_t *indptr_data
+        if self._done:
+            raise RuntimeError("StreamEncoder.add after finish.")
+        if type(seq) is not list and type(seq) is not tuple:
+            seq = list(seq)
+        n = len(seq)
+        if self._n_rows + n + 1 > len(self._indptr):
+            self._indptr.resize(max(2 * len(self._indptr), self._n_rows + n + 1),
+                                refcheck=False)
+        if i == len(self._lengths):
+            self._lengths.resize(2 * i, refcheck=False)
+        # The memo borrows key pointers, valid only while their tokens live:
+        # the previous sequence may be gone, so start it afresh.
+        memset(self._memo, 0, sizeof(self._memo))
+        indptr_data = <int64_t *> cnp.PyArray_DATA(self._indptr)
+        for j in range(n):
+            token = seq[j]
+            if type(token) is not dict or not self._vocabulary._encode_plain(
+                    token, self._grow, self._out, self._memo, self._dims, self._sink,
+                    i, j, self._name, self._n_rows):
+                self._vocabulary._encode_general(token, i, j, self._name, self._grow,
+                                                 self._out, self._dims, self._sink,
+                                                 self._n_rows)
+            self._n_rows += 1
+            indptr_data[self._n_rows] = self._out.size
+        memset(self._memo, 0, sizeof(self._memo))
+        self._lengths[i] = n
+        self._n_sequences += 1
+        return n
+
+    def abort(self):
+        """Forget what was added (after a failed :meth:`add`); roll the
+        vocabulary back when growing."""
+        if self._grow and not self._done:
+            self._vocabulary._rollback(self._first_size)
+        self._done = True
+
+    def finish(self):
+        """The :class:`Encoded` of every sequence added (buffers trimmed).
+
+        When growing, the data must hold at least one token (as in
+        :meth:`Vocabulary.encode`).
+        """
+        if self._done:
+            raise RuntimeError("StreamEncoder.finish called twice.")
+        if self._grow and not self._n_rows:
+            try:
+                check_nonempty(range(self._n_sequences), 0, self._name)
+            except BaseException:
+                self.abort()
+                raise
+        ids, values = self._out.finish()
+        dense = None
+        if self._sink is not None:
+            try:
+                dense = self._sink.finish(self._n_rows, ids, self._vocabulary._names,
+                                          self._name)
+            except BaseException:
+                self.abort()
+                raise
+        self._done = True
+        self._indptr.resize(self._n_rows + 1, refcheck=False)
+        self._lengths.resize(self._n_sequences, refcheck=False)
+        return Encoded(self._indptr, ids, values, self._lengths, dense)
+
+
+class _DenseSink:
+    """Collects vector values, one table of distinct vectors per key.
+
+    Word vectors repeat (one per word type), so each key keeps its distinct
+    vectors (found by their bytes) and, per token, the number of its vector
+    (-1: the token has no such key). :meth:`finish` combines the keys into
+    one table of distinct rows and a row number per token.
+    """
+
+    def __init__(self):
+        self.entries = {}  # key -> [ids, {bytes: number}, [vectors], token numbers]
+
+    def add(self, key, ids, value, row):
+        entry = self.entries.get(key)
+        if entry is None:
+            entry = [ids, {}, [], np.full(max(1024, 2 * row), -1, dtype=np.intp)]
+            self.entries[key] = entry
+        numbers = entry[3]
+        if row >= len(numbers):
+            bigger = np.full(max(2 * len(numbers), row + 1), -1, dtype=np.intp)
+            bigger[: len(numbers)] = numbers
+            entry[3] = numbers = bigger
+        if numbers[row] >= 0:  # the same key twice in a token: the values add up
+            value = entry[2][numbers[row]] + value
+        value = np.ascontiguousarray(value, dtype=np.float64)
+        data = value.tobytes()
+        number = entry[1].get(data)
+        if number is None:
+            number = len(entry[2])
+            entry[1][data] = number
+            entry[2].append(value)
+        numbers[row] = number
+
+    def forget(self, row):
+        """Drop what was added for token ``row``."""
+        for entry in self.entries.values():
+            if row < len(entry[3]):
+                entry[3][row] = -1
+
+    def finish(self, n_rows, sparse_ids, names, name):
+        """The :class:`DenseFeatures` of ``n_rows`` tokens (None without vectors)."""
+        if not self.entries:
+            return None
+        keys = tuple(self.entries)
+        tables, numbers, columns, key_of_column = [], [], [], []
+        for key_number, key in enumerate(keys):
+            ids, _, vectors, token_numbers = self.entries[key]
+            token_numbers = token_numbers[:n_rows]
+            if len(token_numbers) < n_rows:
+                token_numbers = np.concatenate(
+                    [token_numbers, np.full(n_rows - len(token_numbers), -1, np.intp)])
+            table = np.vstack(vectors + [np.zeros(len(ids))])  # last row: no such key
+            tables.append(table)
+            numbers.append(np.where(token_numbers >= 0, token_numbers, len(vectors)))
+            columns.append(np.asarray(ids, dtype=np.int64))
+            key_of_column.append(np.full(len(ids), key_number, dtype=np.intp))
+        self.entries = {}
+        present = np.column_stack(
+            [n != len(t) - 1 for n, t in zip(numbers, tables)]
+        ).reshape(n_rows, len(keys))
+        if len(keys) == 1:
+            used, row_index = np.unique(numbers[0], return_inverse=True)
+            values = tables[0][used]
+        else:
+            combos, row_index = np.unique(np.column_stack(numbers), axis=0,
+                                          return_inverse=True)
+            values = np.hstack([t[combos[:, k]] for k, t in enumerate(tables)])
+        columns = np.concatenate(columns)
+        key_of_column = np.concatenate(key_of_column)
+        known = columns >= 0
+        if not known.all():
+            columns, key_of_column = columns[known], key_of_column[known]
+            values = values[:, known]
+        both = np.intersect1d(columns, np.unique(sparse_ids))
+        if len(both):
+            raise ValueError(
+                f"{name}: the attribute {names[int(both[0])]!r} is both a dimension of a "
+                "vector feature and a feature of its own in some token; rename one of "
+                "them."
+            )
+        return DenseFeatures(columns, np.ascontiguousarray(values), key_of_column, present,
+                             keys, np.ascontiguousarray(row_index.reshape(-1), dtype=np.intp))
+
+
+cdef bint _plain_vector(value) except -1:
+    """Whether an ndarray is a vector the fast path takes as it is: 1-D,
+    float64, at least one value, all finite (else the general path checks it)."""
+    cdef cnp.ndarray array = <cnp.ndarray> value
+    cdef Py_ssize_t k, n
+    cdef const double[:] view
+    if cnp.PyArray_NDIM(array) != 1 or cnp.PyArray_TYPE(array) != cnp.NPY_DOUBLE:
+        return False
+    n = cnp.PyArray_DIM(array, 0)
+    if n == 0:
+        return False
+    view = value
+    for k in range(n):
+        if not isfinite(view[k]):
+            return False
+    return True
 
 
 cdef Py_ssize_t _first_token_size(list seqs):

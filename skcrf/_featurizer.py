@@ -13,6 +13,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 
 from ._compat import Interval, _fit_context
+from ._embeddings import Embeddings
 from ._validation import check_sequences
 
 __all__ = ["SequenceFeaturizer", "word_shape"]
@@ -168,6 +169,19 @@ class SequenceFeaturizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
         Whether the word identity feature is lowercased.  It is named
         ``'word.lower'`` when lowercased and ``'word'`` otherwise.  Affixes
         are taken from the same (possibly lowercased) form.
+    embeddings : Embeddings, mapping or None, default=None
+        Word vectors: each token gets the feature ``'emb'``, the vector of
+        its word (a dense vector feature: the attributes ``emb[0]`` ...
+        ``emb[d-1]``, trained through BLAS). A word not found is looked up
+        lower-cased; a word still not found gets the zero vector and
+        ``'emb.unknown'`` (True). Wrap the vectors in
+        :class:`skcrf.Embeddings` (a dict or a gensim
+        ``KeyedVectors``): ``clone`` and ``get_params`` then share them
+        instead of copying them (a bare dict would be deep-copied by every
+        clone of a grid search). Used by the built-in template only.
+    embedding_window : int, default=0
+        Also add the vectors of the neighbours up to this offset on each
+        side, as ``'-1:emb'``, ``'+1:emb'``, ... (none outside the sequence).
 
     See Also
     --------
@@ -235,13 +249,18 @@ class SequenceFeaturizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
         "window": [Interval(numbers.Integral, 0, None, closed="left")],
         "affix_length": [Interval(numbers.Integral, 0, None, closed="left")],
         "lowercase": ["boolean"],
+        "embeddings": "no_validation",
+        "embedding_window": [Interval(numbers.Integral, 0, None, closed="left")],
     }
 
-    def __init__(self, *, feature_func=None, window=1, affix_length=3, lowercase=True):
+    def __init__(self, *, feature_func=None, window=1, affix_length=3, lowercase=True,
+                 embeddings=None, embedding_window=0):
         self.feature_func = feature_func
         self.window = window
         self.affix_length = affix_length
         self.lowercase = lowercase
+        self.embeddings = embeddings
+        self.embedding_window = embedding_window
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -364,9 +383,30 @@ class SequenceFeaturizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
             feats[f"col{c}"] = _column_value(value)
         return feats
 
+    def _embeddings(self):
+        """The embeddings as an :class:`Embeddings` (None without)."""
+        embeddings = self.embeddings
+        if embeddings is None or isinstance(embeddings, Embeddings):
+            return embeddings
+        # a bare mapping: wrapped once per featurizer (kept out of get_params)
+        wrapped = self.__dict__.get("_wrapped_embeddings")
+        if wrapped is None or wrapped.vectors is not embeddings:
+            wrapped = Embeddings(embeddings)
+            self._wrapped_embeddings = wrapped
+        return wrapped
+
     def _featurize_sequence(self, tokens):
         n = len(tokens)
         base = [self._token_features(word, cols) for word, cols in tokens]
+        embeddings = self._embeddings()
+        if embeddings is not None:
+            vectors = []
+            for k, (word, _) in enumerate(tokens):
+                vector = embeddings.lookup(word)
+                if vector is None:
+                    base[k]["emb.unknown"] = True
+                    vector = embeddings.zeros
+                vectors.append(vector)
         word_key = "word.lower" if self.lowercase else "word"
         context_keys = (word_key, "shape", "is_title", "is_upper")
         out = []
@@ -388,6 +428,12 @@ class SequenceFeaturizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
                         feats[prefix + key] = nb[key]
                 elif abs(d) >= 2:
                     feats[prefix + ("BOS" if d < 0 else "EOS")] = True
+            if embeddings is not None:
+                feats["emb"] = vectors[i]
+                for d in (*range(-self.embedding_window, 0),
+                          *range(1, self.embedding_window + 1)):
+                    if 0 <= i + d < n:
+                        feats[f"{d:+d}:emb"] = vectors[i + d]
             out.append(feats)
         return out
 

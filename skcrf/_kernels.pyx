@@ -590,3 +590,66 @@ cdef void _fill_labels(const uint64_t[::1] seen, Py_ssize_t words, Py_ssize_t n_
             if (seen[a * words + j // 64] >> (j % 64)) & 1:
                 out[k] = <int> j
                 k += 1
+
+
+# -- dense vector features (issue 15): products through BLAS --------------------
+
+
+def add_vector_scores(const double[:, ::1] vectors, const double[:, ::1] weights,
+                      double[:, ::1] out):
+    """``out += vectors @ weights``: (n x D) @ (D x L) added to (n x L), row-major."""
+    cdef int n = vectors.shape[0], d = vectors.shape[1], n_labels = weights.shape[1]
+    cdef double one = 1.0
+    if weights.shape[0] != d or out.shape[1] != n_labels or out.shape[0] < n:
+        raise ValueError("add_vector_scores: shapes do not match.")
+    if n == 0 or d == 0 or n_labels == 0:
+        return
+    with nogil:
+        # row-major C += A B is column-major C^T += B^T A^T
+        dgemm(b"N", b"N", &n_labels, &n, &d, &one, <double*>&weights[0, 0], &n_labels,
+              <double*>&vectors[0, 0], &d, &one, &out[0, 0], &n_labels)
+
+
+def add_vector_expected(const double[:, ::1] vectors, const double[:, ::1] marginals,
+                        double[:, ::1] out):
+    """``out += vectors.T @ marginals``: (D x n) @ (n x L) added to (D x L), row-major."""
+    cdef int n = vectors.shape[0], d = vectors.shape[1], n_labels = marginals.shape[1]
+    cdef double one = 1.0
+    if marginals.shape[0] < n or out.shape[0] != d or out.shape[1] != n_labels:
+        raise ValueError("add_vector_expected: shapes do not match.")
+    if n == 0 or d == 0 or n_labels == 0:
+        return
+    with nogil:
+        # column-major: out^T (L x D) += M^T-as-stored (L x n) @ (V as stored, D x n)^T
+        dgemm(b"N", b"T", &n_labels, &d, &n, &one, <double*>&marginals[0, 0], &n_labels,
+              <double*>&vectors[0, 0], &d, &one, &out[0, 0], &n_labels)
+
+
+def add_rows(const double[:, ::1] table, const Py_ssize_t[::1] index, double[:, ::1] out):
+    """``out[t] += table[index[t]]`` for every row ``t`` of ``index`` (a gather)."""
+    cdef Py_ssize_t n = index.shape[0], n_cols = table.shape[1], t, k, r
+    if out.shape[0] < n or out.shape[1] != n_cols:
+        raise ValueError("add_rows: shapes do not match.")
+    for t in range(n):
+        if index[t] < 0 or index[t] >= table.shape[0]:
+            raise IndexError("add_rows: index out of range.")
+    with nogil:
+        for t in range(n):
+            r = index[t]
+            for k in range(n_cols):
+                out[t, k] += table[r, k]
+
+
+def scatter_rows(const double[:, ::1] rows, const Py_ssize_t[::1] index, double[:, ::1] out):
+    """``out[index[t]] += rows[t]`` for every row ``t`` of ``index`` (a scatter-add)."""
+    cdef Py_ssize_t n = index.shape[0], n_cols = rows.shape[1], t, k, r
+    if rows.shape[0] < n or out.shape[1] != n_cols:
+        raise ValueError("scatter_rows: shapes do not match.")
+    for t in range(n):
+        if index[t] < 0 or index[t] >= out.shape[0]:
+            raise IndexError("scatter_rows: index out of range.")
+    with nogil:
+        for t in range(n):
+            r = index[t]
+            for k in range(n_cols):
+                out[r, k] += rows[t, k]

@@ -52,6 +52,7 @@ from ._blocks import (
 from ._constraints import Constraints
 from ._model import CRFModel, kept_state_ptr
 from ._threads import single_blas_thread, split_sequences
+from ._vectors import expand_dense, select_vector_features, vector_feature_index
 
 def select_features(
     encoded,
@@ -105,6 +106,7 @@ def select_features(
         counts), in the flat parameter order.
     """
     if partial is not None:
+        encoded = expand_dense(encoded)  # vectors as CSR entries on this path
         return _select_partial_features(
             encoded, labels, classes, attributes, partial,
             all_possible_states=all_possible_states,
@@ -121,6 +123,12 @@ def select_features(
     if not kept.all():
         state_ptr = kept_state_ptr(state_ptr, kept)
         state_labels, state_sum = state_labels[kept], state_sum[kept]
+    if getattr(encoded, "dense", None) is not None:
+        # vector features (a dense block): the same rules, by matrix products
+        state_ptr, state_labels, state_sum = select_vector_features(
+            encoded.dense, labels, n_labels, state_ptr, state_labels, state_sum,
+            all_possible_states=all_possible_states, min_freq=min_freq,
+        )
 
     lengths = np.asarray(encoded.lengths, dtype=np.intp)
     transition_sum = np.zeros(n_labels * n_labels)
@@ -240,6 +248,11 @@ class _Shard:
             )
         self.blocks = make_blocks(encoded, sequences, n_labels, drop_zeros=True)
         self.workspace = Workspace(self.blocks + self.partial_blocks, n_labels)
+        dense = getattr(encoded, "dense", None)
+        # marginals summed per distinct vector row
+        self.vector_expected = (
+            None if dense is None else np.empty((len(dense.values), n_labels))
+        )
         self.expected = np.empty(len(layout.state_labels))
         self.dense_expected = np.empty((layout.n_dense, n_labels))
         self.pairs = np.empty((n_labels, n_labels))
@@ -254,6 +267,8 @@ class _Shard:
         self.expected[:] = 0.0
         self.dense_expected[:] = 0.0
         self.pairs[:] = 0.0
+        if self.vector_expected is not None:
+            self.vector_expected[:] = 0.0
         log_z = 0.0
         for block in self.blocks:
             marginals, block_log_z = block_marginals(block, self.workspace, arrays, self.pairs)
@@ -262,6 +277,10 @@ class _Shard:
                 block.indptr, block.ids, block.values, layout.state_ptr, layout.state_labels,
                 marginals, layout.dense_row, self.expected, self.dense_expected,
             )
+            if self.vector_expected is not None:
+                _kernels.scatter_rows(
+                    np.ascontiguousarray(marginals), block.vector_rows, self.vector_expected
+                )
         if self.partial_blocks:
             log_z += self._evaluate_partial(arrays)
         layout.gather(self.dense_expected, self.expected)
@@ -323,6 +342,15 @@ class CRFObjective:
         self.model = model
         self.observed = observed
         self.c2 = c2
+        if partial is not None:
+            encoded = expand_dense(encoded)  # vectors as CSR entries on this path
+        dense = getattr(encoded, "dense", None)
+        self._vectors = None
+        if dense is not None:
+            # (flat position, column, label) of every vector feature
+            self._vectors = vector_feature_index(
+                model.state_ptr, model.state_labels, dense.columns
+            ) + (dense.values,)
         self._layout = StateLayout(model.state_ptr, model.state_labels, model.n_labels)
         self._shards = [
             _Shard(encoded, sequences, self._layout, partial)
@@ -351,6 +379,13 @@ class CRFObjective:
         w = np.ascontiguousarray(w, dtype=np.float64)
         n_states = model.n_states
         arrays = score_arrays(self._layout, w[:n_states], model.transition_matrix(w[n_states:]))
+        if self._vectors is not None:
+            position, column, label, table = self._vectors
+            vector_weights = np.zeros((table.shape[1], model.n_labels))
+            vector_weights[column, label] = w[position]
+            scores = np.zeros((len(table), model.n_labels))
+            _kernels.add_vector_scores(table, vector_weights, scores)  # U @ W
+            arrays = arrays._replace(vector_scores=scores)
 
         def evaluate(shard):
             # A line search's trial point may overflow: the optimizer sees the
@@ -373,6 +408,14 @@ class CRFObjective:
                 expected += shard.expected
                 pairs += shard.pairs
             gradient[n_states:] = pairs.ravel()[model.transition_index]
+            if self._vectors is not None:
+                position, column, label, table = self._vectors
+                row_marginals = self._shards[0].vector_expected.copy()
+                for shard in self._shards[1:]:
+                    row_marginals += shard.vector_expected
+                vector_expected = np.zeros((table.shape[1], model.n_labels))
+                _kernels.add_vector_expected(table, row_marginals, vector_expected)  # U.T @ M
+                gradient[position] = vector_expected[column, label]
             gradient -= self.observed
             loss = sum(log_z) - w @ self.observed
             if self.c2:

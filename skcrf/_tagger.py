@@ -25,6 +25,7 @@ from ._model import FittedState, merge_features
 from ._monitor import CallbackInfo, TrainingMonitor
 from ._objective import CRFObjective, select_features
 from ._online_train import OnlineStatus, train_online
+from ._stream import encode_data
 from ._structured import nbest, sequence_scores, transition_marginals
 from ._tagger_view import CRFsuiteTagger
 from ._threads import effective_n_threads
@@ -33,6 +34,7 @@ from ._validation import (
     check_classes,
     check_labels,
     check_partial_training_labels,
+    check_reusable,
     check_sequences,
     check_sums,
     encode_labels,
@@ -318,6 +320,13 @@ calibration_candidates, calibration_max_trials : default=None
       as in CRFsuite); ints and floats: their value (finite);
     - a nested dict is flattened with ``key:`` prefixes;
     - a list or set of strings gives one attribute ``key:string`` each;
+    - a 1-D numeric numpy array or a non-empty list of floats,
+      ``{'emb': vector}``: the attributes ``emb[0]`` ... ``emb[d-1]`` with
+      those values (finite; the same length for a key in every token), the
+      model CRFsuite trains from ``d`` scalar keys. ``fit`` (lbfgs) keeps
+      them as a dense block whose scores and expected counts are BLAS
+      products; ``state_features_``, ``coef_``, ``save`` and
+      ``to_crfsuite`` show them under those names;
     - the same attribute twice in a token adds up.
 
     None, NaN, infinity and other value types are rejected with an error
@@ -516,14 +525,21 @@ calibration_candidates, calibration_max_trials : default=None
 
         Parameters
         ----------
-        X : list of sequences of tokens
-            A token is a dict of features or a list of feature names.
-        y : list of sequences of labels
-            Labels may be any hashable values. With ``missing_label`` set, a
+        X : iterable of sequences of tokens
+            A token is a dict of features or a list of feature names. Any
+            iterable is accepted, a generator included: it is read once, each
+            sequence featurized into the compact internal format as it
+            arrives, so the token dicts never need to exist all at once
+            (except with ``early_stopping`` and no ``X_dev``, where ``X``
+            must be a list: a random part of it is held out).
+        y : iterable of sequences of labels
+            Read in lockstep with ``X``. Labels may be any hashable values.
+            With ``missing_label`` set, a
             label equal to it is unknown and a set / frozenset of labels is
             a fuzzy label (the true label is one of them): see
             ``missing_label``.
         X_dev, y_dev : list of sequences, optional
+            Lists (not generators): they are read at every iteration.
             Held-out data evaluated at every iteration (``training_log_``:
             per-label scores, item and instance accuracy). It never changes
             the model, except with ``early_stopping=True``, where it is the
@@ -547,15 +563,29 @@ calibration_candidates, calibration_max_trials : default=None
             raise ValueError("X_dev and y_dev must be given together.")
         if callback is not None and not callable(callback):
             raise TypeError(f"callback must be callable; got {type(callback).__name__}.")
-        sequences = check_sequences(X, name="X")
+        if X_dev is not None:
+            # read at every iteration: a generator would be empty after the first
+            check_reusable(X_dev, "X_dev", "it is scored at every iteration")
+            check_reusable(y_dev, "y_dev", "it is scored at every iteration",
+                           what="a list of label sequences")
         label_sequences = y
         validation_part: Any = None
         if self.early_stopping and X_dev is None:
-            sequences, label_sequences, validation_part = self._split_validation(sequences, y)
+            reason = ("early_stopping without X_dev holds out a random part of X as "
+                      "validation data (or give X_dev and y_dev)")
+            check_reusable(X, "X", reason)
+            check_reusable(y, "y", reason, what="a list of label sequences")
+            X, label_sequences, validation_part = self._split_validation(
+                check_sequences(X, name="X"), y
+            )
 
         previous = self.__dict__.get("_model") if self.warm_start else None
         vocabulary = Vocabulary() if previous is None else self._vocabulary_copy()
-        encoded = vocabulary.encode(sequences, grow=True, name="X")
+        # any iterable: a generator is featurized sequence by sequence (one pass);
+        # L-BFGS keeps vector features ({'emb': array}) as a dense block (BLAS)
+        encoded, label_sequences = encode_data(
+            vocabulary, X, label_sequences, grow=True, name="X", dense=algorithm == "lbfgs"
+        )
         check_sums(encoded, vocabulary, name="X")
         # -- issue 10: partially labelled sequences (missing_label) --
         partial = None
@@ -819,7 +849,7 @@ calibration_candidates, calibration_max_trials : default=None
                     )
             # A new vocabulary: an interrupted call must leave the old one as it was.
             vocabulary = Vocabulary(self._model.attributes, self._model.value_separator)
-        encoded = vocabulary.encode(check_sequences(X, name="X"), grow=True, name="X")
+        encoded, y = encode_data(vocabulary, X, y, grow=True, name="X")
         check_sums(encoded, vocabulary, name="X")
         if self.missing_label is not None:
             _, _, partial = check_partial_training_labels(
@@ -1091,8 +1121,8 @@ calibration_candidates, calibration_max_trials : default=None
 
     def _encode(self, X, name="X"):
         self._fitted_model()
-        sequences = check_sequences(X, name=name, single_hint=name == "X")
-        return self._vocabulary.encode(sequences, grow=False, name=name)
+        # any iterable: a generator is encoded sequence by sequence
+        return encode_data(self._vocabulary, X, grow=False, name=name, single_hint=name == "X")
 
     @staticmethod
     def _split(flat, lengths):
@@ -1287,7 +1317,11 @@ calibration_candidates, calibration_max_trials : default=None
         ndarray of shape (n_sequences,)
             0 for an empty sequence.
         """
-        encoded = self._encode(X)
+        if y is None:
+            encoded = self._encode(X)
+        else:
+            self._fitted_model()
+            encoded, y = encode_data(self._vocabulary, X, y, grow=False, name="X")
         constraints = self._constraints(encoded.lengths, allowed_transitions, partial_labels)
         n_threads = effective_n_threads(self.n_jobs)
         if y is None:
@@ -1343,12 +1377,15 @@ calibration_candidates, calibration_max_trials : default=None
         float
         """
         self._fitted_model()
-        sequences = check_sequences(X, name="X")
-        lengths = [len(seq) for seq in sequences]
-        true = check_labels(y, lengths, name="y")
+        encoded, y = encode_data(self._vocabulary, X, y, grow=False, name="X")
+        true = check_labels(y, encoded.lengths, name="y")
         if not true:
             raise ValueError("score needs at least one token; all sequences are empty.")
-        predicted = [label for seq in self.predict(sequences) for label in seq]
+        path = self._decoder.viterbi(
+            encoded, effective_n_threads(self.n_jobs),
+            constraints=self._constraints(encoded.lengths, None, None),
+        )
+        predicted = self.classes_[path].tolist()
         return float(np.mean([a == b for a, b in zip(true, predicted)]))
 
     # -- inspection --------------------------------------------------------

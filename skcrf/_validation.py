@@ -15,15 +15,21 @@ attribute ``k``; nested dicts are flattened with ``key:`` prefixes (always
 What is accepted
 ----------------
 - ``X`` (and ``y``): a list, tuple, numpy array or other sized, indexable
-  container of sequences. Generators and other one-shot iterators are
-  rejected with a message saying to pass ``list(X)``: a consumed generator
-  would otherwise give silently empty predictions. Sets and dicts are
-  rejected (a set has no order; a dict is one token).
+  container of sequences. :func:`check_sequences` rejects generators and
+  other one-shot iterators with a message saying to pass ``list(X)``; the
+  streaming entry points (:func:`skcrf._stream.encode_data`: ``fit``,
+  ``predict``...) accept any iterable (:func:`check_iterable`), read once,
+  and data that is read more than once (``X_dev``) must be a list
+  (:func:`check_reusable`). Sets and dicts are rejected (a set has no
+  order; a dict is one token).
 - A sequence ``X[i]``: a sized, indexable container of tokens (possibly
   empty). A str, a dict or a generator is rejected.
 - A token ``X[i][j]``: a mapping of str keys to str, bool, int, float
   (finite), numpy scalars (any ``numbers.Real``, ``np.bool_``), nested
-  mappings, or lists/sets of str; or a list or tuple of feature names (str).
+  mappings, lists/sets of str, or vectors (a 1-D numeric numpy array or a
+  non-empty list of floats: the attributes ``key[0]``, ``key[1]``...; the
+  same length for a key everywhere in the data); or a list or tuple of
+  feature names (str).
   Nesting deeper than :data:`MAX_NESTING` levels (a dict that contains
   itself, for instance) is rejected.
 - Labels: any hashable value except NaN (NaN is not equal to itself, so it
@@ -48,8 +54,13 @@ import numpy as np
 
 __all__ = [
     "MAX_NESTING",
+    "DenseFeatures",
     "Encoded",
     "check_emissions",
+    "check_iterable",
+    "check_label_sequence",
+    "check_reusable",
+    "check_sequence",
     "check_label_sequence_pair",
     "check_label_sequences",
     "check_labels",
@@ -82,6 +93,28 @@ class Encoded(NamedTuple):
     ids: np.ndarray  # int32, shape (indptr[-1],)
     values: np.ndarray  # float64, shape (indptr[-1],)
     lengths: np.ndarray  # intp, shape (n_sequences,)
+    #: Vector features kept dense (``encode(..., dense=True)``), or None: then
+    #: every vector dimension is an ordinary CSR entry.
+    dense: "DenseFeatures | None" = None
+
+
+class DenseFeatures(NamedTuple):
+    """Vector-valued token features as one dense block beside the CSR rows.
+
+    A token value ``{'emb': vector}`` means the attributes ``emb[0]`` ...
+    ``emb[d-1]`` with those values; here they are the columns of the dense
+    rows. Vectors repeat (one per word type), so ``values`` holds the
+    distinct rows once and ``row_index`` gives each token's row (flat order;
+    0 where a token has no such key): token ``t`` has the values
+    ``values[row_index[t]]``.
+    """
+
+    columns: np.ndarray  # int64, shape (n_columns,): attribute id of each column
+    values: np.ndarray  # float64, C order, shape (n_distinct, n_columns)
+    key_of_column: np.ndarray  # intp, shape (n_columns,): its key's number
+    present: np.ndarray  # bool, shape (n_tokens, n_keys): the token has the key
+    keys: tuple  # the keys (feature names), in key-number order
+    row_index: np.ndarray  # intp, shape (n_tokens,): the row of each token
 
 
 def _short(obj):
@@ -115,8 +148,18 @@ def check_sequences(X, name="X", single_hint=True):
     _check_container(X, name, "a list of sequences (lists of tokens)")
     sequences = X if type(X) is list else list(X)
     for i, seq in enumerate(sequences):
-        if type(seq) is list:
-            continue  # the common case
+        if type(seq) is not list:  # a list is the common case
+            check_sequence(seq, i, name, single_hint)
+    return sequences
+
+
+def check_sequence(seq, i, name="X", single_hint=True):
+    """Check that ``seq``, the sequence ``name[i]``, is a container of tokens.
+
+    The per-sequence rule of :func:`check_sequences` (the tokens themselves
+    are checked by the encoder).
+    """
+    if type(seq) is not list:
         if isinstance(seq, Mapping):
             hint = (
                 " It looks like a single sequence: pass [sequence], or use "
@@ -136,7 +179,67 @@ def check_sequences(X, name="X", single_hint=True):
                 "(for example with skcrf.SequenceFeaturizer)."
             )
         _check_container(seq, f"{name}[{i}]", "a sequence (a list of tokens)")
-    return sequences
+
+
+def is_reusable(X):
+    """Whether ``X`` can be read more than once in order (a sized, indexable
+    container, not a one-shot iterator)."""
+    return not isinstance(X, Iterator) and _is_sequence(X)
+
+
+def check_iterable(X, name="X", what="a list of sequences (lists of tokens)"):
+    """Check that ``X`` is an ordered iterable of sequences, read once.
+
+    Streaming entry points (``fit``, ``predict``...) accept any iterable,
+    a generator included; a str, bytes, a dict (one token) and sets (no
+    order) are rejected, as are non-iterables.
+    """
+    if X is None or isinstance(X, (str, bytes, Mapping, set, frozenset)):
+        raise TypeError(f"{name} must be {what}; got {_type_name(X)}{_value_hint(X)}.")
+    if isinstance(X, np.ndarray) and X.ndim == 0:
+        raise TypeError(f"{name} must be {what}; got a 0-dimensional numpy array.")
+    if not hasattr(X, "__iter__"):
+        raise TypeError(f"{name} must be {what}; got {_type_name(X)}.")
+
+
+def check_reusable(X, name="X", reason="it is read more than once",
+                   what="a list of sequences (lists of tokens)"):
+    """Reject a one-shot iterator where the data is read more than once.
+
+    ``reason`` completes "... must be a list: ..." in the message.
+    """
+    if isinstance(X, Iterator):
+        raise TypeError(
+            f"{name} must be {what}, not a one-shot iterator ({_type_name(X)}): "
+            f"{reason}. Pass list({name}) instead."
+        )
+    _check_container(X, name, what)
+
+
+def check_label_sequence(seq, i, length, name="y", x_name="X"):
+    """Check the label sequence ``name[i]`` against its ``length`` tokens.
+
+    The per-sequence rule of :func:`check_labels`, for streamed data (the
+    labels themselves are checked by :func:`check_labels` afterwards).
+    Returns the labels as a list.
+    """
+    if type(seq) is not list:
+        if isinstance(seq, (str, bytes, Mapping, set, frozenset)) or not (
+            _is_sequence(seq) or isinstance(seq, Iterator)
+        ):
+            raise TypeError(
+                f"{name} must be a list of label sequences, but {name}[{i}] is "
+                f"{_type_name(seq)} {_short(seq)}. Give one list of labels per "
+                f"sequence: {name} = [[label, label, ...], ...]."
+            )
+        _check_container(seq, f"{name}[{i}]", "a label sequence (a list of labels)")
+        seq = seq.tolist() if isinstance(seq, np.ndarray) else list(seq)
+    if len(seq) != length:
+        raise ValueError(
+            f"{name}[{i}] has {_count(len(seq), 'label')} but {x_name}[{i}] has "
+            f"{_count(length, 'token')}; every token needs exactly one label."
+        )
+    return seq
 
 
 def _check_container(obj, where, what):
@@ -189,13 +292,21 @@ def check_nonempty(sequences, n_tokens, name="X"):
 # -- tokens ---------------------------------------------------------------------
 
 
-def token_attributes(token, i, j, name="X", separator=":"):
+def token_attributes(token, i, j, name="X", separator=":", vectors=False):
     """``(attribute, value)`` pairs of one token, checked; CRFsuite's names.
 
     The general path of :meth:`skcrf._featurize.Vocabulary.encode`: any
     accepted token format, with the error messages naming ``name[i][j]`` and
     the feature key. The same attribute may come more than once (its values
     add up).
+
+    A vector value (a 1-D numeric numpy array, or a non-empty list of
+    floats) of key ``k`` is the attributes ``k[0]`` ... ``k[d-1]`` with its
+    values (finite). With ``vectors=True`` it comes as one pair
+    ``(k, array)`` (a float64 ndarray) instead, for the encoder to keep dense.
+
+    >>> token_attributes({"emb": [0.5, -1.0]}, 0, 0)
+    [('emb[0]', 0.5), ('emb[1]', -1.0)]
 
     Examples
     --------
@@ -209,7 +320,17 @@ def token_attributes(token, i, j, name="X", separator=":"):
     pairs = []
     if isinstance(token, Mapping):
         _add_mapping(pairs, token, "", i, j, name, separator, 0)
-        return pairs
+        if vectors:
+            return pairs
+        expanded = []
+        for attribute, value in pairs:
+            if type(value) is np.ndarray:
+                expanded.extend(
+                    (f"{attribute}[{k}]", v) for k, v in enumerate(value.tolist())
+                )
+            else:
+                expanded.append((attribute, value))
+        return expanded
     if isinstance(token, (list, tuple)):
         for feature in token:
             if isinstance(feature, bytes):
@@ -286,6 +407,8 @@ def _add_mapping(pairs, mapping, prefix, i, j, name, separator, depth):
         elif isinstance(value, Mapping):
             # nested keys are always joined with ':' (python-crfsuite's rule)
             _add_mapping(pairs, value, full_key + ":", i, j, name, separator, depth + 1)
+        elif _is_vector(value):
+            pairs.append((full_key, _vector(value, i, j, name, full_key)))
         elif isinstance(value, (list, set, frozenset)):
             for item in value:
                 if isinstance(item, bytes):
@@ -294,7 +417,8 @@ def _add_mapping(pairs, mapping, prefix, i, j, name, separator, depth):
                     raise TypeError(
                         f"{name}[{i}][{j}]: feature {full_key!r} is a "
                         f"{_type_name(value)} holding {_type_name(item)} "
-                        f"{_short(item)}; a list or set value must hold only str."
+                        f"{_short(item)}; a list or set value must hold only str (a "
+                        "vector feature is a numpy array or a list of floats)."
                     )
                 pairs.append((f"{full_key}{separator}{item}", 1.0))
         else:
@@ -305,6 +429,38 @@ def _add_mapping(pairs, mapping, prefix, i, j, name, separator, depth):
                 f"(or UTF-8 bytes), bool, int, float, a dict, or a list or set of "
                 f"str{none_hint}."
             )
+
+
+def _is_vector(value):
+    """Whether a feature value is a vector (numeric array, list of numbers)."""
+    if isinstance(value, np.ndarray):
+        return value.dtype.kind in "biuf"
+    if type(value) is list and value:
+        return all(isinstance(v, (float, np.floating)) for v in value)
+    return False
+
+
+def _vector(value, i, j, name, key):
+    """A vector value as a 1-D float64 array, checked (finite)."""
+    where = f"{name}[{i}][{j}]: feature {key!r}"
+    try:
+        array = np.asarray(value, dtype=np.float64)
+    except OverflowError:
+        raise ValueError(f"{where} holds a value too large for a float.") from None
+    if array.ndim != 1:
+        raise ValueError(
+            f"{where} is a {array.ndim}-D array; a vector feature must be 1-D."
+        )
+    if not len(array):
+        raise ValueError(f"{where} is an empty vector; a vector feature needs a value.")
+    finite = np.isfinite(array)
+    if not finite.all():
+        k = int(np.flatnonzero(~finite)[0])
+        raise ValueError(
+            f"{where} has the value {float(array[k])!r} at index {k}, which is not a finite "
+            "float; vector values must be finite numbers (no NaN or infinity)."
+        )
+    return array
 
 
 def _utf8(data, where):
@@ -348,6 +504,20 @@ def check_sums(encoded, vocabulary, name="X"):
     name : str
         How to call the data in the error message.
     """
+    dense = getattr(encoded, "dense", None)
+    if dense is not None and dense.values.size:
+        largest = float(np.abs(dense.values).max())
+        if largest * len(dense.row_index) >= 1e300:
+            with np.errstate(over="ignore"):
+                sums = np.abs(dense.values[dense.row_index]).sum(axis=0)
+            bad = np.flatnonzero(~np.isfinite(sums))
+            if len(bad):
+                raise ValueError(
+                    f"The values of feature "
+                    f"{vocabulary.attributes[int(dense.columns[bad[0]])]!r} are too "
+                    "large: the sum of their magnitudes over the training data "
+                    f"overflows a float (in {name}). Scale the feature values down."
+                )
     values = encoded.values
     if not len(values):
         return
@@ -581,7 +751,7 @@ def _flat_list_error(name, i, seq):
     )
 
 
-def check_label_sequences(y, name="y"):
+def check_label_sequences(y, name="y", iterables=False):
     """Check a list of label sequences; return it as a list of lists.
 
     Parameters
@@ -592,6 +762,9 @@ def check_label_sequences(y, name="y"):
         ``list(y)``).
     name : str
         How to call ``y`` in error messages.
+    iterables : bool, default=False
+        Accept any iterable of label sequences (a generator included, read
+        once) for ``y`` itself; the sequences are still checked one by one.
 
     Returns
     -------
@@ -603,7 +776,10 @@ def check_label_sequences(y, name="y"):
     >>> check_label_sequences([["B", "I"], ("O",)], name="y_true")
     [['B', 'I'], ['O']]
     """
-    _check_container(y, name, "a list of label sequences")
+    if iterables and not is_reusable(y):
+        check_iterable(y, name, "a list of label sequences")
+    else:
+        _check_container(y, name, "a list of label sequences")
     sequences = []
     for i, seq in enumerate(y if type(y) is list else list(y)):
         if type(seq) is not list:
@@ -630,8 +806,11 @@ def check_label_sequences(y, name="y"):
     return sequences
 
 
-def check_label_sequence_pair(y_true, y_pred, names=("y_true", "y_pred")):
+def check_label_sequence_pair(y_true, y_pred, names=("y_true", "y_pred"), iterables=False):
     """Check two lists of label sequences of the same shape.
+
+    ``iterables=True`` accepts any iterable (a generator included) for
+    either, as :func:`check_label_sequences` does.
 
     Returns
     -------
@@ -647,8 +826,8 @@ def check_label_sequence_pair(y_true, y_pred, names=("y_true", "y_pred")):
         have different lengths (the message names ``i``).
     """
     true_name, pred_name = names
-    y_true = check_label_sequences(y_true, true_name)
-    y_pred = check_label_sequences(y_pred, pred_name)
+    y_true = check_label_sequences(y_true, true_name, iterables)
+    y_pred = check_label_sequences(y_pred, pred_name, iterables)
     if len(y_true) != len(y_pred):
         raise ValueError(
             f"{true_name} and {pred_name} must contain the same number of sequences; "

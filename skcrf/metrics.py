@@ -69,9 +69,9 @@ __all__ = [
 def _check_sequences(y_true, y_pred):
     """Validate a pair of lists of sequences and return them as lists of lists.
 
-    The rules are :mod:`skcrf._validation`'s (the estimator's): lists, tuples
-    and arrays of sequences are accepted, generators are rejected, labels must
-    be hashable and not NaN; messages name the place (``y_pred[1]``).
+    The rules are the estimator's: lists, tuples, arrays and any iterable of
+    sequences (a generator is read once) are accepted, labels must be
+    hashable and not NaN; messages name the place (``y_pred[1]``).
 
     Raises
     ------
@@ -82,7 +82,7 @@ def _check_sequences(y_true, y_pred):
         If the numbers of sequences differ, or if some ``y_true[i]`` and
         ``y_pred[i]`` have different lengths (the message names ``i``).
     """
-    return check_label_sequence_pair(y_true, y_pred)
+    return check_label_sequence_pair(y_true, y_pred, iterables=True)
 
 
 def flatten(sequences):

@@ -351,6 +351,8 @@ def test_clone_get_set_params_repr():
         "window": 2,
         "affix_length": 3,
         "lowercase": False,
+        "embeddings": None,
+        "embedding_window": 0,
     }
     cl = clone(fz)
     assert cl is not fz and cl.get_params() == fz.get_params()
@@ -436,3 +438,88 @@ def test_property_lengths_and_types(X, window, affix_length):
             offsets = {int(k.split(":")[0]) for k in feats if ":" in k}
             assert all(1 <= abs(d) <= window for d in offsets)
     assert fz.transform(X) == out
+
+
+# -- embeddings (issue #15, part 3) ----------------------------------------------
+
+
+def _embeddings():
+    from skcrf._embeddings import Embeddings
+
+    rng = np.random.default_rng(0)
+    table = {w: rng.normal(size=4) for w in ["paris", "london", "saw", "i", "Rome"]}
+    return Embeddings(table), table
+
+
+def test_embeddings_add_the_word_vectors():
+    embeddings, table = _embeddings()
+    featurizer = SequenceFeaturizer(embeddings=embeddings, embedding_window=1)
+    (seq,) = featurizer.transform([["I", "saw", "Paris", "Berlin"]])
+    np.testing.assert_array_equal(seq[0]["emb"], table["i"])  # lower-cased fallback
+    np.testing.assert_array_equal(seq[2]["emb"], table["paris"])
+    np.testing.assert_array_equal(seq[2]["-1:emb"], table["saw"])
+    np.testing.assert_array_equal(seq[2]["+1:emb"], np.zeros(4))  # Berlin: unknown
+    assert seq[3]["emb.unknown"] is True and "emb.unknown" not in seq[2]
+    assert "+1:emb" not in seq[3] and "-1:emb" not in seq[0]
+    assert "+1:emb" not in SequenceFeaturizer(embeddings=embeddings).transform([["a", "b"]])[0][0]
+    # the same word gives the same (read-only) array object
+    (again,) = featurizer.transform([["Paris"]])
+    assert again[0]["emb"] is seq[2]["emb"] and not again[0]["emb"].flags.writeable
+
+
+def test_embeddings_are_shared_by_clone_and_get_params():
+    import copy
+    import pickle
+
+    from sklearn.base import clone
+    from sklearn.pipeline import make_pipeline
+
+    from skcrf import CRFTagger
+
+    embeddings, table = _embeddings()
+    featurizer = SequenceFeaturizer(embeddings=embeddings)
+    twin = clone(featurizer)
+    assert twin.embeddings is embeddings
+    assert np.shares_memory(twin.embeddings.vectors["paris"], table["paris"])
+    assert featurizer.get_params(deep=True)["embeddings"] is embeddings
+    pipeline = make_pipeline(featurizer, CRFTagger(max_iterations=5))
+    assert clone(pipeline).get_params()["sequencefeaturizer__embeddings"] is embeddings
+    assert copy.deepcopy(embeddings) is embeddings
+    restored = pickle.loads(pickle.dumps(embeddings))
+    np.testing.assert_array_equal(restored.lookup("paris"), table["paris"])
+
+
+def test_embeddings_from_a_plain_dict_and_keyedvectors_like():
+    class KeyedVectorsLike:
+        vector_size = 2
+
+        def __init__(self):
+            self.data = {"a": [1.0, 2.0]}
+
+        def __getitem__(self, word):
+            return self.data[word]
+
+        def __contains__(self, word):
+            return word in self.data
+
+    for vectors in ({"a": np.array([1.0, 2.0])}, KeyedVectorsLike()):
+        (seq,) = SequenceFeaturizer(embeddings=vectors).transform([["a", "b"]])
+        assert seq[0]["emb"].tolist() == [1.0, 2.0] and seq[1]["emb"].tolist() == [0.0, 0.0]
+    from skcrf._embeddings import Embeddings
+
+    with pytest.raises(ValueError, match="has 3 values, but vector_size is 2"):
+        Embeddings({"a": [1.0, 2.0], "b": [1.0, 2.0, 3.0]}).lookup("b")
+    with pytest.raises(TypeError, match="must map words to vectors"):
+        Embeddings(5)
+
+
+def test_embeddings_train_a_tagger():
+    from skcrf import CRFTagger
+
+    embeddings, _ = _embeddings()
+    X = [["I", "saw", "Paris"], ["I", "saw", "London"], ["Rome", "saw", "I"]]
+    y = [["P", "V", "N"], ["P", "V", "N"], ["N", "V", "P"]]
+    featurizer = SequenceFeaturizer(embeddings=embeddings, embedding_window=1)
+    tagger = CRFTagger(c2=0.01, max_iterations=50).fit(featurizer.transform(X), y)
+    assert "emb[0]" in tagger.attributes_ and "+1:emb[3]" in tagger.attributes_
+    assert tagger.predict(featurizer.transform(X)) == y

@@ -117,7 +117,7 @@ BAD_TOKENS = [
     ("value-bad-utf8", {"w": b"\xff"}, ValueError, ["'w'", "not valid UTF-8"]),
     ("value-complex", {"w": 1j}, TypeError, ["'w'", "complex"]),
     ("value-decimal", {"w": Decimal("1.5")}, TypeError, ["'w'", "Decimal"]),
-    ("value-ndarray", {"w": np.ones(3)}, TypeError, ["'w'", "ndarray"]),
+    ("value-ndarray", {"w": np.array(["a", "b"])}, TypeError, ["'w'", "ndarray"]),
     ("nested-nan", {"n": {"m": {"x": float("nan")}}}, ValueError, ["'n:m:x'", "finite"]),
     ("key-int", {1: "x"}, TypeError, ["keys must be str", "int 1"]),
     ("key-None", {None: 1.0}, TypeError, ["keys must be str", "NoneType None"]),
@@ -235,7 +235,6 @@ def test_bad_y_containers():
         ("DNV", "got str"),
         ({"a": 1}, "got dict"),
         ({("D",)}, "got set"),
-        ((seq for seq in Y_TOY), "list(...)"),
     ]:
         with pytest.raises(TypeError, match=_loc("y must be a list of label sequences", fragment)):
             CRFTagger().fit(X_TOY, y)
@@ -298,16 +297,13 @@ def test_list_of_sequences_where_one_sequence_is_expected(tagger):
         (42, ["X must be a list of sequences", "got int"]),
         ({"w": "the"}, ["X must be a list of sequences", "got dict", "one token"]),
         (np.array(3.0), ["X must be a list of sequences", "0-dimensional"]),
-        ((s for s in X_TOY), ["got generator", "list(...)"]),
-        (iter(X_TOY), ["list(...)"]),
         (["the", "dog"], ["X[0] is a str", "raw words", "features"]),
         ([X_TOY[0], None], ["X[1] must be a sequence", "NoneType"]),
         ([X_TOY[0], 7], ["X[1] must be a sequence", "int"]),
         ([X_TOY[0], (t for t in X_TOY[1])], ["X[1]", "generator", "list(...)"]),
         ([X_TOY[0], {frozenset("a")}], ["X[1]", "set"]),
     ],
-    ids=["str", "bytes", "None", "int", "dict", "0d-array", "generator", "iterator",
-         "list-of-str", "None-sequence", "int-sequence", "generator-sequence", "set-sequence"],
+    ids=["str", "bytes", "None", "int", "dict", "0d-array", "list-of-str", "None-sequence", "int-sequence", "generator-sequence", "set-sequence"],
 )
 def test_bad_containers_through_every_entry_point(tagger, X, fragments):
     where = _loc(*fragments)
@@ -321,6 +317,11 @@ def test_bad_containers_through_every_entry_point(tagger, X, fragments):
         tagger.predict_marginals(make())
     with pytest.raises(TypeError, match=where):
         tagger.score(make(), Y_TOY)
+
+
+def test_one_shot_iterators_are_read_once(tagger):
+    assert tagger.predict(s for s in X_TOY) == tagger.predict(X_TOY)
+    assert tagger.score(iter(X_TOY), iter(Y_TOY)) == tagger.score(X_TOY, Y_TOY)
 
 
 def test_predict_single_rejects_non_sequences(tagger):

@@ -15,6 +15,11 @@ GALLERY_ARGS = {
                     "--cv", "2",
                     "--window", "1", "2", "--c2", "0.01", "0.1", "--plot"],
     "structured_outputs.py": ["--sentences", "400", "--max-iterations", "20"],
+    # the figure stays open for the gallery; the file it is saved to is not needed
+    "cv_treebank.py": ["--max-sentences", "200", "--max-iterations", "20", "--n-jobs", "1",
+                       "--cv", "2", "--c1", "0", "0.1", "--c2", "0.01", "1",
+                       "--plot", "/dev/null"],
+    "embeddings.py": ["--max-sentences", "300", "--max-iterations", "30", "--n-jobs", "1"],
 }
 
 
