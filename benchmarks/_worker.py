@@ -69,8 +69,10 @@ def make_model(engine, params, n_jobs, model_path=None):
     """An unfitted model; CRFsuite (one thread always) keeps its model file at ``model_path``."""
     if engine == "crfsuite":
         import sklearn_crfsuite
+
         return sklearn_crfsuite.CRF(algorithm="lbfgs", model_filename=model_path, **params)
     from skcrf import CRFTagger
+
     return CRFTagger(n_jobs=n_jobs, **params)
 
 
@@ -102,6 +104,7 @@ def token_accuracy(predicted, y):
 def load(job):
     """The job's task data (train and test)."""
     from _tasks import load_task
+
     return load_task(job["task"], job["quick"], job["split"])
 
 
@@ -124,9 +127,14 @@ def fit_with_memory(job, X, y, model_path=None):
     baseline = rss_mb()
     _, fit_s = timed(model.fit, X, y)
     peak = ru_maxrss_mb()
-    return model, dict(log_summary(model, fit_s), loading_peak_mb=loading_peak,
-                       peak_reset=peak_reset, rss_before_fit_mb=baseline,
-                       ru_maxrss_after_fit_mb=peak, fit_peak_mb=peak - baseline)
+    return model, dict(
+        log_summary(model, fit_s),
+        loading_peak_mb=loading_peak,
+        peak_reset=peak_reset,
+        rss_before_fit_mb=baseline,
+        ru_maxrss_after_fit_mb=peak,
+        fit_peak_mb=peak - baseline,
+    )
 
 
 # -- jobs ---------------------------------------------------------------------
@@ -134,6 +142,7 @@ def fit_with_memory(job, X, y, model_path=None):
 
 def job_prepare(job):
     from _tasks import save_split
+
     save_split(job["split"])
     return {"split": job["split"]}
 
@@ -145,8 +154,9 @@ def job_run(job):
         model, result = fit_with_memory(job, X_train, y_train, model_path)
         predicted, result["predict_first_s"] = timed(model.predict, X_test)
         result["accuracy"] = token_accuracy(predicted, y_test)
-        result["predict_later_s"] = [timed(model.predict, X_test)[1]
-                                     for _ in range(PREDICT_LATER_CALLS)]
+        result["predict_later_s"] = [
+            timed(model.predict, X_test)[1] for _ in range(PREDICT_LATER_CALLS)
+        ]
         start = time.perf_counter()
         for xseq in X_test:
             model.predict_single(xseq)
@@ -155,23 +165,31 @@ def job_run(job):
             model.save(model_path)
         result["model_bytes"] = os.path.getsize(model_path)
     from _tasks import n_tokens
-    result.update(train_sentences=len(X_train), train_tokens=n_tokens(X_train),
-                  test_sentences=len(X_test), test_tokens=n_tokens(X_test),
-                  labels=len({tag for tags in y_train for tag in tags}))
+
+    result.update(
+        train_sentences=len(X_train),
+        train_tokens=n_tokens(X_train),
+        test_sentences=len(X_test),
+        test_tokens=n_tokens(X_test),
+        labels=len({tag for tags in y_train for tag in tags}),
+    )
     return result
 
 
 def job_scaling(job):
     from _tasks import n_tokens
+
     X_train, y_train, _, _ = load(job)
     factor = job["factor"]
     X, y = X_train * factor, y_train * factor  # the same dicts, referenced again
     _, result = fit_with_memory(job, X, y)
     tokens = n_tokens(X)
-    result.update(factor=factor, tokens=tokens,
-                  us_per_iteration_per_token=1e6 * result["s_per_iteration"] / tokens,
-                  us_per_iteration_per_token_from_fit=1e6 * result["fit_s"]
-                  / result["iterations"] / tokens)
+    result.update(
+        factor=factor,
+        tokens=tokens,
+        us_per_iteration_per_token=1e6 * result["s_per_iteration"] / tokens,
+        us_per_iteration_per_token_from_fit=1e6 * result["fit_s"] / result["iterations"] / tokens,
+    )
     return result
 
 
@@ -188,6 +206,7 @@ def job_info(job):
     from threadpoolctl import threadpool_info
 
     import skcrf
+
     cpu_model, physical = platform.processor() or "unknown", set()
     try:
         block = {}
@@ -203,8 +222,14 @@ def job_info(job):
     except OSError:
         pass
     versions = {"python": platform.python_version(), "skcrf": skcrf.__version__}
-    for package in ("numpy", "scipy", "scikit-learn", "sklearn-crfsuite", "python-crfsuite",
-                    "threadpoolctl"):
+    for package in (
+        "numpy",
+        "scipy",
+        "scikit-learn",
+        "sklearn-crfsuite",
+        "python-crfsuite",
+        "threadpoolctl",
+    ):
         try:
             versions[package] = importlib.metadata.version(package)
         except importlib.metadata.PackageNotFoundError:
@@ -224,22 +249,31 @@ def job_info(job):
 
 def git_revision(where):
     """The commit of the skcrf checkout and whether it has local changes (read only)."""
+
     def git(*args):
-        return subprocess.run(["git", *args], cwd=where, capture_output=True, text=True,
-                              check=True).stdout.strip()
+        return subprocess.run(
+            ["git", *args], cwd=where, capture_output=True, text=True, check=True
+        ).stdout.strip()
+
     try:
         return {"commit": git("rev-parse", "HEAD"), "dirty": bool(git("status", "--porcelain"))}
     except (OSError, subprocess.CalledProcessError):
         return None
 
 
-JOBS = {"prepare": job_prepare, "info": job_info, "run": job_run, "scaling": job_scaling,
-        "converge": job_converge}
+JOBS = {
+    "prepare": job_prepare,
+    "info": job_info,
+    "run": job_run,
+    "scaling": job_scaling,
+    "converge": job_converge,
+}
 
 
 def main():
     job = json.loads(sys.argv[1])
     from sklearn.exceptions import ConvergenceWarning
+
     warnings.simplefilter("ignore", ConvergenceWarning)  # max_iterations is reached on purpose
     result = JOBS[job["kind"]](job)
     print(json.dumps(dict(result, job=job)))

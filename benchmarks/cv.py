@@ -67,8 +67,11 @@ def machine_busy_s():
 def cpu_s():
     """CPU seconds of this process and of its children that have been reaped."""
     import resource
-    return sum(resource.getrusage(who).ru_utime + resource.getrusage(who).ru_stime
-               for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+
+    return sum(
+        resource.getrusage(who).ru_utime + resource.getrusage(who).ru_stime
+        for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+    )
 
 
 def n_iter_scorer(estimator, X, y):
@@ -79,12 +82,11 @@ def run_search(job):
     import warnings
 
     import numpy as np
+    from _tasks import load_task
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.model_selection import GridSearchCV, KFold
 
-    from _tasks import load_task
-    from skcrf import CRFTagger
-    from skcrf import CRFTaggerCV
+    from skcrf import CRFTagger, CRFTaggerCV
     from skcrf.metrics import get_scorer
 
     X, y, X_test, y_test = load_task("seed", quick=job["quick"])
@@ -97,7 +99,10 @@ def run_search(job):
         search = CRFTaggerCV(estimator, c1=job["c1"], c2=job["c2"], cv=cv, n_jobs=job["n_jobs"])
     else:
         search = GridSearchCV(
-            estimator, {"c1": job["c1"], "c2": job["c2"]}, cv=cv, n_jobs=job["n_jobs"],
+            estimator,
+            {"c1": job["c1"], "c2": job["c2"]},
+            cv=cv,
+            n_jobs=job["n_jobs"],
             scoring={"accuracy": get_scorer("flat_accuracy"), "n_iter": n_iter_scorer},
             refit="accuracy",
         )
@@ -143,10 +148,15 @@ def run_search(job):
 
 def worker(job):
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HERE), str(HERE.parent),
-                                                      env.get("PYTHONPATH")]))
-    out = subprocess.run([sys.executable, __file__, "--worker", json.dumps(job)],
-                         capture_output=True, text=True, env=env)
+    env["PYTHONPATH"] = os.pathsep.join(
+        filter(None, [str(HERE), str(HERE.parent), env.get("PYTHONPATH")])
+    )
+    out = subprocess.run(
+        [sys.executable, __file__, "--worker", json.dumps(job)],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     if out.returncode != 0:
         sys.stderr.write(out.stderr)
         raise RuntimeError(f"benchmark job failed: {job['search']}")
@@ -173,42 +183,85 @@ def rows(runs):
     same = [g["best_params"] == c["best_params"] for g, c in pairs]
     speed = ratio("total_s")
     return [
-        {"measure": "search + refit (wall)", "unit": "s",
-         "GridSearchCV": median([g["total_s"] for g in gs]),
-         "CRFTaggerCV": median([c["total_s"] for c in cv]), "ratio": speed,
-         "target": f"≥ {SPEED_TARGET:g}×", "met": speed >= SPEED_TARGET},
-        {"measure": "search + refit (CPU time, all processes of the search)", "unit": "s",
-         "GridSearchCV": median([g["total_cpu_s"] for g in gs]),
-         "CRFTaggerCV": median([c["total_cpu_s"] for c in cv]), "ratio": ratio("total_cpu_s")},
-        {"measure": "search alone, without the refit (wall)", "unit": "s",
-         "GridSearchCV": median([g["search_s"] for g in gs]),
-         "CRFTaggerCV": median([c["search_s"] for c in cv]), "ratio": ratio("search_s")},
-        {"measure": "refit on all the training data (wall)", "unit": "s",
-         "GridSearchCV": median([g["refit_s"] for g in gs]),
-         "CRFTaggerCV": median([c["refit_s"] for c in cv]), "ratio": ratio("refit_s")},
-        {"measure": "L-BFGS iterations of the 48 CV fits", "unit": "",
-         "GridSearchCV": median([g["iterations"] for g in gs]),
-         "CRFTaggerCV": median([c["iterations"] for c in cv]), "ratio": ratio("iterations")},
-        {"measure": "chosen (c1, c2)", "unit": "",
-         "GridSearchCV": str(gs[0]["best_params"]), "CRFTaggerCV": str(cv[0]["best_params"]),
-         "ratio": None, "target": "same or within 0.1 pt",
-         "met": all(s or abs(x) <= SCORE_TOLERANCE for s, x in zip(same, gaps))},
-        {"measure": "best mean CV accuracy − mean CV accuracy of CRFTaggerCV's choice "
-                    "(GridSearchCV's scores)", "unit": "pt", "GridSearchCV": None,
-         "CRFTaggerCV": median(gaps), "ratio": None, "target": f"≤ {SCORE_TOLERANCE:g} pt",
-         "met": all(abs(x) <= SCORE_TOLERANCE for x in gaps)},
-        {"measure": "best mean CV accuracy", "unit": "%",
-         "GridSearchCV": 100 * median([g["best_score"] for g in gs]),
-         "CRFTaggerCV": 100 * median([c["best_score"] for c in cv]), "ratio": None},
-        {"measure": "test token accuracy of the refitted model", "unit": "%",
-         "GridSearchCV": 100 * median([g["test_accuracy"] for g in gs]),
-         "CRFTaggerCV": 100 * median([c["test_accuracy"] for c in cv]), "ratio": None},
+        {
+            "measure": "search + refit (wall)",
+            "unit": "s",
+            "GridSearchCV": median([g["total_s"] for g in gs]),
+            "CRFTaggerCV": median([c["total_s"] for c in cv]),
+            "ratio": speed,
+            "target": f"≥ {SPEED_TARGET:g}×",
+            "met": speed >= SPEED_TARGET,
+        },
+        {
+            "measure": "search + refit (CPU time, all processes of the search)",
+            "unit": "s",
+            "GridSearchCV": median([g["total_cpu_s"] for g in gs]),
+            "CRFTaggerCV": median([c["total_cpu_s"] for c in cv]),
+            "ratio": ratio("total_cpu_s"),
+        },
+        {
+            "measure": "search alone, without the refit (wall)",
+            "unit": "s",
+            "GridSearchCV": median([g["search_s"] for g in gs]),
+            "CRFTaggerCV": median([c["search_s"] for c in cv]),
+            "ratio": ratio("search_s"),
+        },
+        {
+            "measure": "refit on all the training data (wall)",
+            "unit": "s",
+            "GridSearchCV": median([g["refit_s"] for g in gs]),
+            "CRFTaggerCV": median([c["refit_s"] for c in cv]),
+            "ratio": ratio("refit_s"),
+        },
+        {
+            "measure": "L-BFGS iterations of the 48 CV fits",
+            "unit": "",
+            "GridSearchCV": median([g["iterations"] for g in gs]),
+            "CRFTaggerCV": median([c["iterations"] for c in cv]),
+            "ratio": ratio("iterations"),
+        },
+        {
+            "measure": "chosen (c1, c2)",
+            "unit": "",
+            "GridSearchCV": str(gs[0]["best_params"]),
+            "CRFTaggerCV": str(cv[0]["best_params"]),
+            "ratio": None,
+            "target": "same or within 0.1 pt",
+            "met": all(s or abs(x) <= SCORE_TOLERANCE for s, x in zip(same, gaps)),
+        },
+        {
+            "measure": "best mean CV accuracy − mean CV accuracy of CRFTaggerCV's choice "
+            "(GridSearchCV's scores)",
+            "unit": "pt",
+            "GridSearchCV": None,
+            "CRFTaggerCV": median(gaps),
+            "ratio": None,
+            "target": f"≤ {SCORE_TOLERANCE:g} pt",
+            "met": all(abs(x) <= SCORE_TOLERANCE for x in gaps),
+        },
+        {
+            "measure": "best mean CV accuracy",
+            "unit": "%",
+            "GridSearchCV": 100 * median([g["best_score"] for g in gs]),
+            "CRFTaggerCV": 100 * median([c["best_score"] for c in cv]),
+            "ratio": None,
+        },
+        {
+            "measure": "test token accuracy of the refitted model",
+            "unit": "%",
+            "GridSearchCV": 100 * median([g["test_accuracy"] for g in gs]),
+            "CRFTaggerCV": 100 * median([c["test_accuracy"] for c in cv]),
+            "ratio": None,
+        },
     ]
 
 
 def table(rows):
-    lines = ["| measure | unit | GridSearchCV | CRFTaggerCV | ratio (GridSearchCV ÷ CRFTaggerCV) "
-             "| target | met |", "|---|---|--:|--:|--:|---|---|"]
+    lines = [
+        "| measure | unit | GridSearchCV | CRFTaggerCV | ratio (GridSearchCV ÷ CRFTaggerCV) "
+        "| target | met |",
+        "|---|---|--:|--:|--:|---|---|",
+    ]
 
     def cell(value):
         if value is None:
@@ -221,8 +274,10 @@ def table(rows):
         met = r.get("met")
         met = "—" if met is None else ("met" if met else "**not met**")
         ratio = "—" if r["ratio"] is None else f"{r['ratio']:.2f}×"
-        lines.append(f"| {r['measure']} | {r['unit']} | {cell(r['GridSearchCV'])} | "
-                     f"{cell(r['CRFTaggerCV'])} | {ratio} | {r.get('target') or '—'} | {met} |")
+        lines.append(
+            f"| {r['measure']} | {r['unit']} | {cell(r['GridSearchCV'])} | "
+            f"{cell(r['CRFTaggerCV'])} | {ratio} | {r.get('target') or '—'} | {met} |"
+        )
     return "\n".join(lines)
 
 
@@ -254,35 +309,50 @@ def main(argv=None):
     result_rows = rows(runs)
     first = runs["GridSearchCV"][0]
     import platform
+
     results = {
         "benchmark": "cv",
         "created": datetime.datetime.now().isoformat(timespec="seconds"),
         "command": [Path(sys.argv[0]).name, *sys.argv[1:]],
         "quick": args.quick,
         "repeats": args.repeats,
-        "settings": {"task": "seed", "grid": {"c1": C1, "c2": C2}, "cv": f"KFold({N_FOLDS})",
-                     "estimator": estimator, "n_jobs": N_JOBS, "scoring": "token accuracy"},
-        "data": {"train_sentences": first["train_sentences"],
-                 "train_tokens": first["train_tokens"]},
-        "machine": {"cpu_count": os.cpu_count(), "platform": platform.platform(),
-                    "python": platform.python_version(),
-                    # busy cores on average, all processes (this benchmark uses N_JOBS)
-                    "mean_busy_cores": None if busy_start is None
-                    else (busy_end - busy_start) / wall},
+        "settings": {
+            "task": "seed",
+            "grid": {"c1": C1, "c2": C2},
+            "cv": f"KFold({N_FOLDS})",
+            "estimator": estimator,
+            "n_jobs": N_JOBS,
+            "scoring": "token accuracy",
+        },
+        "data": {
+            "train_sentences": first["train_sentences"],
+            "train_tokens": first["train_tokens"],
+        },
+        "machine": {
+            "cpu_count": os.cpu_count(),
+            "platform": platform.platform(),
+            "python": platform.python_version(),
+            # busy cores on average, all processes (this benchmark uses N_JOBS)
+            "mean_busy_cores": None if busy_start is None else (busy_end - busy_start) / wall,
+        },
         "rows": result_rows,
         "runs": runs,
         "runtime_s": wall,
     }
     Path(json_path).parent.mkdir(parents=True, exist_ok=True)
     Path(json_path).write_text(json.dumps(results, indent=2) + "\n")
-    print(f"# CRFTaggerCV vs GridSearchCV, seed Treebank task"
-          f"{' (QUICK: figures mean nothing)' if args.quick else ''}\n")
-    print(f"{first['train_sentences']:,} training sentences ({first['train_tokens']:,} tokens); "
-          f"grid c1={C1} × c2={C2}; KFold({N_FOLDS}); n_jobs={N_JOBS} for both; "
-          f"estimator CRFTagger({', '.join(f'{k}={v}' for k, v in estimator.items())}); "
-          f"medians of {args.repeats} repetition(s); mean busy cores during the run "
-          f"(all processes): {results['machine']['mean_busy_cores'] or float('nan'):.2f} of "
-          f"{os.cpu_count()}.\n")
+    print(
+        f"# CRFTaggerCV vs GridSearchCV, seed Treebank task"
+        f"{' (QUICK: figures mean nothing)' if args.quick else ''}\n"
+    )
+    print(
+        f"{first['train_sentences']:,} training sentences ({first['train_tokens']:,} tokens); "
+        f"grid c1={C1} × c2={C2}; KFold({N_FOLDS}); n_jobs={N_JOBS} for both; "
+        f"estimator CRFTagger({', '.join(f'{k}={v}' for k, v in estimator.items())}); "
+        f"medians of {args.repeats} repetition(s); mean busy cores during the run "
+        f"(all processes): {results['machine']['mean_busy_cores'] or float('nan'):.2f} of "
+        f"{os.cpu_count()}.\n"
+    )
     print(table(result_rows))
     progress(f"wrote {json_path}")
 

@@ -62,7 +62,6 @@ sys.path.insert(0, str(HERE))
 import _tasks  # noqa: E402
 from _tasks import window_token_features  # noqa: E402
 
-
 # -- data -------------------------------------------------------------------------------
 
 
@@ -81,7 +80,7 @@ def write_corpus(folder, replicas, n_files, quick):
         path = folder / f"train-{f:02d}.conll"
         with open(path, "w", encoding="utf-8") as out:
             out.write(f"# window task, file {f}\n")
-            for sentence in sentences[f * per_file:(f + 1) * per_file]:
+            for sentence in sentences[f * per_file : (f + 1) * per_file]:
                 out.write("".join(f"{word}\t{tag}\n" for word, tag in sentence) + "\n")
         paths.append(str(path))
     return paths, sum(len(s) for s in sentences), len(sentences)
@@ -170,13 +169,21 @@ def run_dask(paths, params):
     cloudpickle.register_pickle_by_value(_tasks)
     install_byte_counter()
     cluster = distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
+        n_workers=2,
+        threads_per_worker=1,
+        processes=True,
+        dashboard_address=":0",
         silence_logs=logging.ERROR,
     )
     with cluster, distributed.Client(cluster) as client:
         client.run(install_byte_counter)
-        data = read_conll(paths, columns=("word", "tag"), label_column="tag",
-                          feature_func=window_features, delimiter="\t")
+        data = read_conll(
+            paths,
+            columns=("word", "tag"),
+            label_column="tag",
+            feature_func=window_features,
+            delimiter="\t",
+        )
         X, y = data.pluck(0), data.pluck(1)
         snapshots = {}
 
@@ -185,7 +192,8 @@ def run_dask(paths, params):
                 workers = client.run(worker_counters).values()
                 snapshots[info.iteration] = (
                     bytes_written() + sum(b for b, _ in workers),
-                    time.process_time(), sum(c for _, c in workers),
+                    time.process_time(),
+                    sum(c for _, c in workers),
                 )
 
         tagger = DaskCRFTagger(**params)
@@ -236,8 +244,16 @@ def run_local(paths, params):
     from skcrf import CRFTagger
     from skcrf.dask import read_conll
 
-    pairs = list(read_conll(paths, columns=("word", "tag"), label_column="tag",
-                            feature_func=window_features, delimiter="\t", bag=False))
+    pairs = list(
+        read_conll(
+            paths,
+            columns=("word", "tag"),
+            label_column="tag",
+            feature_func=window_features,
+            delimiter="\t",
+            bag=False,
+        )
+    )
     X, y = [x for x, _ in pairs], [t for _, t in pairs]
     del pairs
     tagger = CRFTagger(n_jobs=2, **params)
@@ -298,44 +314,72 @@ def table(results):
     eval_ratio = dask_run["evaluation_s"] / local["evaluation_s"]
     rows = [
         ("tokens (sequences)", f"{results['n_tokens']:,} ({results['n_sequences']:,})", ""),
-        ("partitions / workers", f"{dask_run['fit_info']['n_partitions']} / "
-                                 f"{dask_run['fit_info']['n_workers']}", ""),
+        (
+            "partitions / workers",
+            f"{dask_run['fit_info']['n_partitions']} / {dask_run['fit_info']['n_workers']}",
+            "",
+        ),
         ("time per iteration, local n_jobs=2", f"{local['iteration_s']:.3f} s", ""),
-        ("time per iteration, dask 2 workers", f"{dask_run['iteration_s']:.3f} s",
-         f"{ratio:.2f}x local (target <= 1.5x): {'met' if ratio <= 1.5 else 'NOT met'}"),
-        ("time per evaluation, local / dask",
-         f"{local['evaluation_s']:.3f} s / {dask_run['evaluation_s']:.3f} s",
-         f"{eval_ratio:.2f}x"),
-        ("CPU seconds per iteration (all processes), local / dask",
-         f"{local.get('cpu_per_iteration_s', float('nan')):.2f} s / "
-         f"{dask_run.get('cpu_per_iteration_s', float('nan')):.2f} s",
-         f"{dask_run.get('cpu_per_iteration_s', float('nan')) / local.get('cpu_per_iteration_s', float('nan')):.2f}x "
-         f"(driver and scheduler {dask_run.get('driver_cpu_per_iteration_s', float('nan')):.2f} s, "
-         f"workers {dask_run.get('workers_cpu_per_iteration_s', float('nan')):.2f} s)"),
-        ("machine load average (1 min) before / after",
-         f"{results['machine']['load_average'][0]:.1f} / "
-         f"{results['machine']['load_average_after'][0]:.1f}",
-         f"on {results['machine']['cpu_count']} cores: timings are not reliable above "
-         f"{results['machine']['cpu_count']}" if max(results['machine']['load_average'][0],
-         results['machine']['load_average_after'][0]) > results['machine']['cpu_count'] + 0.5
-         else ""),
-        ("dask setup (read, featurize, vocabulary, vectorize)", f"{dask_run['setup_s']:.1f} s",
-         ""),
-        ("bytes sent per iteration (all processes)",
-         f"{sent.get('per_iteration_bytes', float('nan')) / MB:.2f} MB",
-         f"{sent.get('per_evaluation_bytes', float('nan')) / MB:.2f} MB per evaluation; "
-         f"weights {dask_run['fit_info']['weights_bytes'] / MB:.2f} MB"),
+        (
+            "time per iteration, dask 2 workers",
+            f"{dask_run['iteration_s']:.3f} s",
+            f"{ratio:.2f}x local (target <= 1.5x): {'met' if ratio <= 1.5 else 'NOT met'}",
+        ),
+        (
+            "time per evaluation, local / dask",
+            f"{local['evaluation_s']:.3f} s / {dask_run['evaluation_s']:.3f} s",
+            f"{eval_ratio:.2f}x",
+        ),
+        (
+            "CPU seconds per iteration (all processes), local / dask",
+            f"{local.get('cpu_per_iteration_s', float('nan')):.2f} s / "
+            f"{dask_run.get('cpu_per_iteration_s', float('nan')):.2f} s",
+            f"{dask_run.get('cpu_per_iteration_s', float('nan')) / local.get('cpu_per_iteration_s', float('nan')):.2f}x "
+            f"(driver and scheduler {dask_run.get('driver_cpu_per_iteration_s', float('nan')):.2f} s, "
+            f"workers {dask_run.get('workers_cpu_per_iteration_s', float('nan')):.2f} s)",
+        ),
+        (
+            "machine load average (1 min) before / after",
+            f"{results['machine']['load_average'][0]:.1f} / "
+            f"{results['machine']['load_average_after'][0]:.1f}",
+            f"on {results['machine']['cpu_count']} cores: timings are not reliable above "
+            f"{results['machine']['cpu_count']}"
+            if max(
+                results["machine"]["load_average"][0], results["machine"]["load_average_after"][0]
+            )
+            > results["machine"]["cpu_count"] + 0.5
+            else "",
+        ),
+        (
+            "dask setup (read, featurize, vocabulary, vectorize)",
+            f"{dask_run['setup_s']:.1f} s",
+            "",
+        ),
+        (
+            "bytes sent per iteration (all processes)",
+            f"{sent.get('per_iteration_bytes', float('nan')) / MB:.2f} MB",
+            f"{sent.get('per_evaluation_bytes', float('nan')) / MB:.2f} MB per evaluation; "
+            f"weights {dask_run['fit_info']['weights_bytes'] / MB:.2f} MB",
+        ),
         ("vectorized corpus (on the workers)", f"{corpus / MB:.1f} MB", ""),
-        ("driver peak memory growth during fit",
-         "n/a" if growth is None else f"{growth / MB:.1f} MB",
-         "" if growth is None else
-         f"{growth / corpus:.2f}x the vectorized corpus (target < 1x): "
-         f"{'met' if growth < corpus else 'NOT met'}"),
-        ("driver peak RSS (absolute, incl. scheduler)", f"{dask_run['driver_peak_bytes'] / MB:.0f} MB",
-         ""),
-        ("final loss, local / dask",
-         f"{local['final_loss']:.6f} / {dask_run['final_loss']:.6f}",
-         f"rel. diff {abs(local['final_loss'] - dask_run['final_loss']) / abs(local['final_loss']):.1e}"),
+        (
+            "driver peak memory growth during fit",
+            "n/a" if growth is None else f"{growth / MB:.1f} MB",
+            ""
+            if growth is None
+            else f"{growth / corpus:.2f}x the vectorized corpus (target < 1x): "
+            f"{'met' if growth < corpus else 'NOT met'}",
+        ),
+        (
+            "driver peak RSS (absolute, incl. scheduler)",
+            f"{dask_run['driver_peak_bytes'] / MB:.0f} MB",
+            "",
+        ),
+        (
+            "final loss, local / dask",
+            f"{local['final_loss']:.6f} / {dask_run['final_loss']:.6f}",
+            f"rel. diff {abs(local['final_loss'] - dask_run['final_loss']) / abs(local['final_loss']):.1e}",
+        ),
     ]
     width = max(len(r[0]) for r in rows)
     lines = [f"{name:<{width}}  {value:<22}  {note}".rstrip() for name, value, note in rows]
@@ -348,11 +392,16 @@ def parse_args(argv=None):
     parser.add_argument("--files", type=int, default=8)
     parser.add_argument("--iterations", type=int, default=10)
     parser.add_argument("--c2", type=float, default=1.0)
-    parser.add_argument("--data-dir", type=Path, default=None,
-                        help="where to write the CoNLL files (default: a temporary folder)")
+    parser.add_argument(
+        "--data-dir",
+        type=Path,
+        default=None,
+        help="where to write the CoNLL files (default: a temporary folder)",
+    )
     parser.add_argument("--json", type=Path, default=None)
-    parser.add_argument("--quick", action="store_true",
-                        help="300 sentences x 2, 4 iterations: a smoke test")
+    parser.add_argument(
+        "--quick", action="store_true", help="300 sentences x 2, 4 iterations: a smoke test"
+    )
     parser.add_argument("--local-job", default=None, help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
@@ -369,22 +418,34 @@ def main(argv=None):
     with tempfile.TemporaryDirectory() as tmp:
         folder = args.data_dir or Path(tmp)
         print("writing the CoNLL files ...", file=sys.stderr)
-        paths, n_tokens, n_sequences = write_corpus(folder, args.replicas, args.files,
-                                                    args.quick)
-        results = {"created": time.strftime("%Y-%m-%d %H:%M:%S"), "machine": machine(),
-                   "params": params, "replicas": args.replicas, "files": len(paths),
-                   "n_tokens": n_tokens, "n_sequences": n_sequences}
+        paths, n_tokens, n_sequences = write_corpus(folder, args.replicas, args.files, args.quick)
+        results = {
+            "created": time.strftime("%Y-%m-%d %H:%M:%S"),
+            "machine": machine(),
+            "params": params,
+            "replicas": args.replicas,
+            "files": len(paths),
+            "n_tokens": n_tokens,
+            "n_sequences": n_sequences,
+        }
         print(f"dask fit: {n_tokens:,} tokens, {len(paths)} files ...", file=sys.stderr)
         results["dask"] = run_dask(paths, params)
         print("local fit (a fresh process) ...", file=sys.stderr)
         job = json.dumps({"paths": paths, "params": params})
-        out = subprocess.run([sys.executable, __file__, "--local-job", job], check=True,
-                             capture_output=True, text=True)
+        out = subprocess.run(
+            [sys.executable, __file__, "--local-job", job],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
         results["local"] = json.loads(out.stdout.strip().splitlines()[-1])
         results["machine"]["load_average_after"] = os.getloadavg()
     print(table(results))
-    path = args.json or (Path(tempfile.gettempdir()) / "dask_training-quick.json" if args.quick
-                         else HERE / "results" / "dask_training.json")
+    path = args.json or (
+        Path(tempfile.gettempdir()) / "dask_training-quick.json"
+        if args.quick
+        else HERE / "results" / "dask_training.json"
+    )
     path.write_text(json.dumps(results, indent=1) + "\n")
     print(f"written: {path}", file=sys.stderr)
 

@@ -41,6 +41,7 @@ ENGINES = ("crfsuite", "skcrf")
 def word_vectors(words, d, seed=0):
     """A fixed random vector per lower-cased word type (N(0, 1/d))."""
     import numpy as np
+
     rng = np.random.default_rng(seed)
     types = sorted({w.lower() for w in words})
     table = rng.normal(scale=1.0 / np.sqrt(d), size=(len(types), d))
@@ -52,10 +53,9 @@ def run_job(job):
     import gc
     import warnings
 
-    from sklearn.exceptions import ConvergenceWarning
-
     from _tasks import TOKEN_FEATURES
     from _worker import reset_peak, rss_mb, ru_maxrss_mb
+    from sklearn.exceptions import ConvergenceWarning
 
     warnings.simplefilter("ignore", ConvergenceWarning)
     after_imports = rss_mb()
@@ -82,14 +82,20 @@ def run_job(job):
         y.append([t for _, t in sentence])
     if job["engine"] == "skcrf":
         from skcrf import CRFTagger
+
         patched = _ensure_dense_fit(CRFTagger)
         model = CRFTagger(max_iterations=job["iterations"], n_jobs=job["n_jobs"], **PARAMS)
     else:
         import sklearn_crfsuite
+
         patched = False
         tmp = tempfile.mkdtemp()
-        model = sklearn_crfsuite.CRF(algorithm="lbfgs", max_iterations=job["iterations"],
-                                     model_filename=os.path.join(tmp, "model"), **PARAMS)
+        model = sklearn_crfsuite.CRF(
+            algorithm="lbfgs",
+            max_iterations=job["iterations"],
+            model_filename=os.path.join(tmp, "model"),
+            **PARAMS,
+        )
     gc.collect()
     data_rss = rss_mb()
     data_peak = ru_maxrss_mb()
@@ -100,13 +106,20 @@ def run_job(job):
     peak = ru_maxrss_mb()
     iterations = model.training_log_.iterations
     return {
-        "engine": job["engine"], "d": d, "fit_s": fit_s,
-        "iterations": len(iterations), "final_loss": iterations[-1]["loss"],
+        "engine": job["engine"],
+        "d": d,
+        "fit_s": fit_s,
+        "iterations": len(iterations),
+        "final_loss": iterations[-1]["loss"],
         "s_per_iteration": sum(e["time"] for e in iterations) / len(iterations),
-        "rss_after_imports_mb": after_imports, "rss_data_built_mb": data_rss,
-        "peak_before_fit_mb": data_peak, "peak_rss_mb": max(peak, data_peak),
-        "fit_peak_mb": peak - data_rss, "peak_reset": peak_reset,
-        "train_sentences": len(train), "fit_patched_from_handoff": patched,
+        "rss_after_imports_mb": after_imports,
+        "rss_data_built_mb": data_rss,
+        "peak_before_fit_mb": data_peak,
+        "peak_rss_mb": max(peak, data_peak),
+        "fit_peak_mb": peak - data_rss,
+        "peak_reset": peak_reset,
+        "train_sentences": len(train),
+        "fit_patched_from_handoff": patched,
     }
 
 
@@ -118,14 +131,20 @@ def _ensure_dense_fit(CRFTagger):
     except TypeError:
         sys.path.insert(0, str(ROOT / ".handoff"))
         import issue15_run_patched  # noqa: F401  (patches CRFTagger)
+
         return True
 
 
 def child(job):
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [str(ROOT), os.environ.get("PYTHONPATH", "")]))
-    out = subprocess.run([sys.executable, __file__, "--job", json.dumps(job)],
-                         capture_output=True, text=True, env=env)
+    env = dict(
+        os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
+    )
+    out = subprocess.run(
+        [sys.executable, __file__, "--job", json.dumps(job)],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     if out.returncode != 0:
         sys.stderr.write(out.stderr)
         raise RuntimeError(f"job failed: {job}")
@@ -145,48 +164,109 @@ def main(argv=None):
         print(json.dumps(run_job(json.loads(args.job))))
         return 0
     iterations = 5 if args.quick else args.iterations
-    output = args.output or (Path(tempfile.gettempdir()) / "dense.json" if args.quick
-                             else HERE / "results" / "dense.json")
+    output = args.output or (
+        Path(tempfile.gettempdir()) / "dense.json"
+        if args.quick
+        else HERE / "results" / "dense.json"
+    )
     started = time.perf_counter()
     runs = {}
     with tempfile.TemporaryDirectory() as tmp:
         split = Path(tmp) / "split.json"
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-            [str(ROOT), os.environ.get("PYTHONPATH", "")]))
-        subprocess.run([sys.executable, str(HERE / "_worker.py"),
-                        json.dumps({"kind": "prepare", "split": str(split)})],
-                       check=True, capture_output=True, env=env)
+        env = dict(
+            os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
+        )
+        subprocess.run(
+            [
+                sys.executable,
+                str(HERE / "_worker.py"),
+                json.dumps({"kind": "prepare", "split": str(split)}),
+            ],
+            check=True,
+            capture_output=True,
+            env=env,
+        )
         for d in args.dimensions:
             for engine in ENGINES:
-                print(f"[{time.perf_counter() - started:6.1f} s] d={d} {engine}",
-                      file=sys.stderr, flush=True)
-                runs[f"{engine}_{d}"] = child({
-                    "engine": engine, "d": d, "split": str(split), "quick": args.quick,
-                    "iterations": iterations, "n_jobs": args.n_jobs})
-    header = ("d", "crfsuite fit (s)", "skcrf fit (s)", "speed-up", "target", "met",
-              "crfsuite loss", "skcrf loss", "rel. diff", "crfsuite peak RSS (MB)",
-              "skcrf peak RSS (MB)", "crfsuite fit peak (MB)", "skcrf fit peak (MB)")
+                print(
+                    f"[{time.perf_counter() - started:6.1f} s] d={d} {engine}",
+                    file=sys.stderr,
+                    flush=True,
+                )
+                runs[f"{engine}_{d}"] = child(
+                    {
+                        "engine": engine,
+                        "d": d,
+                        "split": str(split),
+                        "quick": args.quick,
+                        "iterations": iterations,
+                        "n_jobs": args.n_jobs,
+                    }
+                )
+    header = (
+        "d",
+        "crfsuite fit (s)",
+        "skcrf fit (s)",
+        "speed-up",
+        "target",
+        "met",
+        "crfsuite loss",
+        "skcrf loss",
+        "rel. diff",
+        "crfsuite peak RSS (MB)",
+        "skcrf peak RSS (MB)",
+        "crfsuite fit peak (MB)",
+        "skcrf fit peak (MB)",
+    )
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     summary = {}
     for d in args.dimensions:
         c, s = runs[f"crfsuite_{d}"], runs[f"skcrf_{d}"]
         speedup = c["fit_s"] / s["fit_s"]
         rel = abs(s["final_loss"] - c["final_loss"]) / abs(c["final_loss"])
-        summary[d] = {"speedup": speedup, "met": speedup >= SPEED_TARGET,
-                      "loss_relative_difference": rel}
-        lines.append("| " + " | ".join([
-            str(d), f"{c['fit_s']:.1f}", f"{s['fit_s']:.1f}", f"{speedup:.1f}x",
-            f">= {SPEED_TARGET:.0f}x", "yes" if speedup >= SPEED_TARGET else "NO",
-            f"{c['final_loss']:.6f}", f"{s['final_loss']:.6f}", f"{rel:.1e}",
-            f"{c['peak_rss_mb']:.0f}", f"{s['peak_rss_mb']:.0f}",
-            f"{c['fit_peak_mb']:.0f}", f"{s['fit_peak_mb']:.0f}"]) + " |")
+        summary[d] = {
+            "speedup": speedup,
+            "met": speedup >= SPEED_TARGET,
+            "loss_relative_difference": rel,
+        }
+        lines.append(
+            "| "
+            + " | ".join(
+                [
+                    str(d),
+                    f"{c['fit_s']:.1f}",
+                    f"{s['fit_s']:.1f}",
+                    f"{speedup:.1f}x",
+                    f">= {SPEED_TARGET:.0f}x",
+                    "yes" if speedup >= SPEED_TARGET else "NO",
+                    f"{c['final_loss']:.6f}",
+                    f"{s['final_loss']:.6f}",
+                    f"{rel:.1e}",
+                    f"{c['peak_rss_mb']:.0f}",
+                    f"{s['peak_rss_mb']:.0f}",
+                    f"{c['fit_peak_mb']:.0f}",
+                    f"{s['fit_peak_mb']:.0f}",
+                ]
+            )
+            + " |"
+        )
     table = "\n".join(lines)
-    print(f"Seed Treebank task + d-dimensional word vectors, {iterations} iterations, "
-          f"params {PARAMS}, skcrf n_jobs={args.n_jobs}:\n")
+    print(
+        f"Seed Treebank task + d-dimensional word vectors, {iterations} iterations, "
+        f"params {PARAMS}, skcrf n_jobs={args.n_jobs}:\n"
+    )
     print(table)
-    result = {"iterations": iterations, "params": PARAMS, "quick": args.quick,
-              "n_jobs": args.n_jobs, "speed_target": SPEED_TARGET, "summary": summary,
-              "runs": runs, "table": table, "runtime_s": time.perf_counter() - started}
+    result = {
+        "iterations": iterations,
+        "params": PARAMS,
+        "quick": args.quick,
+        "n_jobs": args.n_jobs,
+        "speed_target": SPEED_TARGET,
+        "summary": summary,
+        "runs": runs,
+        "table": table,
+        "runtime_s": time.perf_counter() - started,
+    }
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(json.dumps(result, indent=1) + "\n")
     print(f"\nwritten: {output}", file=sys.stderr)

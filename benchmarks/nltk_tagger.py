@@ -73,8 +73,12 @@ def job_info(job):
                 break
     except OSError:
         pass
-    return {"cpu_model": cpu, "logical_cores": os.cpu_count(), "versions": versions,
-            "platform": platform.platform()}
+    return {
+        "cpu_model": cpu,
+        "logical_cores": os.cpu_count(),
+        "versions": versions,
+        "platform": platform.platform(),
+    }
 
 
 def job_run(job):
@@ -109,10 +113,14 @@ def job_run(job):
         tag_s = time.perf_counter() - start
     pairs = [(t, g) for tsent, gsent in zip(tagged, test) for (_, t), (_, g) in zip(tsent, gsent)]
     return {
-        "train_s": train_s, "tag_s": tag_s, "model_bytes": model_bytes,
+        "train_s": train_s,
+        "tag_s": tag_s,
+        "model_bytes": model_bytes,
         "accuracy": sum(t == g for t, g in pairs) / len(pairs),
-        "train_sentences": len(train), "train_tokens": sum(map(len, train)),
-        "test_sentences": len(test), "test_tokens": len(pairs),
+        "train_sentences": len(train),
+        "train_tokens": sum(map(len, train)),
+        "test_sentences": len(test),
+        "test_tokens": len(pairs),
     }
 
 
@@ -124,8 +132,9 @@ JOBS = {"prepare": job_prepare, "info": job_info, "run": job_run}
 
 def worker(job):
     """Run one job in a fresh process of this script; its JSON result."""
-    out = subprocess.run([sys.executable, __file__, "--job", json.dumps(job)],
-                         capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, __file__, "--job", json.dumps(job)], capture_output=True, text=True
+    )
     if out.returncode != 0:
         sys.stderr.write(out.stderr)
         raise RuntimeError(f"benchmark job failed: {job}")
@@ -161,44 +170,76 @@ def rows(runs):
     tag_ratio = pairs("tag_s", lambda a, b: a / b)
     points = pairs("accuracy", lambda a, b: 100 * (b - a))
     return [
-        {"label": "train (featurize, fit, write the model file)", "unit": "s",
-         "nltk": med("nltk", "train_s"), "skcrf": med("skcrf", "train_s"),
-         "ratio": f"{train_ratio:.2f}× faster", "target": f"> {TRAIN_TARGET:g}×",
-         "met": train_ratio > TRAIN_TARGET},
-        {"label": "tag_sents, whole test set", "unit": "s",
-         "nltk": med("nltk", "tag_s"), "skcrf": med("skcrf", "tag_s"),
-         "ratio": f"{tag_ratio:.2f}× faster", "target": None, "met": None},
-        {"label": "test token accuracy", "unit": "%",
-         "nltk": 100 * med("nltk", "accuracy"), "skcrf": 100 * med("skcrf", "accuracy"),
-         "ratio": f"{points:+.2f} pt", "target": f"±{ACCURACY_TOLERANCE:g} pt",
-         "met": abs(points) <= ACCURACY_TOLERANCE},
-        {"label": "model file", "unit": "kB",
-         "nltk": med("nltk", "model_bytes") / 1e3, "skcrf": med("skcrf", "model_bytes") / 1e3,
-         "ratio": f"{pairs('model_bytes', lambda a, b: b / a):.2f}× the size", "target": None,
-         "met": None},
+        {
+            "label": "train (featurize, fit, write the model file)",
+            "unit": "s",
+            "nltk": med("nltk", "train_s"),
+            "skcrf": med("skcrf", "train_s"),
+            "ratio": f"{train_ratio:.2f}× faster",
+            "target": f"> {TRAIN_TARGET:g}×",
+            "met": train_ratio > TRAIN_TARGET,
+        },
+        {
+            "label": "tag_sents, whole test set",
+            "unit": "s",
+            "nltk": med("nltk", "tag_s"),
+            "skcrf": med("skcrf", "tag_s"),
+            "ratio": f"{tag_ratio:.2f}× faster",
+            "target": None,
+            "met": None,
+        },
+        {
+            "label": "test token accuracy",
+            "unit": "%",
+            "nltk": 100 * med("nltk", "accuracy"),
+            "skcrf": 100 * med("skcrf", "accuracy"),
+            "ratio": f"{points:+.2f} pt",
+            "target": f"±{ACCURACY_TOLERANCE:g} pt",
+            "met": abs(points) <= ACCURACY_TOLERANCE,
+        },
+        {
+            "label": "model file",
+            "unit": "kB",
+            "nltk": med("nltk", "model_bytes") / 1e3,
+            "skcrf": med("skcrf", "model_bytes") / 1e3,
+            "ratio": f"{pairs('model_bytes', lambda a, b: b / a):.2f}× the size",
+            "target": None,
+            "met": None,
+        },
     ]
 
 
 def table(rows):
-    lines = ["| measure | unit | nltk.tag.CRFTagger | skcrf.nltk.CRFTagger | ratio | target "
-             "| met |",
-             "|---|---|---:|---:|---:|---|---|"]
+    lines = [
+        "| measure | unit | nltk.tag.CRFTagger | skcrf.nltk.CRFTagger | ratio | target | met |",
+        "|---|---|---:|---:|---:|---|---|",
+    ]
     for r in rows:
         met = "" if r["met"] is None else ("yes" if r["met"] else "**no**")
-        lines.append(f"| {r['label']} | {r['unit']} | {r['nltk']:.3f} | {r['skcrf']:.3f} | "
-                     f"{r['ratio']} | {r['target'] or ''} | {met} |")
+        lines.append(
+            f"| {r['label']} | {r['unit']} | {r['nltk']:.3f} | {r['skcrf']:.3f} | "
+            f"{r['ratio']} | {r['target'] or ''} | {met} |"
+        )
     return lines
 
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=3, help="repetitions (default 3)")
-    parser.add_argument("--quick", action="store_true",
-                        help=f"first {QUICK_SENTENCES} train/test sentences (a smoke test)")
-    parser.add_argument("--training-opt", default="{}",
-                        help="training_opt of both taggers, JSON (default: NLTK's defaults)")
-    parser.add_argument("--json", help="default: benchmarks/results/nltk_tagger.json "
-                        "(a temporary file with --quick)")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help=f"first {QUICK_SENTENCES} train/test sentences (a smoke test)",
+    )
+    parser.add_argument(
+        "--training-opt",
+        default="{}",
+        help="training_opt of both taggers, JSON (default: NLTK's defaults)",
+    )
+    parser.add_argument(
+        "--json",
+        help="default: benchmarks/results/nltk_tagger.json (a temporary file with --quick)",
+    )
     parser.add_argument("--job", help=argparse.SUPPRESS)  # worker mode
     return parser.parse_args(argv)
 
@@ -222,13 +263,24 @@ def main(argv=None):
         for rep in range(args.repeats):
             for engine in ENGINES:
                 progress(f"{engine} (repetition {rep + 1}/{args.repeats})")
-                runs[engine].append(worker({"kind": "run", "engine": engine, "split": split,
-                                            "quick": args.quick,
-                                            "training_opt": training_opt}))
+                runs[engine].append(
+                    worker(
+                        {
+                            "kind": "run",
+                            "engine": engine,
+                            "split": split,
+                            "quick": args.quick,
+                            "training_opt": training_opt,
+                        }
+                    )
+                )
     wall = time.perf_counter() - START
     busy_end = machine_busy_s()
-    other = (None if busy_start is None or busy_end is None else
-             max(0.0, (busy_end - busy_start) - (children_cpu_s() - own_start)) / wall)
+    other = (
+        None
+        if busy_start is None or busy_end is None
+        else max(0.0, (busy_end - busy_start) - (children_cpu_s() - own_start)) / wall
+    )
     result_rows = rows(runs)
     data = runs["nltk"][0]
     lines = [
@@ -237,8 +289,7 @@ def main(argv=None):
         f"{datetime.datetime.now().isoformat(timespec='seconds')} · {info['cpu_model']}, "
         f"{info['logical_cores']} logical cores · each engine in its own fresh process · "
         f"medians of {args.repeats} alternated repetitions · training_opt={training_opt} · "
-        "NLTK's default features"
-        + (" · **--quick: figures mean nothing**" if args.quick else ""),
+        "NLTK's default features" + (" · **--quick: figures mean nothing**" if args.quick else ""),
         "",
         f"Data: {data['train_sentences']} train sentences ({data['train_tokens']} tokens), "
         f"{data['test_sentences']} test sentences ({data['test_tokens']} tokens).",
@@ -248,17 +299,30 @@ def main(argv=None):
         "Versions: " + ", ".join(f"{k} {v}" for k, v in info["versions"].items()),
     ]
     if other is not None:
-        lines.append(f"Other processes kept {other:.2f} cores busy on average during the run"
-                     + (" — timings are indicative." if other > 0.1 else "."))
+        lines.append(
+            f"Other processes kept {other:.2f} cores busy on average during the run"
+            + (" — timings are indicative." if other > 0.1 else ".")
+        )
     text = "\n".join(lines)
     print(text)
     json_path.parent.mkdir(parents=True, exist_ok=True)
-    json_path.write_text(json.dumps({
-        "created": datetime.datetime.now().isoformat(timespec="seconds"),
-        "machine": info, "repeats": args.repeats, "quick": args.quick,
-        "training_opt": training_opt, "other_load_cores": other, "rows": result_rows,
-        "runs": runs, "runtime_s": wall,
-    }, indent=2) + "\n")
+    json_path.write_text(
+        json.dumps(
+            {
+                "created": datetime.datetime.now().isoformat(timespec="seconds"),
+                "machine": info,
+                "repeats": args.repeats,
+                "quick": args.quick,
+                "training_opt": training_opt,
+                "other_load_cores": other,
+                "rows": result_rows,
+                "runs": runs,
+                "runtime_s": wall,
+            },
+            indent=2,
+        )
+        + "\n"
+    )
     progress(f"wrote {json_path}")
 
 

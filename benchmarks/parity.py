@@ -15,9 +15,9 @@ import warnings
 
 import numpy as np
 import sklearn_crfsuite
+from _tasks import load_task
 from sklearn.exceptions import ConvergenceWarning
 
-from _tasks import load_task
 from skcrf import CRFTagger
 
 SETTINGS = {
@@ -39,8 +39,10 @@ def main():
 def compare(task):
     X, y, X_test, y_test = load_task(task)
     truth = np.array([tag for tags in y_test for tag in tags])
-    print("| c1 | c2 | max_iterations | CRFsuite loss (iterations) | skcrf loss (iterations) "
-          "| relative difference | test-token agreement | accuracy CRFsuite / skcrf |")
+    print(
+        "| c1 | c2 | max_iterations | CRFsuite loss (iterations) | skcrf loss (iterations) "
+        "| relative difference | test-token agreement | accuracy CRFsuite / skcrf |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     for c1, c2, max_iterations in SETTINGS[task]:
         params = dict(c1=c1, c2=c2, max_iterations=max_iterations, all_possible_transitions=True)
@@ -52,11 +54,14 @@ def compare(task):
         ours = np.array([tag for tags in tagger.predict(X_test) for tag in tags])
         loss_c = reference.training_log_.last_iteration["loss"]
         loss_s = tagger.training_log_.last_iteration["loss"]
-        print(f"| {c1} | {c2} | {max_iterations} "
-              f"| {loss_c:.6f} ({len(reference.training_log_.iterations)}) "
-              f"| {loss_s:.6f} ({tagger.n_iter_}) | {(loss_s - loss_c) / loss_c:.1e} "
-              f"| {np.mean(ours == theirs):.5f} "
-              f"| {np.mean(theirs == truth):.4f} / {np.mean(ours == truth):.4f} |", flush=True)
+        print(
+            f"| {c1} | {c2} | {max_iterations} "
+            f"| {loss_c:.6f} ({len(reference.training_log_.iterations)}) "
+            f"| {loss_s:.6f} ({tagger.n_iter_}) | {(loss_s - loss_c) / loss_c:.1e} "
+            f"| {np.mean(ours == theirs):.5f} "
+            f"| {np.mean(theirs == truth):.4f} / {np.mean(ours == truth):.4f} |",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

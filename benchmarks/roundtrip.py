@@ -59,8 +59,9 @@ def crfsuite_to_skcrf(X_train, y_train, X_test):
     read_seconds = time.perf_counter() - start
     theirs = [crf.predict_single(x) for x in X_test]
     their_marginals = [crf.predict_marginals_single(x) for x in X_test]
-    result = agreement(tagger.predict(X_test), theirs, tagger.predict_marginals(X_test),
-                       their_marginals)
+    result = agreement(
+        tagger.predict(X_test), theirs, tagger.predict_marginals(X_test), their_marginals
+    )
     return {**result, "read_seconds": read_seconds, "n_features": tagger.n_features_}
 
 
@@ -86,8 +87,9 @@ def skcrf_to_crfsuite(X_train, y_train, X_test):
                 [{label: crf.marginal(label, t) for label in crf.labels()} for t in range(len(x))]
             )
         crf.close()
-    result = agreement(tagger.predict(X_test), theirs, tagger.predict_marginals(X_test),
-                       their_marginals)
+    result = agreement(
+        tagger.predict(X_test), theirs, tagger.predict_marginals(X_test), their_marginals
+    )
     return {**result, "write_seconds": write_seconds, "n_features": tagger.n_features_}
 
 
@@ -95,7 +97,9 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--task", choices=["seed", "window"], default="seed")
     parser.add_argument("--quick", action="store_true", help="a slice of the data")
-    parser.add_argument("--output", default=str(Path(__file__).parent / "results" / "roundtrip.json"))
+    parser.add_argument(
+        "--output", default=str(Path(__file__).parent / "results" / "roundtrip.json")
+    )
     args = parser.parse_args()
     X_train, y_train, X_test, _ = load_task(args.task, quick=args.quick)
     rows = {
@@ -103,17 +107,32 @@ def main():
         "skcrf -> CRFsuite": skcrf_to_crfsuite(X_train, y_train, X_test),
     }
     print(f"Treebank {args.task} task, {len(X_test)} test sentences")
-    print(f"{'direction':<20} {'identical seqs':>15} {'tokens':>10} {'max |dP|':>10} {'features':>9}")
+    print(
+        f"{'direction':<20} {'identical seqs':>15} {'tokens':>10} {'max |dP|':>10} {'features':>9}"
+    )
     for name, row in rows.items():
-        print(f"{name:<20} {row['identical_sequences']:>14.2%} {row['token_agreement']:>9.2%} "
-              f"{row['max_marginal_difference']:>10.1e} {row['n_features']:>9}")
-    met = all(r["identical_sequences"] == 1.0 and r["max_marginal_difference"] <= 1e-6
-              for r in rows.values())
+        print(
+            f"{name:<20} {row['identical_sequences']:>14.2%} {row['token_agreement']:>9.2%} "
+            f"{row['max_marginal_difference']:>10.1e} {row['n_features']:>9}"
+        )
+    met = all(
+        r["identical_sequences"] == 1.0 and r["max_marginal_difference"] <= 1e-6
+        for r in rows.values()
+    )
     print("target (100% identical, marginals within 1e-6):", "met" if met else "NOT met")
     Path(args.output).parent.mkdir(parents=True, exist_ok=True)
     with open(args.output, "w") as f:
-        json.dump({"task": args.task, "quick": args.quick, "settings": SETTINGS,
-                   "rows": rows, "target_met": met}, f, indent=2)
+        json.dump(
+            {
+                "task": args.task,
+                "quick": args.quick,
+                "settings": SETTINGS,
+                "rows": rows,
+                "target_met": met,
+            },
+            f,
+            indent=2,
+        )
 
 
 if __name__ == "__main__":

@@ -48,18 +48,18 @@ def run_job(job):
     import warnings
 
     import numpy as np
+    from _tasks import TOKEN_FEATURES
+    from _worker import reset_peak, rss_mb, ru_maxrss_mb
     from sklearn.exceptions import ConvergenceWarning
 
     import skcrf
-    from _tasks import TOKEN_FEATURES
-    from _worker import reset_peak, rss_mb, ru_maxrss_mb
-
     from skcrf import CRFTagger
 
     patched = _ensure_streaming_fit(CRFTagger)
     warnings.simplefilter("ignore", ConvergenceWarning)
     token_features = TOKEN_FEATURES[job["task"]]
     import gc
+
     gc.collect()
     peak_reset = reset_peak()
     after_imports = rss_mb()
@@ -115,6 +115,7 @@ def _ensure_streaming_fit(CRFTagger):
     except TypeError:
         sys.path.insert(0, str(ROOT / ".handoff"))
         import issue15_run_patched  # noqa: F401  (patches CRFTagger)
+
         return True
 
 
@@ -122,10 +123,15 @@ def _ensure_streaming_fit(CRFTagger):
 
 
 def child(job):
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [str(ROOT), os.environ.get("PYTHONPATH", "")]))
-    out = subprocess.run([sys.executable, __file__, "--job", json.dumps(job)],
-                         capture_output=True, text=True, env=env)
+    env = dict(
+        os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
+    )
+    out = subprocess.run(
+        [sys.executable, __file__, "--job", json.dumps(job)],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     if out.returncode != 0:
         sys.stderr.write(out.stderr)
         raise RuntimeError(f"job failed: {job}")
@@ -133,11 +139,19 @@ def child(job):
 
 
 def prepare_split(path):
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [str(ROOT), os.environ.get("PYTHONPATH", "")]))
-    subprocess.run([sys.executable, str(HERE / "_worker.py"),
-                    json.dumps({"kind": "prepare", "split": str(path)})],
-                   check=True, capture_output=True, env=env)
+    env = dict(
+        os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
+    )
+    subprocess.run(
+        [
+            sys.executable,
+            str(HERE / "_worker.py"),
+            json.dumps({"kind": "prepare", "split": str(path)}),
+        ],
+        check=True,
+        capture_output=True,
+        env=env,
+    )
 
 
 def main(argv=None):
@@ -152,8 +166,11 @@ def main(argv=None):
         print(json.dumps(run_job(json.loads(args.job))))
         return 0
     iterations = 5 if args.quick else args.iterations
-    output = args.output or (Path(tempfile.gettempdir()) / "streaming.json" if args.quick
-                             else HERE / "results" / "streaming.json")
+    output = args.output or (
+        Path(tempfile.gettempdir()) / "streaming.json"
+        if args.quick
+        else HERE / "results" / "streaming.json"
+    )
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         split = Path(tmp) / "split.json"
@@ -161,37 +178,79 @@ def main(argv=None):
         runs = {mode: [] for mode in MODES}
         for rep in range(args.repeats):
             for mode in MODES:
-                print(f"[{time.perf_counter() - started:6.1f} s] {mode} ({rep + 1}/"
-                      f"{args.repeats})", file=sys.stderr, flush=True)
-                runs[mode].append(child({"task": "window", "mode": mode, "split": str(split),
-                                         "quick": args.quick, "iterations": iterations}))
-    peak = {m: statistics.median(r["peak_minus_after_imports_mb"] for r in runs[m])
-            for m in MODES}
+                print(
+                    f"[{time.perf_counter() - started:6.1f} s] {mode} ({rep + 1}/{args.repeats})",
+                    file=sys.stderr,
+                    flush=True,
+                )
+                runs[mode].append(
+                    child(
+                        {
+                            "task": "window",
+                            "mode": mode,
+                            "split": str(split),
+                            "quick": args.quick,
+                            "iterations": iterations,
+                        }
+                    )
+                )
+    peak = {m: statistics.median(r["peak_minus_after_imports_mb"] for r in runs[m]) for m in MODES}
     fit_s = {m: statistics.median(r["load_and_fit_s"] for r in runs[m]) for m in MODES}
     ratio = peak["generator"] / peak["list"]
-    same_model = len({r["weights_sha256"] for m in MODES for r in runs[m]}) == 1 and len(
-        {r["final_loss"] for m in MODES for r in runs[m]}) == 1
+    same_model = (
+        len({r["weights_sha256"] for m in MODES for r in runs[m]}) == 1
+        and len({r["final_loss"] for m in MODES for r in runs[m]}) == 1
+    )
     rows = [
-        ("peak RSS - RSS after imports (MB)", f"{peak['list']:.1f}",
-         f"{peak['generator']:.1f}", f"{ratio:.3f}", f"<= {TARGET:.3f}",
-         "yes" if ratio <= TARGET else "NO"),
-        ("load + featurize + fit (s)", f"{fit_s['list']:.1f}", f"{fit_s['generator']:.1f}",
-         f"{fit_s['generator'] / fit_s['list']:.3f}", "", ""),
-        ("same model (weights SHA-256, final loss)", "", "", "", "identical",
-         "yes" if same_model else "NO"),
+        (
+            "peak RSS - RSS after imports (MB)",
+            f"{peak['list']:.1f}",
+            f"{peak['generator']:.1f}",
+            f"{ratio:.3f}",
+            f"<= {TARGET:.3f}",
+            "yes" if ratio <= TARGET else "NO",
+        ),
+        (
+            "load + featurize + fit (s)",
+            f"{fit_s['list']:.1f}",
+            f"{fit_s['generator']:.1f}",
+            f"{fit_s['generator'] / fit_s['list']:.3f}",
+            "",
+            "",
+        ),
+        (
+            "same model (weights SHA-256, final loss)",
+            "",
+            "",
+            "",
+            "identical",
+            "yes" if same_model else "NO",
+        ),
     ]
     header = ("row", "list of dicts", "generator", "generator / list", "target", "met")
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     table = "\n".join(lines)
-    print(f"Window Treebank task, {iterations} iterations, params {PARAMS}, n_jobs=1, "
-          f"median of {args.repeats}:\n")
+    print(
+        f"Window Treebank task, {iterations} iterations, params {PARAMS}, n_jobs=1, "
+        f"median of {args.repeats}:\n"
+    )
     print(table)
     result = {
-        "task": "window", "iterations": iterations, "params": PARAMS, "repeats": args.repeats,
-        "quick": args.quick, "target_ratio": TARGET, "ratio": ratio, "met": ratio <= TARGET,
-        "same_model": same_model, "median_peak_mb": peak, "median_fit_s": fit_s,
-        "runs": runs, "table": table, "runtime_s": time.perf_counter() - started,
+        "task": "window",
+        "iterations": iterations,
+        "params": PARAMS,
+        "repeats": args.repeats,
+        "quick": args.quick,
+        "target_ratio": TARGET,
+        "ratio": ratio,
+        "met": ratio <= TARGET,
+        "same_model": same_model,
+        "median_peak_mb": peak,
+        "median_fit_s": fit_s,
+        "runs": runs,
+        "table": table,
+        "runtime_s": time.perf_counter() - started,
     }
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(json.dumps(result, indent=1) + "\n")

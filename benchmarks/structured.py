@@ -73,8 +73,12 @@ def decoding_rows(tagger, X_test, y_test, repeats, rng):
     n_labels = len(classes)
     # 50% of the label pairs forbidden, at random
     forbidden = rng.random((n_labels, n_labels)) < 0.5
-    pairs = [(classes[i], classes[j]) for i in range(n_labels) for j in range(n_labels)
-             if not forbidden[i, j]]
+    pairs = [
+        (classes[i], classes[j])
+        for i in range(n_labels)
+        for j in range(n_labels)
+        if not forbidden[i, j]
+    ]
     # 20% of the positions fixed to their gold tag
     known = set(classes)
     partial = [
@@ -85,25 +89,42 @@ def decoding_rows(tagger, X_test, y_test, repeats, rng):
     rows = [{"row": "predict", "seconds": base, "all": base_all, "ratio": 1.0, "target": None}]
     for name, fn, target in [
         ("predict_nbest(n=10)", lambda: tagger.predict_nbest(X_test, n=10), NBEST_TARGET),
-        ("predict_nbest(n=10), eager kernel (reference)",
-         lambda: eager_nbest(tagger, X_test, 10), None),
-        ("predict, allowed_transitions 50% forbidden",
-         lambda: tagger.predict(X_test, allowed_transitions=pairs), CONSTRAINED_TARGET),
-        ("predict, partial_labels 20% fixed",
-         lambda: tagger.predict(X_test, partial_labels=partial), CONSTRAINED_TARGET),
+        (
+            "predict_nbest(n=10), eager kernel (reference)",
+            lambda: eager_nbest(tagger, X_test, 10),
+            None,
+        ),
+        (
+            "predict, allowed_transitions 50% forbidden",
+            lambda: tagger.predict(X_test, allowed_transitions=pairs),
+            CONSTRAINED_TARGET,
+        ),
+        (
+            "predict, partial_labels 20% fixed",
+            lambda: tagger.predict(X_test, partial_labels=partial),
+            CONSTRAINED_TARGET,
+        ),
         ("predict_marginals", lambda: tagger.predict_marginals(X_test), None),
         ("sequence_log_proba (Viterbi path)", lambda: tagger.sequence_log_proba(X_test), None),
     ]:
         seconds, all_times = median_time(fn, repeats)
-        rows.append({"row": name, "seconds": seconds, "all": all_times,
-                     "ratio": seconds / base, "target": target})
+        rows.append(
+            {
+                "row": name,
+                "seconds": seconds,
+                "all": all_times,
+                "ratio": seconds / base,
+                "target": target,
+            }
+        )
     # sanity: the lazy and eager k-best kernels give the same lists
     assert tagger.predict_nbest(X_test, n=10) == eager_nbest(tagger, X_test, 10)
     # sanity: the constraints hold
     constrained = tagger.predict(X_test, allowed_transitions=pairs)
     index = {c: k for k, c in enumerate(classes)}
-    assert not any(forbidden[index[a], index[b]] for seq in constrained
-                   for a, b in zip(seq, seq[1:]))
+    assert not any(
+        forbidden[index[a], index[b]] for seq in constrained for a, b in zip(seq, seq[1:])
+    )
     fixed = tagger.predict(X_test, partial_labels=partial)
     assert all(p is None or p == f for ps, fs in zip(partial, fixed) for p, f in zip(ps, fs))
     return rows
@@ -120,12 +141,20 @@ def training_rows(X_train, y_train, X_test, y_test, rng, quick):
         warnings.simplefilter("ignore")
         for name, make in [
             ("full labels", lambda: CRFTagger(**params).fit(X_train, y_train)),
-            ("50% hidden, partial-label fit (missing_label)",
-             lambda: CRFTagger(**params, missing_label=MISSING).fit(X_train, hidden)),
-            (f"50% hidden, complete sentences only ({len(complete)} of {len(hidden)})",
-             lambda: CRFTagger(**params).fit([X_train[i] for i in complete],
-                                             [y_train[i] for i in complete])
-             if complete else None),
+            (
+                "50% hidden, partial-label fit (missing_label)",
+                lambda: CRFTagger(**params, missing_label=MISSING).fit(X_train, hidden),
+            ),
+            (
+                f"50% hidden, complete sentences only ({len(complete)} of {len(hidden)})",
+                lambda: (
+                    CRFTagger(**params).fit(
+                        [X_train[i] for i in complete], [y_train[i] for i in complete]
+                    )
+                    if complete
+                    else None
+                ),
+            ),
         ]:
             start = time.perf_counter()
             tagger = make()
@@ -144,8 +173,14 @@ def main():
     parser.add_argument("--skip-training", action="store_true")
     parser.add_argument("--output", default=str(HERE / "results" / "structured.json"))
     args = parser.parse_args()
-    report = {"machine": {"python": platform.python_version(), "platform": platform.platform(),
-                          "cpus": os.cpu_count()}, "tasks": {}}
+    report = {
+        "machine": {
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+            "cpus": os.cpu_count(),
+        },
+        "tasks": {},
+    }
     for task in args.tasks.split(","):
         rng = np.random.default_rng(args.seed)
         X_train, y_train, X_test, y_test = load_task(task, quick=args.quick)
@@ -159,8 +194,10 @@ def main():
         for row in rows:
             target = row["target"]
             met = "" if target is None else ("yes" if row["ratio"] <= target else "NO")
-            print(f"{row['row']:48} {row['seconds']:9.4f} {row['ratio']:7.2f} "
-                  f"{'' if target is None else f'<= {target}':>7}  {met}")
+            print(
+                f"{row['row']:48} {row['seconds']:9.4f} {row['ratio']:7.2f} "
+                f"{'' if target is None else f'<= {target}':>7}  {met}"
+            )
         result = {"decoding": rows}
         if task == "seed" and not args.skip_training:
             train_rows = training_rows(X_train, y_train, X_test, y_test, rng, args.quick)

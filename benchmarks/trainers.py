@@ -71,10 +71,13 @@ def run_job(job):
     with tempfile.TemporaryDirectory() as tmp:
         if job["engine"] == "crfsuite":
             import sklearn_crfsuite
-            model = sklearn_crfsuite.CRF(algorithm=algorithm,
-                                         model_filename=os.path.join(tmp, "model"), **params)
+
+            model = sklearn_crfsuite.CRF(
+                algorithm=algorithm, model_filename=os.path.join(tmp, "model"), **params
+            )
         else:
             from skcrf import CRFTagger
+
             model = CRFTagger(algorithm=algorithm, random_state=0, n_jobs=1, **params)
         start = time.perf_counter()
         model.fit(X_train, y_train)
@@ -95,10 +98,16 @@ def run_job(job):
 
 def child(job):
     """Run ``job`` in a fresh interpreter; its JSON result."""
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        filter(None, [str(HERE.parent), os.environ.get("PYTHONPATH")])))
-    out = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--job",
-                          json.dumps(job)], capture_output=True, text=True, env=env)
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join(filter(None, [str(HERE.parent), os.environ.get("PYTHONPATH")])),
+    )
+    out = subprocess.run(
+        [sys.executable, str(Path(__file__).resolve()), "--job", json.dumps(job)],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     if out.returncode != 0:
         raise RuntimeError(f"job {job} failed:\n{out.stderr}")
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -106,8 +115,12 @@ def child(job):
 
 def machine_info():
     """The worker's machine and package versions (through _worker.py's info job)."""
-    out = subprocess.run([sys.executable, str(HERE / "_worker.py"), json.dumps({"kind": "info"})],
-                         capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, str(HERE / "_worker.py"), json.dumps({"kind": "info"})],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     info = json.loads(out.stdout.strip().splitlines()[-1])
     info.pop("threadpools", None)
     info.pop("job", None)
@@ -120,18 +133,24 @@ def summarize(runs):
     for algorithm, by_engine in runs.items():
         if not (by_engine["crfsuite"] and by_engine["skcrf"]):
             continue
-        med = {engine: {key: statistics.median(r[key] for r in results)
-                        for key in ("fit_s", "accuracy", "iterations")}
-               for engine, results in by_engine.items()}
-        ratios = [c["fit_s"] / s["fit_s"] for c, s in zip(by_engine["crfsuite"], by_engine["skcrf"])]
+        med = {
+            engine: {
+                key: statistics.median(r[key] for r in results)
+                for key in ("fit_s", "accuracy", "iterations")
+            }
+            for engine, results in by_engine.items()
+        }
+        ratios = [
+            c["fit_s"] / s["fit_s"] for c, s in zip(by_engine["crfsuite"], by_engine["skcrf"])
+        ]
         rows[algorithm] = {
             "crfsuite_fit_s": med["crfsuite"]["fit_s"],
             "skcrf_fit_s": med["skcrf"]["fit_s"],
             "speed_ratio": statistics.median(ratios),
             "crfsuite_accuracy": med["crfsuite"]["accuracy"],
             "skcrf_accuracy": med["skcrf"]["accuracy"],
-            "accuracy_difference_points": 100 * (med["skcrf"]["accuracy"]
-                                                 - med["crfsuite"]["accuracy"]),
+            "accuracy_difference_points": 100
+            * (med["skcrf"]["accuracy"] - med["crfsuite"]["accuracy"]),
             "crfsuite_iterations": med["crfsuite"]["iterations"],
             "skcrf_iterations": med["skcrf"]["iterations"],
         }
@@ -149,7 +168,8 @@ def table(rows):
             f"| {algorithm} | {r['crfsuite_fit_s']:.2f} | {r['skcrf_fit_s']:.2f} | "
             f"{r['speed_ratio']:.2f}x | {100 * r['crfsuite_accuracy']:.2f}% | "
             f"{100 * r['skcrf_accuracy']:.2f}% | {r['accuracy_difference_points']:+.2f} | "
-            f"{r['crfsuite_iterations']:g} / {r['skcrf_iterations']:g} |")
+            f"{r['crfsuite_iterations']:g} / {r['skcrf_iterations']:g} |"
+        )
     return "\n".join(lines)
 
 
@@ -158,8 +178,11 @@ def main():
     parser.add_argument("--job", help=argparse.SUPPRESS)
     parser.add_argument("--algorithms", nargs="+", choices=ALGORITHMS, default=list(ALGORITHMS))
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--quick", action="store_true",
-                        help=f"a few sentences and {QUICK_ITERATIONS} iterations (smoke test)")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help=f"a few sentences and {QUICK_ITERATIONS} iterations (smoke test)",
+    )
     parser.add_argument("--output", default=str(HERE / "results" / "trainers.json"))
     args = parser.parse_args()
     if args.job:
@@ -170,9 +193,15 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         split = os.path.join(tmp, "split.json")
         progress("loading the treebank")
-        subprocess.run([sys.executable, str(HERE / "_worker.py"),
-                        json.dumps({"kind": "prepare", "split": split})],
-                       check=True, capture_output=True)
+        subprocess.run(
+            [
+                sys.executable,
+                str(HERE / "_worker.py"),
+                json.dumps({"kind": "prepare", "split": split}),
+            ],
+            check=True,
+            capture_output=True,
+        )
         runs = {a: {e: [] for e in ENGINES} for a in args.algorithms}
         failures = []
         for repeat in range(args.repeats):
@@ -182,8 +211,13 @@ def main():
                     params["max_iterations"] = QUICK_ITERATIONS
                 # alternate which engine goes first
                 for engine in ENGINES if repeat % 2 == 0 else ENGINES[::-1]:
-                    job = {"engine": engine, "algorithm": algorithm, "params": params,
-                           "quick": args.quick, "split": split}
+                    job = {
+                        "engine": engine,
+                        "algorithm": algorithm,
+                        "params": params,
+                        "quick": args.quick,
+                        "split": split,
+                    }
                     try:
                         result = child(job)
                     except RuntimeError as error:  # keep the other measurements
@@ -191,9 +225,11 @@ def main():
                         failures.append({"job": job, "error": str(error)[-2000:]})
                         continue
                     runs[algorithm][engine].append(result)
-                    progress(f"repeat {repeat + 1}/{args.repeats} {algorithm:5s} {engine:8s} "
-                             f"fit {result['fit_s']:6.2f} s, accuracy "
-                             f"{100 * result['accuracy']:.2f}%")
+                    progress(
+                        f"repeat {repeat + 1}/{args.repeats} {algorithm:5s} {engine:8s} "
+                        f"fit {result['fit_s']:6.2f} s, accuracy "
+                        f"{100 * result['accuracy']:.2f}%"
+                    )
     rows = summarize(runs)
     report = table(rows)
     print(report)
@@ -208,7 +244,7 @@ def main():
         "runs": runs,
         "failures": failures,
         "note": "fit_s includes featurization for both engines; medians over repeats; "
-                "speed_ratio = CRFsuite time / skcrf time (median of per-repeat ratios).",
+        "speed_ratio = CRFsuite time / skcrf time (median of per-repeat ratios).",
     }
     Path(args.output).parent.mkdir(parents=True, exist_ok=True)
     with open(args.output, "w") as f:

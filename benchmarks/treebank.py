@@ -28,8 +28,12 @@ HERE = Path(__file__).resolve().parent
 TASKS = ("seed", "window")  # as in _tasks.py (not imported here: see above)
 
 FIT_PARAMS = {"c1": 0.1, "c2": 0.1, "max_iterations": 100, "all_possible_transitions": True}
-CONVERGENCE_PARAMS = {"c1": 0.0, "c2": 1.0, "max_iterations": None,
-                      "all_possible_transitions": True}
+CONVERGENCE_PARAMS = {
+    "c1": 0.0,
+    "c2": 1.0,
+    "max_iterations": None,
+    "all_possible_transitions": True,
+}
 SCALING_TASK = "window"
 SCALING_FACTORS = (1, 2, 4, 8)
 SCALING_ITERATIONS = 10
@@ -40,8 +44,10 @@ CONFIGS = {"crfsuite": ("crfsuite", 1), "skcrf_n1": ("skcrf", 1), "skcrf_n2": ("
 SKCRF_CONFIGS = ("skcrf_n1", "skcrf_n2")
 
 # Targets per task: the least speed ratio (crfsuite time ÷ skcrf time).
-FIT_TARGETS = {"seed": {"skcrf_n1": 3.0, "skcrf_n2": 5.5},
-               "window": {"skcrf_n1": 2.5, "skcrf_n2": 4.5}}
+FIT_TARGETS = {
+    "seed": {"skcrf_n1": 3.0, "skcrf_n2": 5.5},
+    "window": {"skcrf_n1": 2.5, "skcrf_n2": 4.5},
+}
 PREDICT_FIRST_TARGET = 2.0
 PREDICT_SINGLE_TARGET = 1.0
 MEMORY_TARGET = 1.0  # skcrf ÷ crfsuite, at most
@@ -76,8 +82,11 @@ def machine_busy_s():
 def own_cpu_s():
     """CPU seconds used by this process and its finished children."""
     import resource
-    return sum(resource.getrusage(who).ru_utime + resource.getrusage(who).ru_stime
-               for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+
+    return sum(
+        resource.getrusage(who).ru_utime + resource.getrusage(who).ru_stime
+        for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+    )
 
 
 def other_load(busy_start, own_start, wall_s):
@@ -90,8 +99,9 @@ def other_load(busy_start, own_start, wall_s):
 
 def worker(job):
     """Run one job of ``_worker.py`` in a fresh process; its JSON result."""
-    out = subprocess.run([sys.executable, str(HERE / "_worker.py"), json.dumps(job)],
-                         capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, str(HERE / "_worker.py"), json.dumps(job)], capture_output=True, text=True
+    )
     if out.returncode != 0:
         sys.stderr.write(out.stderr)
         raise RuntimeError(f"benchmark job failed: {job}")
@@ -115,11 +125,30 @@ def median(values):
     return None if not values or any(v is None for v in values) else statistics.median(values)
 
 
-def row(label, unit, crfsuite, skcrf, ratio=None, ratio_pairs=None, target=None, met=None,
-        fmt="{:.3f}", ratio_fmt="{:.2f}×"):
-    return {"label": label, "unit": unit, "crfsuite": crfsuite, "skcrf": skcrf, "ratio": ratio,
-            "ratio_pairs": ratio_pairs, "target": target, "met": met, "format": fmt,
-            "ratio_format": ratio_fmt}
+def row(
+    label,
+    unit,
+    crfsuite,
+    skcrf,
+    ratio=None,
+    ratio_pairs=None,
+    target=None,
+    met=None,
+    fmt="{:.3f}",
+    ratio_fmt="{:.2f}×",
+):
+    return {
+        "label": label,
+        "unit": unit,
+        "crfsuite": crfsuite,
+        "skcrf": skcrf,
+        "ratio": ratio,
+        "ratio_pairs": ratio_pairs,
+        "target": target,
+        "met": met,
+        "format": fmt,
+        "ratio_format": ratio_fmt,
+    }
 
 
 def compare(label, unit, runs, name, value, kind, target=None, fmt="{:.3f}"):
@@ -148,8 +177,18 @@ def compare(label, unit, runs, name, value, kind, target=None, fmt="{:.3f}"):
             met, target_text = abs(ratio) <= target, f"±{target:g} pt"
         else:
             met, target_text = ratio >= target, f"≥ {target:g}×"
-    return row(label, unit, median(a), median(b), ratio, pairs, target_text, met, fmt,
-               "{:+.2f} pt" if kind == "points" else "{:.2f}×")
+    return row(
+        label,
+        unit,
+        median(a),
+        median(b),
+        ratio,
+        pairs,
+        target_text,
+        met,
+        fmt,
+        "{:+.2f} pt" if kind == "points" else "{:.2f}×",
+    )
 
 
 def task_rows(task, runs):
@@ -158,36 +197,113 @@ def task_rows(task, runs):
     jobs = {name: f"skcrf n_jobs={CONFIGS[name][1]}" for name in SKCRF_CONFIGS}
     iterations = runs["crfsuite"][0]["job"]["params"]["max_iterations"]
     for name in SKCRF_CONFIGS:
-        rows.append(compare(f"fit, {iterations} iterations ({jobs[name]})", "s", runs, name,
-                            lambda r: r["fit_s"], "time", FIT_TARGETS[task][name]))
+        rows.append(
+            compare(
+                f"fit, {iterations} iterations ({jobs[name]})",
+                "s",
+                runs,
+                name,
+                lambda r: r["fit_s"],
+                "time",
+                FIT_TARGETS[task][name],
+            )
+        )
     for name in SKCRF_CONFIGS:
-        rows.append(compare(f"time per iteration, logged ({jobs[name]})", "s", runs, name,
-                            lambda r: r["s_per_iteration"], "time"))
+        rows.append(
+            compare(
+                f"time per iteration, logged ({jobs[name]})",
+                "s",
+                runs,
+                name,
+                lambda r: r["s_per_iteration"],
+                "time",
+            )
+        )
     for name in SKCRF_CONFIGS:
-        rows.append(compare(f"predict, whole test set, first call after fit ({jobs[name]})", "s",
-                            runs, name, lambda r: r["predict_first_s"], "time",
-                            PREDICT_FIRST_TARGET))
+        rows.append(
+            compare(
+                f"predict, whole test set, first call after fit ({jobs[name]})",
+                "s",
+                runs,
+                name,
+                lambda r: r["predict_first_s"],
+                "time",
+                PREDICT_FIRST_TARGET,
+            )
+        )
     for name in SKCRF_CONFIGS:
-        rows.append(compare(f"predict, whole test set, median of later calls ({jobs[name]})",
-                            "s", runs, name, lambda r: median(r["predict_later_s"]), "time"))
+        rows.append(
+            compare(
+                f"predict, whole test set, median of later calls ({jobs[name]})",
+                "s",
+                runs,
+                name,
+                lambda r: median(r["predict_later_s"]),
+                "time",
+            )
+        )
     for name in SKCRF_CONFIGS:
-        rows.append(compare(f"predict_single, each test sentence alone ({jobs[name]})",
-                            "tokens/s", runs, name,
-                            lambda r: r["test_tokens"] / r["predict_single_total_s"], "rate",
-                            PREDICT_SINGLE_TARGET, fmt="{:,.0f}"))
+        rows.append(
+            compare(
+                f"predict_single, each test sentence alone ({jobs[name]})",
+                "tokens/s",
+                runs,
+                name,
+                lambda r: r["test_tokens"] / r["predict_single_total_s"],
+                "rate",
+                PREDICT_SINGLE_TARGET,
+                fmt="{:,.0f}",
+            )
+        )
     for name in SKCRF_CONFIGS:
-        rows.append(compare(f"fit peak memory above the loaded data ({jobs[name]})", "MB", runs,
-                            name, lambda r: r["fit_peak_mb"], "size", MEMORY_TARGET,
-                            fmt="{:.1f}"))
-    rows.append(compare(f"saved model file ({jobs['skcrf_n1']})", "kB", runs, "skcrf_n1",
-                        lambda r: r["model_bytes"] / 1e3, "size", MODEL_SIZE_TARGET,
-                        fmt="{:,.0f}"))
+        rows.append(
+            compare(
+                f"fit peak memory above the loaded data ({jobs[name]})",
+                "MB",
+                runs,
+                name,
+                lambda r: r["fit_peak_mb"],
+                "size",
+                MEMORY_TARGET,
+                fmt="{:.1f}",
+            )
+        )
+    rows.append(
+        compare(
+            f"saved model file ({jobs['skcrf_n1']})",
+            "kB",
+            runs,
+            "skcrf_n1",
+            lambda r: r["model_bytes"] / 1e3,
+            "size",
+            MODEL_SIZE_TARGET,
+            fmt="{:,.0f}",
+        )
+    )
     for name in SKCRF_CONFIGS:
-        rows.append(compare(f"test token accuracy ({jobs[name]})", "%", runs, name,
-                            lambda r: 100 * r["accuracy"], "points", ACCURACY_TOLERANCE,
-                            fmt="{:.2f}"))
-    rows.append(compare(f"final loss after {iterations} iterations ({jobs['skcrf_n1']})", "",
-                        runs, "skcrf_n1", lambda r: r["final_loss"], None, fmt="{:.4f}"))
+        rows.append(
+            compare(
+                f"test token accuracy ({jobs[name]})",
+                "%",
+                runs,
+                name,
+                lambda r: 100 * r["accuracy"],
+                "points",
+                ACCURACY_TOLERANCE,
+                fmt="{:.2f}",
+            )
+        )
+    rows.append(
+        compare(
+            f"final loss after {iterations} iterations ({jobs['skcrf_n1']})",
+            "",
+            runs,
+            "skcrf_n1",
+            lambda r: r["final_loss"],
+            None,
+            fmt="{:.4f}",
+        )
+    )
     return rows
 
 
@@ -209,22 +325,31 @@ def convergence_rows(runs):
     rows = []
     for name in SKCRF_CONFIGS:
         for ref, run in zip(runs["crfsuite"], runs[name]):
-            run["time_to_target_s"] = time_to_loss(run["curve"], run["setup_s"],
-                                                   ref["final_loss"])
+            run["time_to_target_s"] = time_to_loss(run["curve"], run["setup_s"], ref["final_loss"])
         a = [r["fit_s"] for r in runs["crfsuite"]]
         b = [r["time_to_target_s"] for r in runs[name]]
         pairs = [None if y is None else x / y for x, y in zip(a, b)]
-        rows.append(row(f"time to CRFsuite's converged loss, c1=0, c2=1 "
-                        f"(skcrf n_jobs={CONFIGS[name][1]}; — = not reached)", "s",
-                        median(a), median(b), median(pairs), pairs))
+        rows.append(
+            row(
+                f"time to CRFsuite's converged loss, c1=0, c2=1 "
+                f"(skcrf n_jobs={CONFIGS[name][1]}; — = not reached)",
+                "s",
+                median(a),
+                median(b),
+                median(pairs),
+                pairs,
+            )
+        )
     return rows
 
 
 def spread(runs, name):
     """Max ÷ min over the data sizes of config ``name``'s time per iteration per token,
     and whether every size is within ±SCALING_TOLERANCE of the first (×1)."""
-    values = [median([r["us_per_iteration_per_token"] for r in by_config[name]])
-              for by_config in runs.values()]
+    values = [
+        median([r["us_per_iteration_per_token"] for r in by_config[name]])
+        for by_config in runs.values()
+    ]
     within = all(abs(v / values[0] - 1) <= SCALING_TOLERANCE for v in values)
     return max(values) / min(values), within
 
@@ -234,16 +359,30 @@ def scaling_rows(scaling):
     for name in SKCRF_CONFIGS:
         for factor, runs in scaling.items():
             tokens = runs["crfsuite"][0]["tokens"]
-            rows.append(compare(f"data ×{factor} ({tokens:,} tokens), skcrf n_jobs="
-                                f"{CONFIGS[name][1]}", "µs/token", runs, name,
-                                lambda r: r["us_per_iteration_per_token"], "time"))
+            rows.append(
+                compare(
+                    f"data ×{factor} ({tokens:,} tokens), skcrf n_jobs={CONFIGS[name][1]}",
+                    "µs/token",
+                    runs,
+                    name,
+                    lambda r: r["us_per_iteration_per_token"],
+                    "time",
+                )
+            )
     crfsuite_spread, _ = spread(scaling, "crfsuite")
     for name in SKCRF_CONFIGS:
         skcrf_spread, within = spread(scaling, name)
-        rows.append(row(f"max ÷ min over the sizes, skcrf n_jobs={CONFIGS[name][1]}", "",
-                        crfsuite_spread, skcrf_spread,
-                        target=f"skcrf: each size within ±{100 * SCALING_TOLERANCE:g}% of ×1",
-                        met=within, fmt="{:.2f}"))
+        rows.append(
+            row(
+                f"max ÷ min over the sizes, skcrf n_jobs={CONFIGS[name][1]}",
+                "",
+                crfsuite_spread,
+                skcrf_spread,
+                target=f"skcrf: each size within ±{100 * SCALING_TOLERANCE:g}% of ×1",
+                met=within,
+                fmt="{:.2f}",
+            )
+        )
     return rows
 
 
@@ -251,17 +390,21 @@ def scaling_rows(scaling):
 
 
 def table(rows):
-    lines = ["| measure | unit | sklearn-crfsuite | skcrf | ratio | target | met |",
-             "|---|---|--:|--:|--:|---|---|"]
+    lines = [
+        "| measure | unit | sklearn-crfsuite | skcrf | ratio | target | met |",
+        "|---|---|--:|--:|--:|---|---|",
+    ]
 
     def cell(value, fmt):
         return "—" if value is None else fmt.format(value)
 
     for r in rows:
         met = "—" if r["met"] is None else ("met" if r["met"] else "**not met**")
-        lines.append(f"| {r['label']} | {r['unit']} | {cell(r['crfsuite'], r['format'])} | "
-                     f"{cell(r['skcrf'], r['format'])} | {cell(r['ratio'], r['ratio_format'])} | "
-                     f"{r['target'] or '—'} | {met} |")
+        lines.append(
+            f"| {r['label']} | {r['unit']} | {cell(r['crfsuite'], r['format'])} | "
+            f"{cell(r['skcrf'], r['format'])} | {cell(r['ratio'], r['ratio_format'])} | "
+            f"{r['target'] or '—'} | {met} |"
+        )
     return lines
 
 
@@ -277,48 +420,79 @@ def markdown(results):
         f"{results['created']} · {mach['cpu_model']}, {mach['logical_cores']} logical cores · "
         f"each engine in its own fresh process · medians of {results['repeats']} alternated "
         "repetition(s)"
-        + (" · **QUICK MODE: a data slice, few iterations; the figures mean nothing**"
-           if results["quick"] else ""),
+        + (
+            " · **QUICK MODE: a data slice, few iterations; the figures mean nothing**"
+            if results["quick"]
+            else ""
+        ),
         "",
-        "Versions: " + ", ".join(f"{k} {v}" for k, v in mach["versions"].items())
-        + (f" (git {mach['skcrf_git']['commit'][:10]}"
-           + (", with local changes" if mach["skcrf_git"]["dirty"] else "") + ")"
-           if mach.get("skcrf_git") else "") + ". "
-        "Thread pools: " + "; ".join(f"{lib.get('internal_api')} {lib.get('version')} "
-                                     f"({lib.get('num_threads')} threads)"
-                                     for lib in mach["threadpools"]) + ".",
+        "Versions: "
+        + ", ".join(f"{k} {v}" for k, v in mach["versions"].items())
+        + (
+            f" (git {mach['skcrf_git']['commit'][:10]}"
+            + (", with local changes" if mach["skcrf_git"]["dirty"] else "")
+            + ")"
+            if mach.get("skcrf_git")
+            else ""
+        )
+        + ". "
+        "Thread pools: "
+        + "; ".join(
+            f"{lib.get('internal_api')} {lib.get('version')} ({lib.get('num_threads')} threads)"
+            for lib in mach["threadpools"]
+        )
+        + ".",
         "",
         f"Fit settings (both engines): {params_text(settings['fit'])}. "
         "sklearn-crfsuite (CRFsuite's C code) runs on one thread always.",
     ]
     other = mach["other_processes_cores"]
     if other is not None and other > OTHER_LOAD_WARNING:
-        lines += ["", f"**Warning: other processes kept {other:.2f} cores busy on average during "
-                      "the run: the timings are not reliable.**"]
-    if not all(r["peak_reset"] for runs in results["measurements"]["run"].values()
-               for by_config in runs.values() for r in by_config):
-        lines += ["", "Note: the peak memory could not be reset before some fits (no "
-                      "/proc/self/clear_refs): those memory figures are upper bounds."]
+        lines += [
+            "",
+            f"**Warning: other processes kept {other:.2f} cores busy on average during "
+            "the run: the timings are not reliable.**",
+        ]
+    if not all(
+        r["peak_reset"]
+        for runs in results["measurements"]["run"].values()
+        for by_config in runs.values()
+        for r in by_config
+    ):
+        lines += [
+            "",
+            "Note: the peak memory could not be reset before some fits (no "
+            "/proc/self/clear_refs): those memory figures are upper bounds.",
+        ]
     for task in results["tasks"]:
         data = results["data"][task]
         lines += [
-            "", f"## {task} features", "",
+            "",
+            f"## {task} features",
+            "",
             f"{data['train_sentences']:,} training sentences ({data['train_tokens']:,} tokens), "
             f"{data['test_sentences']:,} test sentences ({data['test_tokens']:,} tokens), "
-            f"{data['labels']} labels.", "",
+            f"{data['labels']} labels.",
+            "",
             *table(results["rows"][task]),
         ]
     if "scaling" in results["rows"]:
         lines += [
-            "", f"## Scaling: {SCALING_TASK} features, training data replicated", "",
+            "",
+            f"## Scaling: {SCALING_TASK} features, training data replicated",
+            "",
             f"Time per iteration per token (Σ logged iteration times ÷ iterations ÷ tokens), "
             f"{params_text(settings['scaling'])}, medians of {settings['scaling_repeats']} "
-            "repetition(s).", "",
+            "repetition(s).",
+            "",
             *table(results["rows"]["scaling"]),
         ]
     if "convergence" in results["rows"]:
-        lines += ["", f"## Time to CRFsuite's converged objective ({params_text(settings['convergence'])})",
-                  ""]
+        lines += [
+            "",
+            f"## Time to CRFsuite's converged objective ({params_text(settings['convergence'])})",
+            "",
+        ]
         for task in results["tasks"]:
             lines += [f"{task} features:", "", *table(results["rows"]["convergence"][task]), ""]
     lines += [
@@ -340,17 +514,33 @@ def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--task", choices=(*TASKS, "both"), default="both")
     parser.add_argument("--repeats", type=int, default=3, help="repetitions (default 3)")
-    parser.add_argument("--scaling-repeats", type=int, default=1,
-                        help="repetitions of the scaling fits (default 1)")
-    parser.add_argument("--quick", action="store_true",
-                        help="smoke test: a data slice, few iterations, 1 repetition")
-    parser.add_argument("--full", action="store_true",
-                        help="also the time to CRFsuite's converged objective (c1=0, c2=1)")
+    parser.add_argument(
+        "--scaling-repeats",
+        type=int,
+        default=1,
+        help="repetitions of the scaling fits (default 1)",
+    )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="smoke test: a data slice, few iterations, 1 repetition",
+    )
+    parser.add_argument(
+        "--full",
+        action="store_true",
+        help="also the time to CRFsuite's converged objective (c1=0, c2=1)",
+    )
     parser.add_argument("--skip-scaling", action="store_true")
-    parser.add_argument("--json", help="default: benchmarks/results/treebank.json "
-                                       "(with --quick: treebank-quick.json in the temp folder)")
-    parser.add_argument("--markdown", help="default: benchmarks/results/treebank.md "
-                                           "(with --quick: treebank-quick.md in the temp folder)")
+    parser.add_argument(
+        "--json",
+        help="default: benchmarks/results/treebank.json "
+        "(with --quick: treebank-quick.json in the temp folder)",
+    )
+    parser.add_argument(
+        "--markdown",
+        help="default: benchmarks/results/treebank.md "
+        "(with --quick: treebank-quick.md in the temp folder)",
+    )
     args = parser.parse_args(argv)
     out = Path(tempfile.gettempdir()) if args.quick else HERE / "results"
     stem = "treebank-quick" if args.quick else "treebank"
@@ -383,18 +573,31 @@ def main(argv=None):
 
         m = {"run": {}, "convergence": {}}
         for task in tasks:
-            m["run"][task] = alternate(args.repeats, f"{task}: fit, predict, save",
-                                       dict(base, kind="run", task=task, params=fit_params))
+            m["run"][task] = alternate(
+                args.repeats,
+                f"{task}: fit, predict, save",
+                dict(base, kind="run", task=task, params=fit_params),
+            )
         if args.full:
             for task in tasks:
                 m["convergence"][task] = alternate(
-                    args.repeats, f"{task}: convergence",
-                    dict(base, kind="converge", task=task, params=conv_params))
+                    args.repeats,
+                    f"{task}: convergence",
+                    dict(base, kind="converge", task=task, params=conv_params),
+                )
         if not args.skip_scaling:
             m["scaling"] = {
-                factor: alternate(args.scaling_repeats, f"scaling ×{factor}",
-                                  dict(base, kind="scaling", task=SCALING_TASK, factor=factor,
-                                       params=scaling_params))
+                factor: alternate(
+                    args.scaling_repeats,
+                    f"scaling ×{factor}",
+                    dict(
+                        base,
+                        kind="scaling",
+                        task=SCALING_TASK,
+                        factor=factor,
+                        params=scaling_params,
+                    ),
+                )
                 for factor in factors
             }
 
@@ -411,23 +614,29 @@ def main(argv=None):
         "quick": args.quick,
         "repeats": args.repeats,
         "tasks": list(tasks),
-        "data": {task: {k: m["run"][task]["crfsuite"][0][k] for k in data_keys}
-                 for task in tasks},
+        "data": {task: {k: m["run"][task]["crfsuite"][0][k] for k in data_keys} for task in tasks},
         "settings": {
-            "fit": fit_params, "convergence": conv_params, "scaling": scaling_params,
-            "scaling_task": SCALING_TASK, "scaling_factors": list(factors),
+            "fit": fit_params,
+            "convergence": conv_params,
+            "scaling": scaling_params,
+            "scaling_task": SCALING_TASK,
+            "scaling_factors": list(factors),
             "scaling_repeats": args.scaling_repeats,
             "configs": {name: {"engine": e, "n_jobs": n} for name, (e, n) in CONFIGS.items()},
         },
         "rows": rows,
         "measurements": m,
-        "machine": dict(machine, other_processes_cores=other_load(
-            busy_start, own_start, time.perf_counter() - START)),
+        "machine": dict(
+            machine,
+            other_processes_cores=other_load(busy_start, own_start, time.perf_counter() - START),
+        ),
         "runtime_s": time.perf_counter() - START,
     }
     text = markdown(results)
-    for path, content in ((args.json, json.dumps(results, indent=2) + "\n"),
-                          (args.markdown, text)):
+    for path, content in (
+        (args.json, json.dumps(results, indent=2) + "\n"),
+        (args.markdown, text),
+    ):
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         Path(path).write_text(content)
     progress(f"wrote {args.json} and {args.markdown}")

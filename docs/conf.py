@@ -22,9 +22,9 @@ DOCS = Path(__file__).resolve().parent
 ROOT = DOCS.parent
 sys.path.insert(0, str(DOCS / "_tools"))
 
-import skcrf  # noqa: E402
-
 import render_benchmarks  # noqa: E402
+
+import skcrf  # noqa: E402
 
 project = "skcrf"
 author = "the skcrf developers"
@@ -64,21 +64,33 @@ numpydoc_xref_param_type = False
 # -- intersphinx, offline only -------------------------------------------------
 # name -> (URL the links point to, local inventories to try, in order)
 _INVENTORIES = {
-    "python": ("https://docs.python.org/3", [
-        "/usr/share/doc/python3/html/objects.inv",
-        f"/usr/share/doc/python3.{sys.version_info.minor}/html/objects.inv",
-        f"/usr/share/doc/python3.{sys.version_info.minor}-doc/html/objects.inv",
-    ]),
-    "numpy": ("https://numpy.org/doc/stable", [
-        "/usr/share/doc/python-numpy/html/objects.inv",
-        "/usr/share/doc/python-numpy-doc/html/objects.inv",
-    ]),
-    "scipy": ("https://docs.scipy.org/doc/scipy", [
-        "/usr/share/doc/python-scipy-doc/html/objects.inv",
-    ]),
-    "sklearn": ("https://scikit-learn.org/stable", [
-        "/usr/share/doc/python-sklearn-doc/html/objects.inv",
-    ]),
+    "python": (
+        "https://docs.python.org/3",
+        [
+            "/usr/share/doc/python3/html/objects.inv",
+            f"/usr/share/doc/python3.{sys.version_info.minor}/html/objects.inv",
+            f"/usr/share/doc/python3.{sys.version_info.minor}-doc/html/objects.inv",
+        ],
+    ),
+    "numpy": (
+        "https://numpy.org/doc/stable",
+        [
+            "/usr/share/doc/python-numpy/html/objects.inv",
+            "/usr/share/doc/python-numpy-doc/html/objects.inv",
+        ],
+    ),
+    "scipy": (
+        "https://docs.scipy.org/doc/scipy",
+        [
+            "/usr/share/doc/python-scipy-doc/html/objects.inv",
+        ],
+    ),
+    "sklearn": (
+        "https://scikit-learn.org/stable",
+        [
+            "/usr/share/doc/python-sklearn-doc/html/objects.inv",
+        ],
+    ),
     "nltk": ("https://www.nltk.org", []),
 }
 
@@ -102,10 +114,16 @@ if intersphinx_mapping:
     intersphinx_timeout = 1
 print(
     "skcrf docs: intersphinx "
-    + (f"uses local inventories for {', '.join(sorted(intersphinx_mapping))}"
-       if intersphinx_mapping else "is off")
-    + (f"; skipped (no local inventory, no network): {', '.join(_missing_inventories)}"
-       if _missing_inventories else "")
+    + (
+        f"uses local inventories for {', '.join(sorted(intersphinx_mapping))}"
+        if intersphinx_mapping
+        else "is off"
+    )
+    + (
+        f"; skipped (no local inventory, no network): {', '.join(_missing_inventories)}"
+        if _missing_inventories
+        else ""
+    )
 )
 
 # -- sphinx-gallery -------------------------------------------------------------
@@ -166,12 +184,14 @@ def _dask_toctree(app, docname, source):
 def _private_reference(app, env, node, contnode):
     """A reference into skcrf that does not resolve is an error (-W)."""
     target = node.get("reftarget", "")
-    if node.get("refdomain") == "py" and (target.startswith("skcrf.")
-                                          or target.startswith("~skcrf.")):
+    if node.get("refdomain") == "py" and (
+        target.startswith("skcrf.") or target.startswith("~skcrf.")
+    ):
         from sphinx.util import logging
 
         logging.getLogger(__name__).warning(
-            "unresolved reference to %s (a private or undocumented name?)", target,
+            "unresolved reference to %s (a private or undocumented name?)",
+            target,
             location=node,
         )
     return None

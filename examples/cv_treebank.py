@@ -30,8 +30,7 @@ import warnings
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
-from skcrf import CRFTagger
-from skcrf import CRFTaggerCV
+from skcrf import CRFTagger, CRFTaggerCV
 from skcrf.datasets import load_treebank, treebank_sentence_features
 
 QUICK = {"max_sentences": 300, "max_iterations": 30}
@@ -39,22 +38,48 @@ QUICK = {"max_sentences": 300, "max_iterations": 30}
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=(__doc__ or "").strip().split("\n")[0])
-    parser.add_argument("--c1", type=float, nargs="+", default=None,
-                        help="L1 coefficients (default: 0, 0.01, 0.1, 1)")
-    parser.add_argument("--c2", type=float, nargs="+", default=None,
-                        help="L2 coefficients (default: 0.001, 0.01, 0.1, 1)")
+    parser.add_argument(
+        "--c1",
+        type=float,
+        nargs="+",
+        default=None,
+        help="L1 coefficients (default: 0, 0.01, 0.1, 1)",
+    )
+    parser.add_argument(
+        "--c2",
+        type=float,
+        nargs="+",
+        default=None,
+        help="L2 coefficients (default: 0.001, 0.01, 0.1, 1)",
+    )
     parser.add_argument("--cv", type=int, default=3, help="number of folds (KFold)")
-    parser.add_argument("--max-iterations", type=int, default=None,
-                        help="L-BFGS iterations per fit (default: until converged)")
-    parser.add_argument("--n-jobs", type=int, default=-1,
-                        help="parallel walks of the search (-1: all cores)")
-    parser.add_argument("--max-sentences", type=int, default=None,
-                        help="use only this many training and test sentences")
-    parser.add_argument("--quick", action="store_true",
-                        help=f"a slice: --max-sentences {QUICK['max_sentences']} "
-                             f"--max-iterations {QUICK['max_iterations']} unless given")
-    parser.add_argument("--plot", metavar="PATH", default=None,
-                        help="save a heatmap of the mean CV scores to PATH (PNG, ...)")
+    parser.add_argument(
+        "--max-iterations",
+        type=int,
+        default=None,
+        help="L-BFGS iterations per fit (default: until converged)",
+    )
+    parser.add_argument(
+        "--n-jobs", type=int, default=-1, help="parallel walks of the search (-1: all cores)"
+    )
+    parser.add_argument(
+        "--max-sentences",
+        type=int,
+        default=None,
+        help="use only this many training and test sentences",
+    )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help=f"a slice: --max-sentences {QUICK['max_sentences']} "
+        f"--max-iterations {QUICK['max_iterations']} unless given",
+    )
+    parser.add_argument(
+        "--plot",
+        metavar="PATH",
+        default=None,
+        help="save a heatmap of the mean CV scores to PATH (PNG, ...)",
+    )
     args = parser.parse_args(argv)
     if args.quick:
         for name, value in QUICK.items():
@@ -71,28 +96,32 @@ def main(argv=None):
         sys.exit(str(exc))
     X_train, y_train = treebank_sentence_features(train)
     X_test, y_test = treebank_sentence_features(test)
-    print(f"train: {len(X_train)} sentences, {sum(map(len, X_train))} tokens; "
-          f"test: {len(X_test)} sentences, {sum(map(len, X_test))} tokens")
+    print(
+        f"train: {len(X_train)} sentences, {sum(map(len, X_train))} tokens; "
+        f"test: {len(X_test)} sentences, {sum(map(len, X_test))} tokens"
+    )
 
     # The tagger's other settings are used by every fit; n_jobs=1 here
     # because the search runs its walks in parallel processes.
-    tagger = CRFTagger(all_possible_transitions=True, max_iterations=args.max_iterations,
-                       n_jobs=1)
-    search = CRFTaggerCV(tagger, c1=args.c1 or 4, c2=args.c2 or 4, cv=args.cv,
-                         n_jobs=args.n_jobs)
+    tagger = CRFTagger(all_possible_transitions=True, max_iterations=args.max_iterations, n_jobs=1)
+    search = CRFTaggerCV(tagger, c1=args.c1 or 4, c2=args.c2 or 4, cv=args.cv, n_jobs=args.n_jobs)
     start = time.perf_counter()
     with warnings.catch_warnings():
         # With --max-iterations, fits may stop before converging; intended.
         warnings.simplefilter("ignore", ConvergenceWarning)
         search.fit(X_train, y_train)
     n_fits = search.scores_.size
-    print(f"search: {n_fits} fits ({len(search.c1s_)} c1 x {len(search.c2s_)} c2 x "
-          f"{search.n_splits_} folds) + refit in {time.perf_counter() - start:.1f} s, "
-          f"{int(search.n_iter_.sum())} L-BFGS iterations\n")
+    print(
+        f"search: {n_fits} fits ({len(search.c1s_)} c1 x {len(search.c2s_)} c2 x "
+        f"{search.n_splits_} folds) + refit in {time.perf_counter() - start:.1f} s, "
+        f"{int(search.n_iter_.sum())} L-BFGS iterations\n"
+    )
 
     print_grid(search)
-    print(f"\nchosen: c1={search.c1_:g}, c2={search.c2_:g} "
-          f"(mean cv token accuracy {search.best_score_:.4f})")
+    print(
+        f"\nchosen: c1={search.c1_:g}, c2={search.c2_:g} "
+        f"(mean cv token accuracy {search.best_score_:.4f})"
+    )
     print(f"test token accuracy: {search.score(X_test, y_test):.4f}")
 
     if args.plot:
@@ -114,6 +143,7 @@ def print_grid(search):
 def plot_grid(search, path):
     """A heatmap of the mean CV scores, the chosen (c1, c2) framed."""
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -126,13 +156,20 @@ def plot_grid(search, path):
     ax.set_ylabel("c1 (L1)")
     middle = (means.max() + means.min()) / 2
     for (i, j), value in np.ndenumerate(means):
-        ax.text(j, i, f"{value:.2f}", ha="center", va="center",
-                color="black" if value > middle else "white")
+        ax.text(
+            j,
+            i,
+            f"{value:.2f}",
+            ha="center",
+            va="center",
+            color="black" if value > middle else "white",
+        )
     i, j = np.unravel_index(search.best_index_, means.shape)
     ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, edgecolor="red", lw=3))
     fig.colorbar(image, ax=ax, label="mean CV token accuracy (%)")
-    ax.set_title(f"CRFTaggerCV, {search.n_splits_} folds: chosen c1={search.c1_:g}, "
-                 f"c2={search.c2_:g}")
+    ax.set_title(
+        f"CRFTaggerCV, {search.n_splits_} folds: chosen c1={search.c1_:g}, c2={search.c2_:g}"
+    )
     fig.tight_layout()
     fig.savefig(path, dpi=100, format="png")
 

@@ -34,8 +34,7 @@ import scipy.sparse as sp
 from sklearn.decomposition import TruncatedSVD
 from sklearn.exceptions import ConvergenceWarning
 
-from skcrf import CRFTagger, SequenceFeaturizer
-from skcrf import Embeddings
+from skcrf import CRFTagger, Embeddings, SequenceFeaturizer
 from skcrf.datasets import load_treebank
 
 
@@ -48,8 +47,12 @@ def parse_args(argv=None):
     parser.add_argument("--c2", type=float, default=0.1)
     parser.add_argument("--max-iterations", type=int, default=100)
     parser.add_argument("--n-jobs", type=int, default=-1)
-    parser.add_argument("--max-sentences", type=int, default=None,
-                        help="use only the first N training and N/4 test sentences")
+    parser.add_argument(
+        "--max-sentences",
+        type=int,
+        default=None,
+        help="use only the first N training and N/4 test sentences",
+    )
     return parser.parse_args(argv)
 
 
@@ -83,8 +86,11 @@ def word_vectors(sentences, dim, context, seed=0):
 
 def accuracies(predicted, y, words, seen):
     """Token accuracy overall and on words not seen in training."""
-    flat = [(p == t, w in seen) for ps, ts, ws in zip(predicted, y, words)
-            for p, t, w in zip(ps, ts, ws)]
+    flat = [
+        (p == t, w in seen)
+        for ps, ts, ws in zip(predicted, y, words)
+        for p, t, w in zip(ps, ts, ws)
+    ]
     overall = np.mean([ok for ok, _ in flat])
     unseen = [ok for ok, known in flat if not known]
     return overall, (np.mean(unseen) if unseen else float("nan")), len(unseen)
@@ -104,9 +110,11 @@ def main(argv=None):
     text = X_train if args.vectors_from == "train" else X_train + X_test
     start = time.perf_counter()
     embeddings = Embeddings(word_vectors(text, args.dim, args.context))
-    print(f"train: {len(train)} sentences, test: {len(test)} sentences; "
-          f"{embeddings.vector_size}-dimensional vectors of {len(embeddings.vectors)} words "
-          f"from the {args.vectors_from} sentences ({time.perf_counter() - start:.1f} s)")
+    print(
+        f"train: {len(train)} sentences, test: {len(test)} sentences; "
+        f"{embeddings.vector_size}-dimensional vectors of {len(embeddings.vectors)} words "
+        f"from the {args.vectors_from} sentences ({time.perf_counter() - start:.1f} s)"
+    )
     unknown = Counter(w in seen for s in X_test for w in s)
     print(f"test tokens: {sum(unknown.values())}, of words unseen in training: {unknown[False]}")
     results = {}
@@ -114,8 +122,13 @@ def main(argv=None):
         ("template", SequenceFeaturizer()),
         ("template + vectors", SequenceFeaturizer(embeddings=embeddings, embedding_window=1)),
     ]:
-        tagger = CRFTagger(c1=args.c1, c2=args.c2, max_iterations=args.max_iterations,
-                           all_possible_transitions=True, n_jobs=args.n_jobs)
+        tagger = CRFTagger(
+            c1=args.c1,
+            c2=args.c2,
+            max_iterations=args.max_iterations,
+            all_possible_transitions=True,
+            n_jobs=args.n_jobs,
+        )
         start = time.perf_counter()
         tagger.fit(featurizer.transform(X_train), y_train)
         fit_s = time.perf_counter() - start

@@ -44,23 +44,31 @@ from skcrf.metrics import (
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=(__doc__ or "").strip().split("\n")[0])
-    parser.add_argument("--c1", type=float, nargs="+", default=[0.05, 0.25],
-                        help="L1 coefficients to try")
-    parser.add_argument("--c2", type=float, nargs="+", default=[0.01, 0.1, 1.0],
-                        help="L2 coefficients to try")
+    parser.add_argument(
+        "--c1", type=float, nargs="+", default=[0.05, 0.25], help="L1 coefficients to try"
+    )
+    parser.add_argument(
+        "--c2", type=float, nargs="+", default=[0.01, 0.1, 1.0], help="L2 coefficients to try"
+    )
     parser.add_argument("--cv", type=int, default=3, help="number of folds")
     parser.add_argument(
-        "--max-iterations", type=int, default=50,
+        "--max-iterations",
+        type=int,
+        default=50,
         help="L-BFGS iterations per fit (bounded to keep the search short)",
     )
-    parser.add_argument("--n-jobs", type=int, default=-1,
-                        help="parallel fits of the search (-1: all cores)")
     parser.add_argument(
-        "--max-sentences", type=int, default=None,
+        "--n-jobs", type=int, default=-1, help="parallel fits of the search (-1: all cores)"
+    )
+    parser.add_argument(
+        "--max-sentences",
+        type=int,
+        default=None,
         help="use only this many training and test sentences (a quick run)",
     )
-    parser.add_argument("--plot", action="store_true",
-                        help="draw the cross-validated scores over the grid")
+    parser.add_argument(
+        "--plot", action="store_true", help="draw the cross-validated scores over the grid"
+    )
     return parser.parse_args(argv)
 
 
@@ -72,8 +80,10 @@ def main(argv=None):
         sys.exit(str(exc))
     X_train, y_train = treebank_sentence_features(train)
     X_test, y_test = treebank_sentence_features(test)
-    print(f"train: {len(X_train)} sentences, {sum(map(len, X_train))} tokens; "
-          f"test: {len(X_test)} sentences, {sum(map(len, X_test))} tokens")
+    print(
+        f"train: {len(X_train)} sentences, {sum(map(len, X_train))} tokens; "
+        f"test: {len(X_test)} sentences, {sum(map(len, X_test))} tokens"
+    )
 
     tagger = CRFTagger(max_iterations=args.max_iterations, all_possible_transitions=True)
     grid = {"c1": args.c1, "c2": args.c2}
@@ -87,12 +97,18 @@ def main(argv=None):
     # An integer cv means KFold: CRFTagger is not a classifier, so scikit-learn
     # does not try to stratify the folds on the label sequences.
     search = GridSearchCV(
-        tagger, grid, scoring=scoring, refit="accuracy",
-        cv=args.cv, n_jobs=args.n_jobs,
+        tagger,
+        grid,
+        scoring=scoring,
+        refit="accuracy",
+        cv=args.cv,
+        n_jobs=args.n_jobs,
     )
     n_fits = args.cv * len(args.c1) * len(args.c2)
-    print(f"grid search: {len(args.c1) * len(args.c2)} candidates x {args.cv} folds "
-          f"= {n_fits} fits (max_iterations={args.max_iterations}, n_jobs={args.n_jobs})")
+    print(
+        f"grid search: {len(args.c1) * len(args.c2)} candidates x {args.cv} folds "
+        f"= {n_fits} fits (max_iterations={args.max_iterations}, n_jobs={args.n_jobs})"
+    )
     start = time.perf_counter()
     with warnings.catch_warnings():
         # With a bounded number of iterations most fits stop before
@@ -104,10 +120,13 @@ def main(argv=None):
     print_results(search.cv_results_)
 
     best = search.best_estimator_
-    print(f"\nbest params: {search.best_params_} "
-          f"(mean cv token accuracy {search.best_score_:.4f})")
-    print(f"best model: {best.n_iter_} iterations, stopped: {best.status_.name}, "
-          f"{best.n_features_} features")
+    print(
+        f"\nbest params: {search.best_params_} (mean cv token accuracy {search.best_score_:.4f})"
+    )
+    print(
+        f"best model: {best.n_iter_} iterations, stopped: {best.status_.name}, "
+        f"{best.n_features_} features"
+    )
 
     y_pred = search.predict(X_test)
     print(f"\ntest token accuracy: {flat_accuracy_score(y_test, y_pred):.4f}")
@@ -115,8 +134,7 @@ def main(argv=None):
         precision = flat_precision_score(y_test, y_pred, average=average, zero_division=0)
         recall = flat_recall_score(y_test, y_pred, average=average, zero_division=0)
         f1 = flat_f1_score(y_test, y_pred, average=average, zero_division=0)
-        print(f"test {average:8} precision {precision:.4f}  recall {recall:.4f}  "
-              f"F1 {f1:.4f}")
+        print(f"test {average:8} precision {precision:.4f}  recall {recall:.4f}  F1 {f1:.4f}")
     print(f"test sentence accuracy: {sequence_accuracy_score(y_test, y_pred):.4f}")
 
     if args.plot:
@@ -131,8 +149,9 @@ def print_results(results):
     header += "".join(f"  {name + ' (mean ± std)':>28}" for name in columns)
     header += f"  {'fit time':>8}"
     print(header)
-    order = sorted(range(len(results["params"])),
-                   key=lambda i: (results["rank_test_accuracy"][i], i))
+    order = sorted(
+        range(len(results["params"])), key=lambda i: (results["rank_test_accuracy"][i], i)
+    )
     for i in order:
         params = results["params"][i]
         line = f"{results['rank_test_accuracy'][i]:>4}  {params['c1']:>8g}  {params['c2']:>8g}"

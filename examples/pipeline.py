@@ -38,28 +38,37 @@ from skcrf.metrics import flat_accuracy_score, flat_f1_score, sequence_accuracy_
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=(__doc__ or "").strip().split("\n")[0])
-    parser.add_argument("--window", type=int, nargs="+", default=[1, 2],
-                        help="featurizer context windows to try")
-    parser.add_argument("--c2", type=float, nargs="+", default=[0.01, 0.1],
-                        help="L2 coefficients to try")
+    parser.add_argument(
+        "--window", type=int, nargs="+", default=[1, 2], help="featurizer context windows to try"
+    )
+    parser.add_argument(
+        "--c2", type=float, nargs="+", default=[0.01, 0.1], help="L2 coefficients to try"
+    )
     parser.add_argument("--c1", type=float, default=0.1, help="fixed L1 coefficient")
     parser.add_argument("--cv", type=int, default=3, help="number of folds")
     parser.add_argument(
-        "--max-iterations", type=int, default=50,
+        "--max-iterations",
+        type=int,
+        default=50,
         help="L-BFGS iterations per fit (bounded to keep the search short)",
     )
-    parser.add_argument("--n-jobs", type=int, default=-1,
-                        help="parallel fits of the search (-1: all cores)")
     parser.add_argument(
-        "--max-sentences", type=int, default=None,
+        "--n-jobs", type=int, default=-1, help="parallel fits of the search (-1: all cores)"
+    )
+    parser.add_argument(
+        "--max-sentences",
+        type=int,
+        default=None,
         help="use only this many training and test sentences (a quick run)",
     )
     parser.add_argument(
-        "--sentence", default="The quick brown fox jumps over the lazy dog .",
+        "--sentence",
+        default="The quick brown fox jumps over the lazy dog .",
         help="a sentence to tag (words separated by spaces)",
     )
-    parser.add_argument("--plot", action="store_true",
-                        help="draw the cross-validated accuracy of every candidate")
+    parser.add_argument(
+        "--plot", action="store_true", help="draw the cross-validated accuracy of every candidate"
+    )
     return parser.parse_args(argv)
 
 
@@ -78,14 +87,15 @@ def main(argv=None):
         sys.exit(str(exc))
     X_train, y_train = words_and_tags(train)
     X_test, y_test = words_and_tags(test)
-    print(f"train: {len(X_train)} sentences, {sum(map(len, X_train))} tokens; "
-          f"test: {len(X_test)} sentences, {sum(map(len, X_test))} tokens")
+    print(
+        f"train: {len(X_train)} sentences, {sum(map(len, X_train))} tokens; "
+        f"test: {len(X_test)} sentences, {sum(map(len, X_test))} tokens"
+    )
     print("first training sentence (the pipeline's input):", X_train[0][:8], "...")
 
     pipeline = make_pipeline(
         SequenceFeaturizer(),
-        CRFTagger(c1=args.c1, max_iterations=args.max_iterations,
-                  all_possible_transitions=True),
+        CRFTagger(c1=args.c1, max_iterations=args.max_iterations, all_possible_transitions=True),
     )
     print(pipeline)
     grid = {"sequencefeaturizer__window": args.window, "crftagger__c2": args.c2}
@@ -98,23 +108,30 @@ def main(argv=None):
         # converging; that is intended here.
         warnings.simplefilter("ignore", ConvergenceWarning)
         search.fit(X_train, y_train)
-    print(f"grid search: {len(search.cv_results_['params'])} candidates x {args.cv} "
-          f"folds in {time.perf_counter() - start:.1f} s\n")
+    print(
+        f"grid search: {len(search.cv_results_['params'])} candidates x {args.cv} "
+        f"folds in {time.perf_counter() - start:.1f} s\n"
+    )
 
     results = search.cv_results_
     print(f"{'rank':>4}  {'window':>6}  {'c2':>8}  {'cv token accuracy':>20}")
     for i in sorted(range(len(results["params"])), key=lambda i: results["rank_test_score"][i]):
         params = results["params"][i]
-        print(f"{results['rank_test_score'][i]:>4}  "
-              f"{params['sequencefeaturizer__window']:>6}  {params['crftagger__c2']:>8g}  "
-              f"{results['mean_test_score'][i]:>11.4f} ± {results['std_test_score'][i]:.4f}")
+        print(
+            f"{results['rank_test_score'][i]:>4}  "
+            f"{params['sequencefeaturizer__window']:>6}  {params['crftagger__c2']:>8g}  "
+            f"{results['mean_test_score'][i]:>11.4f} ± {results['std_test_score'][i]:.4f}"
+        )
 
-    print(f"\nbest params: {search.best_params_} "
-          f"(mean cv token accuracy {search.best_score_:.4f})")
+    print(
+        f"\nbest params: {search.best_params_} (mean cv token accuracy {search.best_score_:.4f})"
+    )
     best = search.best_estimator_
     tagger = best.named_steps["crftagger"]
-    print(f"best model: {len(tagger.vectorizer_.feature_names_)} attributes, "
-          f"{tagger.n_features_} features, {tagger.n_iter_} iterations")
+    print(
+        f"best model: {len(tagger.vectorizer_.feature_names_)} attributes, "
+        f"{tagger.n_features_} features, {tagger.n_iter_} iterations"
+    )
 
     y_pred = search.predict(X_test)  # raw word lists in, tag lists out
     print(f"\ntest token accuracy: {flat_accuracy_score(y_test, y_pred):.4f}")
@@ -136,14 +153,22 @@ def plot_scores(results):
 
     fig, axis = plt.subplots(figsize=(6, 4))
     by_c2 = {}
-    for params, mean, std in zip(results["params"], results["mean_test_score"],
-                                 results["std_test_score"]):
+    for params, mean, std in zip(
+        results["params"], results["mean_test_score"], results["std_test_score"]
+    ):
         by_c2.setdefault(params["crftagger__c2"], []).append(
-            (params["sequencefeaturizer__window"], mean, std))
+            (params["sequencefeaturizer__window"], mean, std)
+        )
     for c2, points in sorted(by_c2.items()):
         points.sort()
-        axis.errorbar([p[0] for p in points], [p[1] for p in points],
-                      yerr=[p[2] for p in points], marker="o", capsize=3, label=f"c2={c2:g}")
+        axis.errorbar(
+            [p[0] for p in points],
+            [p[1] for p in points],
+            yerr=[p[2] for p in points],
+            marker="o",
+            capsize=3,
+            label=f"c2={c2:g}",
+        )
     axis.set_xlabel("SequenceFeaturizer window")
     axis.set_xticks(sorted({p[0] for points in by_c2.values() for p in points}))
     axis.set_ylabel("cross-validated token accuracy")

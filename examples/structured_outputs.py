@@ -44,8 +44,9 @@ HIDDEN = "?"
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=(__doc__ or "").strip().split("\n")[0])
-    parser.add_argument("--sentences", type=int, default=None,
-                        help="use only the first N sentences of the corpus")
+    parser.add_argument(
+        "--sentences", type=int, default=None, help="use only the first N sentences of the corpus"
+    )
     parser.add_argument("--max-iterations", type=int, default=60)
     parser.add_argument("--nbest", type=int, default=5)
     parser.add_argument("--seed", type=int, default=0)
@@ -106,11 +107,15 @@ def main(argv=None):
     fifth = max(1, len(order) // 5)
     for name, part in (("least", order[:fifth]), ("most", order[-fifth:])):
         accuracy = flat_accuracy_score([y_test[i] for i in part], [predicted[i] for i in part])
-        print(f"2. the {fifth} {name} confident test sentences: token accuracy {accuracy:.3f}, "
-              f"mean p(path) {np.exp(confidence[part]).mean():.3f}")
+        print(
+            f"2. the {fifth} {name} confident test sentences: token accuracy {accuracy:.3f}, "
+            f"mean p(path) {np.exp(confidence[part]).mean():.3f}"
+        )
     lowest = int(order[0])
-    print(f"   least confident: p={np.exp(confidence[lowest]):.2e} "
-          f"{' '.join(w for w, _ in test[lowest][:15])} ...")
+    print(
+        f"   least confident: p={np.exp(confidence[lowest]):.2e} "
+        f"{' '.join(w for w, _ in test[lowest][:15])} ..."
+    )
 
     # 3. NP chunks in BIO tags, decoded with and without the BIO constraint
     Xc_train = [[word_features([w for w, _ in s], i) for i in range(len(s))] for s in train]
@@ -122,15 +127,21 @@ def main(argv=None):
     free = chunker.predict(Xc_test)
     bio = chunker.predict(Xc_test, allowed_transitions="BIO")
     print("3. NP chunking (words only, a weak model):")
-    print(f"   unconstrained: {bio_errors(free)} BIO errors, "
-          f"entity F1 {entity_f1_score(yc_test, free, scheme='BIO'):.3f}")
-    print(f"   allowed_transitions='BIO': {bio_errors(bio)} BIO errors, "
-          f"entity F1 {entity_f1_score(yc_test, bio, scheme='BIO'):.3f}")
+    print(
+        f"   unconstrained: {bio_errors(free)} BIO errors, "
+        f"entity F1 {entity_f1_score(yc_test, free, scheme='BIO'):.3f}"
+    )
+    print(
+        f"   allowed_transitions='BIO': {bio_errors(bio)} BIO errors, "
+        f"entity F1 {entity_f1_score(yc_test, bio, scheme='BIO'):.3f}"
+    )
     rng = np.random.default_rng(args.seed)
     partial = [[tag if rng.random() < 0.2 else None for tag in seq] for seq in yc_test]
     fixed = chunker.predict(Xc_test, allowed_transitions="BIO", partial_labels=partial)
-    print(f"   ... and 20% of the labels given (partial_labels): entity F1 "
-          f"{entity_f1_score(yc_test, fixed, scheme='BIO'):.3f}")
+    print(
+        f"   ... and 20% of the labels given (partial_labels): entity F1 "
+        f"{entity_f1_score(yc_test, fixed, scheme='BIO'):.3f}"
+    )
 
     # 4. training with half the POS labels hidden
     hidden = [[HIDDEN if rng.random() < 0.5 else tag for tag in seq] for seq in y_train]
@@ -141,8 +152,9 @@ def main(argv=None):
     weak.fit(X_train, hidden)
     print(f"   hidden labels, missing_label fit:  test accuracy {weak.score(X_test, y_test):.4f}")
     if complete:
-        only = CRFTagger(**params).fit([X_train[i] for i in complete],
-                                       [y_train[i] for i in complete])
+        only = CRFTagger(**params).fit(
+            [X_train[i] for i in complete], [y_train[i] for i in complete]
+        )
         score = f"{only.score(X_test, y_test):.4f}"
     else:
         score = "n/a (no sentence kept all its labels)"

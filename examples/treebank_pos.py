@@ -38,17 +38,23 @@ def parse_args(argv=None):
     parser.add_argument("--max-iterations", type=int, default=100)
     parser.add_argument("--n-jobs", type=int, default=-1)
     parser.add_argument(
-        "--max-sentences", type=int, default=None,
+        "--max-sentences",
+        type=int,
+        default=None,
         help="use only this many training and test sentences (a quick run)",
     )
     parser.add_argument(
-        "--sentence", default="The quick brown fox jumps over the lazy dog .",
+        "--sentence",
+        default="The quick brown fox jumps over the lazy dog .",
         help="a sentence to tag (words separated by spaces)",
     )
     parser.add_argument("--top", type=int, default=10, help="features to show")
     parser.add_argument("--plot", action="store_true", help="draw the figures")
-    parser.add_argument("--plot-prefix", default="treebank_pos",
-                        help="save the figures as PREFIX_*.png ('' draws them only)")
+    parser.add_argument(
+        "--plot-prefix",
+        default="treebank_pos",
+        help="save the figures as PREFIX_*.png ('' draws them only)",
+    )
     return parser.parse_args(argv)
 
 
@@ -60,8 +66,10 @@ def main(argv=None):
         sys.exit(str(exc))
     X_train, y_train = treebank_sentence_features(train)
     X_test, y_test = treebank_sentence_features(test)
-    print(f"train: {len(X_train)} sentences, {sum(map(len, X_train))} tokens; "
-          f"test: {len(X_test)} sentences, {sum(map(len, X_test))} tokens")
+    print(
+        f"train: {len(X_train)} sentences, {sum(map(len, X_train))} tokens; "
+        f"test: {len(X_test)} sentences, {sum(map(len, X_test))} tokens"
+    )
 
     tagger = CRFTagger(
         c1=args.c1,
@@ -78,9 +86,11 @@ def main(argv=None):
         tagger.fit(X_train, y_train, X_dev=X_test, y_dev=y_test)
     fit_seconds = time.perf_counter() - start
     log = tagger.training_log_
-    print(f"fit: {fit_seconds:.1f} s (with the test accuracy logged at every iteration), "
-          f"{tagger.n_iter_} iterations, "
-          f"final loss {log.last_iteration['loss']:.2f}, stopped: {tagger.status_.name}")
+    print(
+        f"fit: {fit_seconds:.1f} s (with the test accuracy logged at every iteration), "
+        f"{tagger.n_iter_} iterations, "
+        f"final loss {log.last_iteration['loss']:.2f}, stopped: {tagger.status_.name}"
+    )
 
     y_pred = tagger.predict(X_test)
     print(f"test token accuracy: {flat_accuracy_score(y_test, y_pred):.4f}\n")
@@ -137,8 +147,9 @@ def save_plots(tagger, prefix, top=10):
     fig, axis = plt.subplots(figsize=(7, 0.3 * len(strongest) + 1.2))
     names = [f"{attribute} → {label}" for (attribute, label), _ in strongest]
     weights = [weight for _, weight in strongest]
-    axis.barh(range(len(weights)), weights,
-              color=["tab:red" if w < 0 else "tab:green" for w in weights])
+    axis.barh(
+        range(len(weights)), weights, color=["tab:red" if w < 0 else "tab:green" for w in weights]
+    )
     axis.set_yticks(range(len(names)), names, fontsize=8)
     axis.invert_yaxis()
     axis.axvline(0, color="black", linewidth=0.8)

@@ -42,9 +42,7 @@ class Block:
         self.rows = rows
         # vector features (Encoded.dense): this block's rows of the dense block
         dense = getattr(encoded, "dense", None)
-        self.vector_rows = (
-            None if dense is None else np.ascontiguousarray(dense.row_index[rows])
-        )
+        self.vector_rows = None if dense is None else np.ascontiguousarray(dense.row_index[rows])
         # the sequence of each packed column (empty sequences own none)
         self.sequences = np.asarray(sequences)[layout.order[: self.n_sequences]]
         self._columns = None
@@ -186,8 +184,13 @@ def score_arrays(layout, state_weights, transitions):
         exp_trans = np.exp(transitions - t_max)
     state_weights = np.ascontiguousarray(state_weights, dtype=np.float64)
     return ScoreArrays(
-        layout, state_weights, layout.dense_weights(state_weights),
-        np.ascontiguousarray(transitions), exp_trans, t_max, spread,
+        layout,
+        state_weights,
+        layout.dense_weights(state_weights),
+        np.ascontiguousarray(transitions),
+        exp_trans,
+        t_max,
+        spread,
     )
 
 
@@ -203,7 +206,9 @@ def masked_score_arrays(arrays, transitions):
     with np.errstate(over="ignore", invalid="ignore"):
         exp_trans = np.exp(transitions - t_max)
     return arrays._replace(
-        transitions=np.ascontiguousarray(transitions), exp_trans=exp_trans, t_max=t_max,
+        transitions=np.ascontiguousarray(transitions),
+        exp_trans=exp_trans,
+        t_max=t_max,
         spread=spread,
     )
 
@@ -212,14 +217,24 @@ def state_scores(indptr, ids, values, arrays, out):
     """Overwrite ``out`` with the state scores of the CSR rows."""
     layout = arrays.layout
     _kernels.state_scores(
-        indptr, ids, values, layout.state_ptr, layout.state_labels, arrays.state_weights,
-        layout.dense_row, arrays.dense_weights, out,
+        indptr,
+        ids,
+        values,
+        layout.state_ptr,
+        layout.state_labels,
+        arrays.state_weights,
+        layout.dense_row,
+        arrays.dense_weights,
+        out,
     )
 
 
 def block_state_scores(block, arrays, out):
-    """Overwrite ``out`` with the state scores of a block's rows (CSR entries,
-    plus the vector features' BLAS product when the block has them)."""
+    """Overwrite ``out`` with the state scores of a block's rows.
+
+    The CSR entries, plus the vector features' BLAS product when the block
+    has them.
+    """
     state_scores(block.indptr, block.ids, block.values, arrays, out)
     vector_rows = getattr(block, "vector_rows", None)
     if vector_rows is not None and arrays.vector_scores is not None:
@@ -250,8 +265,14 @@ def block_marginals(block, workspace, arrays, want_pairs=None, check=None):
     if want_pairs is not None:
         pairs = np.zeros_like(want_pairs)
     log_sum = _kernels.forward_backward(
-        psi, arrays.exp_trans, block.batch_sizes, alpha, workspace.scale,
-        workspace.beta, workspace.weighted, pairs,
+        psi,
+        arrays.exp_trans,
+        block.batch_sizes,
+        alpha,
+        workspace.scale,
+        workspace.beta,
+        workspace.weighted,
+        pairs,
     )
     if want_pairs is not None:
         want_pairs += pairs * arrays.exp_trans
@@ -296,12 +317,19 @@ def masked_block_marginals(block, workspace, arrays, masks, want_pairs=None, che
         alpha = workspace.alpha[:n]
         pairs = None if want_pairs is None else np.zeros_like(want_pairs)
         _kernels.forward_backward(
-            psi, arrays.exp_trans, block.batch_sizes, alpha, workspace.scale,
-            workspace.beta, workspace.weighted, pairs,
+            psi,
+            arrays.exp_trans,
+            block.batch_sizes,
+            alpha,
+            workspace.scale,
+            workspace.beta,
+            workspace.weighted,
+            pairs,
         )
         lengths = block.lengths
         log_z = np.bincount(
-            block.columns, weights=_log(workspace.scale[:n]) + row_max,
+            block.columns,
+            weights=_log(workspace.scale[:n]) + row_max,
             minlength=block.n_sequences,
         ) + arrays.t_max * (lengths - 1)
         if np.isfinite(log_z).all():

@@ -1,5 +1,6 @@
-"""Decoding constraints: allowed transitions (pairs or a tagging scheme) and
-partial labels, as masks on the scores.
+"""Decoding constraints as masks on the scores.
+
+Allowed transitions (pairs or a tagging scheme) and partial labels.
 
 A :class:`Constraints` holds, for one model's labels and one batch of
 sequences, what decoding may use: a transition mask (forbidden label pairs),
@@ -69,6 +70,7 @@ class NoValidLabelling(ValueError):
             "Check its partial labels against allowed_transitions."
         )
 
+
 #: Accepted scheme names (case-insensitive) and the scheme each one means.
 SCHEMES = {
     "BIO": "IOB2",
@@ -136,9 +138,7 @@ def scheme_transitions(classes, scheme):
     """
     name = scheme_name(scheme)
     if name is None:
-        raise ValueError(
-            f"Unknown tagging scheme {scheme!r}; expected one of {sorted(SCHEMES)}."
-        )
+        raise ValueError(f"Unknown tagging scheme {scheme!r}; expected one of {sorted(SCHEMES)}.")
     parsed = [_parse(label, name) for label in classes]
     n = len(parsed)
     allowed = np.zeros((n, n), dtype=bool)
@@ -254,8 +254,9 @@ class Constraints:
         self.token_masks = token_masks
 
     @classmethod
-    def build(cls, classes, lengths, allowed_transitions=None, partial_labels=None,
-              name="partial_labels"):
+    def build(
+        cls, classes, lengths, allowed_transitions=None, partial_labels=None, name="partial_labels"
+    ):
         """The constraints of a call, or None when there are none.
 
         Parameters
@@ -284,7 +285,9 @@ class Constraints:
     @property
     def empty(self):
         return (
-            self.allowed is None and self.start is None and self.end is None
+            self.allowed is None
+            and self.start is None
+            and self.end is None
             and self.token_index is None
         )
 
@@ -300,8 +303,10 @@ class Constraints:
         return np.where(self.allowed, transitions, -np.inf)
 
     def check_tokens(self, lengths):
-        """Raise when a token has no allowed label (its partial label against
-        the allowed first or last labels); the message names it."""
+        """Raise when a token has no allowed label; the message names it.
+
+        That is its partial label against the allowed first or last labels.
+        """
         if self.token_index is None or (self.start is None and self.end is None):
             return
         lengths = np.asarray(lengths)

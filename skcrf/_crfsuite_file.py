@@ -153,23 +153,42 @@ def _rot_py(x, k):
 
 
 def _mix_py(a, b, c):
-    a = (a - c) & _U32; a ^= _rot_py(c, 4); c = (c + b) & _U32  # noqa: E702
-    b = (b - a) & _U32; b ^= _rot_py(a, 6); a = (a + c) & _U32  # noqa: E702
-    c = (c - b) & _U32; c ^= _rot_py(b, 8); b = (b + a) & _U32  # noqa: E702
-    a = (a - c) & _U32; a ^= _rot_py(c, 16); c = (c + b) & _U32  # noqa: E702
-    b = (b - a) & _U32; b ^= _rot_py(a, 19); a = (a + c) & _U32  # noqa: E702
-    c = (c - b) & _U32; c ^= _rot_py(b, 4); b = (b + a) & _U32  # noqa: E702
+    a = (a - c) & _U32
+    a ^= _rot_py(c, 4)
+    c = (c + b) & _U32  # noqa: E702
+    b = (b - a) & _U32
+    b ^= _rot_py(a, 6)
+    a = (a + c) & _U32  # noqa: E702
+    c = (c - b) & _U32
+    c ^= _rot_py(b, 8)
+    b = (b + a) & _U32  # noqa: E702
+    a = (a - c) & _U32
+    a ^= _rot_py(c, 16)
+    c = (c + b) & _U32  # noqa: E702
+    b = (b - a) & _U32
+    b ^= _rot_py(a, 19)
+    a = (a + c) & _U32  # noqa: E702
+    c = (c - b) & _U32
+    c ^= _rot_py(b, 4)
+    b = (b + a) & _U32  # noqa: E702
     return a, b, c
 
 
 def _final_py(a, b, c):
-    c ^= b; c = (c - _rot_py(b, 14)) & _U32  # noqa: E702
-    a ^= c; a = (a - _rot_py(c, 11)) & _U32  # noqa: E702
-    b ^= a; b = (b - _rot_py(a, 25)) & _U32  # noqa: E702
-    c ^= b; c = (c - _rot_py(b, 16)) & _U32  # noqa: E702
-    a ^= c; a = (a - _rot_py(c, 4)) & _U32  # noqa: E702
-    b ^= a; b = (b - _rot_py(a, 14)) & _U32  # noqa: E702
-    c ^= b; c = (c - _rot_py(b, 24)) & _U32  # noqa: E702
+    c ^= b
+    c = (c - _rot_py(b, 14)) & _U32  # noqa: E702
+    a ^= c
+    a = (a - _rot_py(c, 11)) & _U32  # noqa: E702
+    b ^= a
+    b = (b - _rot_py(a, 25)) & _U32  # noqa: E702
+    c ^= b
+    c = (c - _rot_py(b, 16)) & _U32  # noqa: E702
+    a ^= c
+    a = (a - _rot_py(c, 4)) & _U32  # noqa: E702
+    b ^= a
+    b = (b - _rot_py(a, 14)) & _U32  # noqa: E702
+    c ^= b
+    c = (c - _rot_py(b, 24)) & _U32  # noqa: E702
     return a, b, c
 
 
@@ -210,23 +229,42 @@ def _rot(x, k):
 
 def _mix(a, b, c):
     """lookup3's mix on uint32 arrays, in place (they may be views)."""
-    a -= c; a ^= _rot(c, 4); c += b  # noqa: E702
-    b -= a; b ^= _rot(a, 6); a += c  # noqa: E702
-    c -= b; c ^= _rot(b, 8); b += a  # noqa: E702
-    a -= c; a ^= _rot(c, 16); c += b  # noqa: E702
-    b -= a; b ^= _rot(a, 19); a += c  # noqa: E702
-    c -= b; c ^= _rot(b, 4); b += a  # noqa: E702
+    a -= c
+    a ^= _rot(c, 4)
+    c += b  # noqa: E702
+    b -= a
+    b ^= _rot(a, 6)
+    a += c  # noqa: E702
+    c -= b
+    c ^= _rot(b, 8)
+    b += a  # noqa: E702
+    a -= c
+    a ^= _rot(c, 16)
+    c += b  # noqa: E702
+    b -= a
+    b ^= _rot(a, 19)
+    a += c  # noqa: E702
+    c -= b
+    c ^= _rot(b, 4)
+    b += a  # noqa: E702
 
 
 def _final(a, b, c):
     """lookup3's final on uint32 arrays, in place."""
-    c ^= b; c -= _rot(b, 14)  # noqa: E702
-    a ^= c; a -= _rot(c, 11)  # noqa: E702
-    b ^= a; b -= _rot(a, 25)  # noqa: E702
-    c ^= b; c -= _rot(b, 16)  # noqa: E702
-    a ^= c; a -= _rot(c, 4)  # noqa: E702
-    b ^= a; b -= _rot(a, 14)  # noqa: E702
-    c ^= b; c -= _rot(b, 24)  # noqa: E702
+    c ^= b
+    c -= _rot(b, 14)  # noqa: E702
+    a ^= c
+    a -= _rot(c, 11)  # noqa: E702
+    b ^= a
+    b -= _rot(a, 25)  # noqa: E702
+    c ^= b
+    c -= _rot(b, 16)  # noqa: E702
+    a ^= c
+    a -= _rot(c, 4)  # noqa: E702
+    b ^= a
+    b -= _rot(a, 14)  # noqa: E702
+    c ^= b
+    c -= _rot(b, 24)  # noqa: E702
 
 
 def _exclusive_cumsum(counts):
@@ -506,8 +544,10 @@ def _check_hash_tables(data, offset, size, records, hashes, where):
             )
         tables.append(np.frombuffer(data, dtype="<u4", count=2 * m, offset=offset + table_offset))
     # All buckets in one array: table t's are base[t] + [0, m_t).
-    buckets = np.concatenate(tables).astype(np.int64).reshape(-1, 2) if tables else (
-        np.zeros((0, 2), dtype=np.int64)
+    buckets = (
+        np.concatenate(tables).astype(np.int64).reshape(-1, 2)
+        if tables
+        else (np.zeros((0, 2), dtype=np.int64))
     )
     base = _exclusive_cumsum(sizes)
     table_of = np.repeat(used, sizes)
@@ -528,9 +568,7 @@ def _check_hash_tables(data, offset, size, records, hashes, where):
         )
     filled = np.flatnonzero(~empty)
     if len(filled) != n_ids:
-        raise ValueError(
-            f"{where}: its hash tables hold {len(filled)} strings; {n_ids} expected."
-        )
+        raise ValueError(f"{where}: its hash tables hold {len(filled)} strings; {n_ids} expected.")
     if n_ids == 0:
         return
     # The id of every filled bucket's record (record offsets are distinct).
@@ -566,8 +604,7 @@ def _check_hash_tables(data, offset, size, records, hashes, where):
     blocked = np.where(
         start <= filled,
         empty_before[filled] - empty_before[start],
-        empty_before[first + m] - empty_before[start] + empty_before[filled]
-        - empty_before[first],
+        empty_before[first + m] - empty_before[start] + empty_before[filled] - empty_before[first],
     )
     blocked = np.flatnonzero(blocked > 0)
     if blocked.size:
@@ -652,8 +689,7 @@ def _read_labels_chunk(data, offset, n_labels):
     n_bytes = len(data)
     if n_bytes - offset < _CHUNK.size:
         raise ValueError(
-            f"{n_bytes - offset} unexpected bytes after the CRFsuite chunks, at offset "
-            f"{offset}."
+            f"{n_bytes - offset} unexpected bytes after the CRFsuite chunks, at offset {offset}."
         )
     chunk_id, size, num = _CHUNK.unpack_from(data, offset)
     if chunk_id != _LABELS_MAGIC:
@@ -754,8 +790,18 @@ def _parse(data):
             f"truncated: {n_bytes} bytes, fewer than the {_HEADER.size}-byte file header."
         )
     (
-        _, size, model_type, version, n_features, n_labels, n_attributes,
-        off_features, off_labels, off_attributes, off_label_refs, off_attribute_refs,
+        _,
+        size,
+        model_type,
+        version,
+        n_features,
+        n_labels,
+        n_attributes,
+        off_features,
+        off_labels,
+        off_attributes,
+        off_label_refs,
+        off_attribute_refs,
     ) = _HEADER.unpack_from(data, 0)
     if size != n_bytes:
         raise ValueError(
@@ -802,14 +848,28 @@ def _parse(data):
             )
     chunk_ends.append(
         _read_refs(
-            data, off_label_refs, b"LFRF", "label references", n_labels,
-            _TRANSITION, types, src, len(transition),
+            data,
+            off_label_refs,
+            b"LFRF",
+            "label references",
+            n_labels,
+            _TRANSITION,
+            types,
+            src,
+            len(transition),
         )
     )
     chunk_ends.append(
         _read_refs(
-            data, off_attribute_refs, b"AFRF", "attribute references", n_attributes,
-            _STATE, types, src, len(state),
+            data,
+            off_attribute_refs,
+            b"AFRF",
+            "attribute references",
+            n_attributes,
+            _STATE,
+            types,
+            src,
+            len(state),
         )
     )
 
@@ -828,8 +888,7 @@ def _parse(data):
         flat,
         "transition feature",
         lambda key: (
-            f"({label_names[key // n_labels]!r:.100} -> "
-            f"{label_names[key % n_labels]!r:.100})"
+            f"({label_names[key // n_labels]!r:.100} -> {label_names[key % n_labels]!r:.100})"
         ),
     )
     state_ptr = np.zeros(n_attributes + 1, dtype=np.int64)
@@ -923,8 +982,7 @@ def _encode_strings(strings, what):
     if joined.count("\0") != n:
         k = next(k for k, string in enumerate(strings) if "\0" in string)
         raise ValueError(
-            f"{what} {k} {strings[k]!r:.100} holds a NUL character, which CRFsuite "
-            "cannot store."
+            f"{what} {k} {strings[k]!r:.100} holds a NUL character, which CRFsuite cannot store."
         )
     try:
         encoded = joined.encode("utf-8")
@@ -1158,7 +1216,10 @@ def crfsuite_bytes(model, *, labels=None):
     transition_counts = np.bincount(index // n_labels, minlength=n_labels)
     off_label_refs = put(
         _refs_bytes(
-            b"LFRF", offset, n_labels + 2, transition_counts,
+            b"LFRF",
+            offset,
+            n_labels + 2,
+            transition_counts,
             np.arange(n_states, n_features),
         )
     )
@@ -1174,8 +1235,18 @@ def crfsuite_bytes(model, *, labels=None):
             f"{_MAX_FILE_SIZE} bytes at most."
         )
     parts[0] = _HEADER.pack(
-        _MAGIC, offset, _MODEL_TYPE, _VERSION, 0, n_labels, n_attributes,
-        off_features, off_labels, off_attributes, off_label_refs, off_attribute_refs,
+        _MAGIC,
+        offset,
+        _MODEL_TYPE,
+        _VERSION,
+        0,
+        n_labels,
+        n_attributes,
+        off_features,
+        off_labels,
+        off_attributes,
+        off_label_refs,
+        off_attribute_refs,
     )
     return b"".join(parts)
 

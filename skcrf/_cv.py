@@ -124,15 +124,25 @@ def _walk(tagger, X_train, y_train, X_test, y_test, points, scorer, keep, verbos
         start = time.perf_counter()
         score = tagger.score(X_test, y_test) if scorer is None else scorer(tagger, X_test, y_test)
         score_time = time.perf_counter() - start
-        records.append({"index": index, "score": float(score), "fit_time": fit_time,
-                        "score_time": score_time, "n_iter": int(tagger.n_iter_), "warm": warm})
+        records.append(
+            {
+                "index": index,
+                "score": float(score),
+                "fit_time": fit_time,
+                "score_time": score_time,
+                "n_iter": int(tagger.n_iter_),
+                "warm": warm,
+            }
+        )
         if keep:
             fitted.append(copy.deepcopy(tagger))  # later fits must not change it
         if verbose > 0:
             shown = ", ".join(f"{k}={v:g}" for k, v in params.items())
-            print(f"[CV fold {fold + 1}; {shown}] score={score:.4f}, {tagger.n_iter_} "
-                  f"iterations ({'warm' if warm else 'cold'} start), {fit_time:.1f} s",
-                  flush=True)
+            print(
+                f"[CV fold {fold + 1}; {shown}] score={score:.4f}, {tagger.n_iter_} "
+                f"iterations ({'warm' if warm else 'cold'} start), {fit_time:.1f} s",
+                flush=True,
+            )
     return records, fitted
 
 
@@ -283,8 +293,18 @@ class CRFTaggerCV(BaseEstimator):
         "verbose": ["verbose"],
     }
 
-    def __init__(self, estimator=None, *, c1=4, c2=4, cv=None, scoring=None, n_jobs=None,
-                 refit=True, verbose=0):
+    def __init__(
+        self,
+        estimator=None,
+        *,
+        c1=4,
+        c2=4,
+        cv=None,
+        scoring=None,
+        n_jobs=None,
+        refit=True,
+        verbose=0,
+    ):
         self.estimator = estimator
         self.c1 = c1
         self.c2 = c2
@@ -357,17 +377,23 @@ class CRFTaggerCV(BaseEstimator):
         c2_walk = np.argsort(-full["c2"], kind="stable")
 
         def params(i, j):
-            return {name: float(full[name][k]) for name, k in (("c1", i), ("c2", j))
-                    if name in grids}
+            return {
+                name: float(full[name][k]) for name, k in (("c1", i), ("c2", j)) if name in grids
+            }
 
         base = clone(estimator).set_params(warm_start=True, model_filename=None)
         if self.verbose >= 2:
             base.set_params(verbose=self.verbose)
-        folds = [(_subset(X, train), _subset(y, train), _subset(X, test), _subset(y, test))
-                 for train, test in splits]
+        folds = [
+            (_subset(X, train), _subset(y, train), _subset(X, test), _subset(y, test))
+            for train, test in splits
+        ]
         if self.verbose > 0:
-            print(f"Fitting {n_splits} folds for each of {n_c1 * n_c2} candidates, totalling "
-                  f"{n_splits * n_c1 * n_c2} fits (warm-started paths)", flush=True)
+            print(
+                f"Fitting {n_splits} folds for each of {n_c1 * n_c2} candidates, totalling "
+                f"{n_splits * n_c1 * n_c2} fits (warm-started paths)",
+                flush=True,
+            )
 
         parallel = Parallel(n_jobs=self.n_jobs)
         i0 = int(c1_walk[0])
@@ -376,11 +402,17 @@ class CRFTaggerCV(BaseEstimator):
             delayed(_walk)(clone(base), *folds[f], spine, scorer, True, self.verbose, f)
             for f in range(n_splits)
         )
-        rows = [((f, pos), [((int(i), int(j)), params(int(i), int(j))) for i in c1_walk[1:]])
-                for f in range(n_splits) for pos, j in enumerate(c2_walk)] if n_c1 > 1 else []
+        rows = (
+            [
+                ((f, pos), [((int(i), int(j)), params(int(i), int(j))) for i in c1_walk[1:]])
+                for f in range(n_splits)
+                for pos, j in enumerate(c2_walk)
+            ]
+            if n_c1 > 1
+            else []
+        )
         row_results = parallel(
-            delayed(_walk)(spines[f][1][pos], *folds[f], points, scorer, False,
-                           self.verbose, f)
+            delayed(_walk)(spines[f][1][pos], *folds[f], points, scorer, False, self.verbose, f)
             for (f, pos), points in rows
         )
 
@@ -388,7 +420,8 @@ class CRFTaggerCV(BaseEstimator):
         scores, fit_time, score_time = np.empty(shape), np.empty(shape), np.empty(shape)
         n_iter = np.zeros(shape, dtype=np.intp)
         for f, records in [(f, spines[f][0]) for f in range(n_splits)] + [
-                (f, res[0]) for ((f, _), _), res in zip(rows, row_results)]:
+            (f, res[0]) for ((f, _), _), res in zip(rows, row_results)
+        ]:
             for record in records:
                 i, j = record["index"]
                 scores[f, i, j] = record["score"]
@@ -496,9 +529,9 @@ def _cv_results(candidates, names, scores, fit_time, score_time):
         if rank:
             # rankdata(-means, method='min') without scipy: 1 + number strictly better
             finite = np.where(np.isnan(means), -np.inf, means)
-            results[f"rank_{key}"] = (
-                1 + (finite[None, :] > finite[:, None]).sum(axis=1)
-            ).astype(np.int32)
+            results[f"rank_{key}"] = (1 + (finite[None, :] > finite[:, None]).sum(axis=1)).astype(
+                np.int32
+            )
 
     store("fit_time", fit_time)
     store("score_time", score_time)

@@ -1,4 +1,4 @@
-"""Reading CoNLL-style column files, block by block, without Dask.
+r"""Reading CoNLL-style column files, block by block, without Dask.
 
 :func:`skcrf.dask.read_conll` makes one Dask partition per block that
 :func:`conll_blocks` returns and reads it with :func:`read_block` on a
@@ -47,8 +47,9 @@ def expand_paths(paths):
         if _is_url(path):
             import fsspec  # optional: only for remote files
 
-            matches = [f.full_name if hasattr(f, "full_name") else f.path
-                       for f in fsspec.open_files(path)]
+            matches = [
+                f.full_name if hasattr(f, "full_name") else f.path for f in fsspec.open_files(path)
+            ]
             protocol = path.split("://", 1)[0]
             matches = [m if _is_url(m) else f"{protocol}://{m}" for m in matches]
         elif glob.has_magic(path):
@@ -111,8 +112,18 @@ def _check_options(columns, label_column):
     return columns
 
 
-def read_block(path, start, end, columns, *, label_column=None, feature_func=None,
-               comment="#", delimiter=None, encoding="utf-8"):
+def read_block(
+    path,
+    start,
+    end,
+    columns,
+    *,
+    label_column=None,
+    feature_func=None,
+    comment="#",
+    delimiter=None,
+    encoding="utf-8",
+):
     """The sequences of one block (see the module's conventions), one at a time.
 
     Yields
@@ -186,8 +197,16 @@ def read_blocks(blocks, **options):
     return [item for block in blocks for item in read_block(*block, **options)]
 
 
-def iter_conll(paths, columns, *, label_column=None, feature_func=None, comment="#",
-               delimiter=None, encoding="utf-8"):
+def iter_conll(
+    paths,
+    columns,
+    *,
+    label_column=None,
+    feature_func=None,
+    comment="#",
+    delimiter=None,
+    encoding="utf-8",
+):
     """Sequences of CoNLL-style files, one at a time, without Dask: a generator.
 
     Parameters and items as :func:`skcrf.dask.read_conll`. The paths and
@@ -195,6 +214,11 @@ def iter_conll(paths, columns, *, label_column=None, feature_func=None, comment=
     """
     columns = _check_options(columns, label_column)
     files = expand_paths(paths)
-    options = dict(label_column=label_column, feature_func=feature_func, comment=comment,
-                   delimiter=delimiter, encoding=encoding)
+    options = dict(
+        label_column=label_column,
+        feature_func=feature_func,
+        comment=comment,
+        delimiter=delimiter,
+        encoding=encoding,
+    )
     return (item for path in files for item in read_block(path, 0, None, columns, **options))

@@ -117,8 +117,19 @@ class PartitionStats:
     n_values, n_tokens, n_sequences : int
     """
 
-    def __init__(self, attributes, labels, state_attributes, state_labels, state_sums,
-                 transitions, abs_max, n_values, n_tokens, n_sequences):
+    def __init__(
+        self,
+        attributes,
+        labels,
+        state_attributes,
+        state_labels,
+        state_sums,
+        transitions,
+        abs_max,
+        n_values,
+        n_tokens,
+        n_sequences,
+    ):
         self.attributes = attributes
         self.labels = labels
         self.state_attributes = state_attributes
@@ -169,8 +180,13 @@ def scan_partition(X_part, y_part, k, version):
 
     n_labels = len(unique)
     state_ptr, state_labels, state_sums = _kernels.state_feature_sums(
-        encoded.indptr, encoded.ids, encoded.values, label_index, len(vocabulary),
-        max(n_labels, 1), False,
+        encoded.indptr,
+        encoded.ids,
+        encoded.values,
+        label_index,
+        len(vocabulary),
+        max(n_labels, 1),
+        False,
     )
     state_attributes = np.repeat(np.arange(len(vocabulary), dtype=np.int64), np.diff(state_ptr))
     lengths = np.asarray(encoded.lengths, dtype=np.intp)
@@ -236,10 +252,12 @@ def merge_stats(left, right):
         label_map[j] = index
 
     n_labels = len(labels)
-    keys = np.concatenate([
-        left.state_attributes * n_labels + left.state_labels,
-        attribute_map[right.state_attributes] * n_labels + label_map[right.state_labels],
-    ])
+    keys = np.concatenate(
+        [
+            left.state_attributes * n_labels + left.state_labels,
+            attribute_map[right.state_attributes] * n_labels + label_map[right.state_labels],
+        ]
+    )
     sums = np.concatenate([left.state_sums, right.state_sums])
     # one sum per pair: left's partial sum plus right's, in that order
     unique, inverse = np.unique(keys, return_inverse=True)
@@ -294,8 +312,14 @@ class ModelBundle:
         self.n_sequences = n_sequences
 
 
-def build_model(stats, *, all_possible_states=False, all_possible_transitions=False,
-                min_freq=0.0, value_separator=":"):
+def build_model(
+    stats,
+    *,
+    all_possible_states=False,
+    all_possible_transitions=False,
+    min_freq=0.0,
+    value_separator=":",
+):
     """The features of the model from the merged stats of all partitions.
 
     The same choice as :func:`skcrf._objective.select_features` on the
@@ -404,7 +428,10 @@ class PartitionObjective:
         if self._objective is None:
             # No observed counts and no L2 term: the driver adds them once.
             self._objective = CRFObjective(
-                self.encoded, self.model, np.zeros(self.model.n_features), c2=0.0,
+                self.encoded,
+                self.model,
+                np.zeros(self.model.n_features),
+                c2=0.0,
                 n_threads=self.n_threads,
             )
         return self._objective
@@ -438,13 +465,14 @@ def vectorize_partition(scan, bundle, n_jobs, version):
     model = bundle.model
     vocabulary = Vocabulary(model.attributes, model.value_separator)
     local = scan.stats.attributes
-    to_global = np.fromiter((vocabulary.get(name) for name in local), dtype=np.int32,
-                            count=len(local))
+    to_global = np.fromiter(
+        (vocabulary.get(name) for name in local), dtype=np.int32, count=len(local)
+    )
     encoded = scan.encoded
     encoded = encoded._replace(ids=to_global[encoded.ids] if len(local) else encoded.ids)
     partition = PartitionObjective(encoded, model, n_threads)
     if partition.n_tokens:
-        partition.objective  # built now, not in the first evaluation
+        _ = partition.objective  # built now, not in the first evaluation
     return partition
 
 
@@ -458,7 +486,8 @@ def _blas_is_single():
 
         _BLAS_SINGLE = all(
             pool.get("num_threads", 1) <= 1
-            for pool in threadpool_info() if pool.get("user_api") == "blas"
+            for pool in threadpool_info()
+            if pool.get("user_api") == "blas"
         )
     return _BLAS_SINGLE
 

@@ -95,11 +95,7 @@ def _check_X(X):
     Each parsed sequence is a list of ``(word, columns)`` pairs; the original
     sequences are returned as well (for ``feature_func``).
     """
-    if (
-        isinstance(X, (list, tuple))
-        and X
-        and all(isinstance(seq, str) for seq in X)
-    ):
+    if isinstance(X, (list, tuple)) and X and all(isinstance(seq, str) for seq in X):
         raise TypeError(
             "X must be a list of sequences (lists of tokens); got a list of "
             "str: X[0] is the word " + repr(X[0])[:60] + ". Wrap a single "
@@ -253,8 +249,16 @@ class SequenceFeaturizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
         "embedding_window": [Interval(numbers.Integral, 0, None, closed="left")],
     }
 
-    def __init__(self, *, feature_func=None, window=1, affix_length=3, lowercase=True,
-                 embeddings=None, embedding_window=0):
+    def __init__(
+        self,
+        *,
+        feature_func=None,
+        window=1,
+        affix_length=3,
+        lowercase=True,
+        embeddings=None,
+        embedding_window=0,
+    ):
         self.feature_func = feature_func
         self.window = window
         self.affix_length = affix_length
@@ -430,10 +434,8 @@ class SequenceFeaturizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
                     feats[prefix + ("BOS" if d < 0 else "EOS")] = True
             if embeddings is not None:
                 feats["emb"] = vectors[i]
-                for d in (*range(-self.embedding_window, 0),
-                          *range(1, self.embedding_window + 1)):
+                for d in (*range(-self.embedding_window, 0), *range(1, self.embedding_window + 1)):
                     if 0 <= i + d < n:
                         feats[f"{d:+d}:emb"] = vectors[i + d]
             out.append(feats)
         return out
-

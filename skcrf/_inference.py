@@ -191,7 +191,7 @@ def _forward_backward_log(emissions, transitions, batch_sizes):
     marginals = np.exp(log_alpha + log_beta - row_log_z[:, None])
 
     transition_marginals = np.zeros_like(transitions)
-    for (_, lo, hi), (_, next_lo, next_hi) in zip(steps[:-1], steps[1:]):
+    for (_, lo, _hi), (_, next_lo, next_hi) in zip(steps[:-1], steps[1:]):
         n_next = next_hi - next_lo
         ahead = emissions[next_lo:next_hi] + log_beta[next_lo:next_hi]
         ahead -= row_log_z[next_lo:next_hi, None]
@@ -212,8 +212,10 @@ _MIN_PRUNED_ELEMENTS = 2048
 
 
 def _viterbi_step(prev, transitions_t, spread, best, backpointer):
-    """One max-product step: for each row r and label j, the best previous
-    label ``argmax_i prev[r, i] + transitions_t[j, i]`` and its score.
+    """One max-product step: the best previous label of each row and label.
+
+    For each row r and label j, ``argmax_i prev[r, i] + transitions_t[j, i]``
+    and its score.
 
     A previous label ``i`` with ``prev[r, i] < max(prev[r]) - spread``
     (``spread``: max minus min transition score) can never win, nor tie:
@@ -233,10 +235,9 @@ def _viterbi_step(prev, transitions_t, spread, best, backpointer):
         rest = np.flatnonzero(~few)
         # the labels in the running first, each group in label order
         labels = np.argsort(~in_running[rows], axis=1, kind="stable")[:, :_FEW_CANDIDATES]
-        candidates = (
-            np.take_along_axis(prev[rows], labels, axis=1)[:, None, :]
-            + transitions_t[:, labels].transpose(1, 0, 2)
-        )
+        candidates = np.take_along_axis(prev[rows], labels, axis=1)[:, None, :] + transitions_t[
+            :, labels
+        ].transpose(1, 0, 2)
         arg = candidates.argmax(axis=2)
         backpointer[rows] = np.take_along_axis(labels, arg, axis=1)
         best[rows] = np.take_along_axis(candidates, arg[:, :, None], axis=2)[:, :, 0]
@@ -294,7 +295,11 @@ def viterbi(emissions, transitions, batch_sizes):
             best[lo:hi] = emissions[lo:hi]
             continue
         _viterbi_step(
-            best[prev_lo : prev_lo + hi - lo], transitions_t, spread, best[lo:hi], backpointer[lo:hi]
+            best[prev_lo : prev_lo + hi - lo],
+            transitions_t,
+            spread,
+            best[lo:hi],
+            backpointer[lo:hi],
         )
         best[lo:hi] += emissions[lo:hi]
         prev_lo = lo
@@ -303,9 +308,7 @@ def viterbi(emissions, transitions, batch_sizes):
     n_sequences = int(batch_sizes[0]) if len(batch_sizes) else 0
     best_score = np.empty(n_sequences, dtype=emissions.dtype)
     # A sequence ends at step t when it is active at t but not at t + 1.
-    for (t, lo, hi), n_next in zip(
-        reversed(steps), [0] + [int(s) for s in batch_sizes[:0:-1]]
-    ):
+    for (_t, lo, hi), n_next in zip(reversed(steps), [0] + [int(s) for s in batch_sizes[:0:-1]]):
         if n_next:
             next_lo = hi
             rows = np.arange(n_next)
@@ -375,11 +378,13 @@ def pair_marginals(emissions, transitions, batch_sizes):
             emissions, transitions, batch_sizes
         )
         row_log_z = log_partition[_row_sequence(batch_sizes)]
-        for (_, lo, hi), (_, next_lo, next_hi) in zip(steps[:-1], steps[1:]):
+        for (_, lo, _hi), (_, next_lo, next_hi) in zip(steps[:-1], steps[1:]):
             n_next = next_hi - next_lo
             ahead = emissions[next_lo:next_hi] + log_beta[next_lo:next_hi]
             pairs[lo : lo + n_next] = np.exp(
-                log_alpha[lo : lo + n_next, :, None] + transitions + ahead[:, None, :]
+                log_alpha[lo : lo + n_next, :, None]
+                + transitions
+                + ahead[:, None, :]
                 - row_log_z[lo : lo + n_next, None, None]
             )
     return pairs, log_partition

@@ -44,7 +44,8 @@ cdef extern from *:
        chosen at run time (no -march needed); "no-trapping-math" lets GCC turn
        the selects into vector blends. */
     #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
-    #define SKCRF_VECTOR_EXP __attribute__((target_clones("avx2,fma", "default"), optimize("no-trapping-math")))
+    #define SKCRF_VECTOR_EXP \
+        __attribute__((target_clones("avx2,fma", "default"), optimize("no-trapping-math")))
     #else
     #define SKCRF_VECTOR_EXP
     #endif
@@ -390,7 +391,7 @@ def exp_shifted(double[:, ::1] scores, double[::1] out_max):
 
 
 from libc.math cimport isfinite
-from libc.stdlib cimport free, malloc, realloc
+from libc.stdlib cimport free, realloc
 from skcrf._viterbi cimport (
     intp,
     ViterbiWork, viterbi_sequence, viterbi_work_free, viterbi_work_init,
@@ -529,7 +530,7 @@ def state_feature_sums(
     """
     cdef Py_ssize_t n_tokens = indptr.shape[0] - 1, n_entries = ids.shape[0]
     cdef Py_ssize_t words = (n_labels + 63) // 64
-    cdef Py_ssize_t r, p, a, j, k, lo, hi, mid, n_states
+    cdef Py_ssize_t r, p, a, j, lo, hi, mid, n_states
     cdef uint64_t[::1] seen
     if labels.shape[0] != n_tokens:
         raise ValueError("one label per token is needed")

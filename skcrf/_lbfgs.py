@@ -70,8 +70,9 @@ from __future__ import annotations
 import enum
 import math
 import numbers
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 
@@ -436,8 +437,7 @@ class _Objective:
         g = np.array(g, dtype=np.float64)  # always a copy
         if g.shape != (self.n,):
             raise ValueError(
-                f"loss_gradient returned a gradient of shape {g.shape}, "
-                f"expected {(self.n,)}."
+                f"loss_gradient returned a gradient of shape {g.shape}, expected {(self.n,)}."
             )
         f = float(f)
         if self.c1 > 0.0:
@@ -563,9 +563,12 @@ def _backtracking_owlqn(objective, x0, f0, pg0, d, step, opts):
 
 
 def _cubic_terms(u, fu, du, v, fv, dv):
-    """``(width, theta, a, gamma)`` of the cubic through ``(u, fu, du)`` and
-    ``(v, fv, dv)``: ``gamma`` is the square root of its discriminant (>= 0)
-    and ``a = theta / scale``, the scaled cubic coefficient."""
+    """``(width, theta, a, gamma)`` of the cubic through two points.
+
+    The points are ``(u, fu, du)`` and ``(v, fv, dv)``: ``gamma`` is the
+    square root of its discriminant (>= 0) and ``a = theta / scale``, the
+    scaled cubic coefficient.
+    """
     width = v - u
     theta = 3.0 * (fu - fv) / width + du + dv
     scale = max(abs(theta), abs(du), abs(dv))
@@ -794,22 +797,28 @@ def _more_thuente(objective, x0, f0, g0, d, step, opts):
         if stage1 and f_test < f <= iv.fx:
             # Interpolate the modified function psi(t) = f(t) - t * dg_test.
             modified = _Interval(
-                iv.x, iv.fx - iv.x * dg_test, iv.dx - dg_test,
-                iv.y, iv.fy - iv.y * dg_test, iv.dy - dg_test,
+                iv.x,
+                iv.fx - iv.x * dg_test,
+                iv.dx - dg_test,
+                iv.y,
+                iv.fy - iv.y * dg_test,
+                iv.dy - dg_test,
                 iv.bracketed,
             )
             step, update_error = _update_trial_interval(
                 modified, step, f - step * dg_test, dg - dg_test, step_lo, step_hi
             )
             iv = _Interval(
-                modified.x, modified.fx + modified.x * dg_test, modified.dx + dg_test,
-                modified.y, modified.fy + modified.y * dg_test, modified.dy + dg_test,
+                modified.x,
+                modified.fx + modified.x * dg_test,
+                modified.dx + dg_test,
+                modified.y,
+                modified.fy + modified.y * dg_test,
+                modified.dy + dg_test,
                 modified.bracketed,
             )
         else:
-            step, update_error = _update_trial_interval(
-                iv, step, f, dg, step_lo, step_hi
-            )
+            step, update_error = _update_trial_interval(iv, step, f, dg, step_lo, step_hi)
         if update_error is not None:
             return _failure(update_error, step, count)
 
@@ -842,8 +851,23 @@ def _check_float(name, value, ok, desc):
     return as_float
 
 
-def _validate(c1, num_memories, epsilon, period, delta, max_iterations, linesearch,
-              max_linesearch, ftol, wolfe, gtol, xtol, min_step, max_step, callback):
+def _validate(
+    c1,
+    num_memories,
+    epsilon,
+    period,
+    delta,
+    max_iterations,
+    linesearch,
+    max_linesearch,
+    ftol,
+    wolfe,
+    gtol,
+    xtol,
+    min_step,
+    max_step,
+    callback,
+):
     if linesearch not in LINESEARCH_METHODS:
         raise ValueError(
             f"linesearch must be one of {', '.join(map(repr, LINESEARCH_METHODS))}, "
@@ -866,13 +890,14 @@ def _validate(c1, num_memories, epsilon, period, delta, max_iterations, linesear
         "min_step", min_step, lambda v: 0.0 < v < math.inf, "with min_step > 0"
     )
     max_step = _check_float(
-        "max_step", max_step, lambda v: v > min_step,
+        "max_step",
+        max_step,
+        lambda v: v > min_step,
         f"with max_step > min_step={min_step}",
     )
     if callback is not None and not callable(callback):
         raise ValueError(f"callback must be callable or None, got {callback!r}.")
-    options = _Options(ftol, wolfe, gtol, xtol, min_step, max_step, max_linesearch,
-                       linesearch)
+    options = _Options(ftol, wolfe, gtol, xtol, min_step, max_step, max_linesearch, linesearch)
     return c1, num_memories, epsilon, period, delta, max_iterations, options
 
 
@@ -1006,8 +1031,21 @@ def minimize_lbfgs(
     ('CONVERGED', True)
     """
     c1, m, epsilon, period, delta, max_iterations, opts = _validate(
-        c1, num_memories, epsilon, period, delta, max_iterations, linesearch,
-        max_linesearch, ftol, wolfe, gtol, xtol, min_step, max_step, callback,
+        c1,
+        num_memories,
+        epsilon,
+        period,
+        delta,
+        max_iterations,
+        linesearch,
+        max_linesearch,
+        ftol,
+        wolfe,
+        gtol,
+        xtol,
+        min_step,
+        max_step,
+        callback,
     )
 
     x = np.array(x0, dtype=np.float64)  # a copy; x0 is never modified
@@ -1023,8 +1061,15 @@ def minimize_lbfgs(
     pg = pseudo_gradient(x, g, c1) if owlqn else g
 
     def finish(status, n_iter):
-        return LBFGSResult(x=x, fun=f, grad=g, status=status, n_iter=n_iter,
-                           n_evals=objective.n_evals, message=status.description)
+        return LBFGSResult(
+            x=x,
+            fun=f,
+            grad=g,
+            status=status,
+            n_iter=n_iter,
+            n_evals=objective.n_evals,
+            message=status.description,
+        )
 
     # Objective history for the `period`/`delta` test: slot k % period holds
     # the value of iteration k - period when iteration k is tested.

@@ -105,9 +105,7 @@ class CRFModel:
 
     def state_attributes(self):
         """Attribute id of every state feature, shape (n_states,)."""
-        return np.repeat(
-            np.arange(self.n_attributes, dtype=np.int64), np.diff(self.state_ptr)
-        )
+        return np.repeat(np.arange(self.n_attributes, dtype=np.int64), np.diff(self.state_ptr))
 
     def coef(self):
         """State weights as a CSR matrix of shape (n_attributes, n_labels).
@@ -186,14 +184,18 @@ def merge_features(old, new):
     old_from, old_to = np.divmod(old.transition_index, old.n_labels)
     old_transitions = relabel[old_from] * n_labels + relabel[old_to]
     transitions = np.union1d(old_transitions, new.transition_index).astype(np.int64)
-    old_index = np.concatenate([
-        np.searchsorted(keys, old_keys),
-        len(keys) + np.searchsorted(transitions, old_transitions),
-    ]).astype(np.int64)
-    new_index = np.concatenate([
-        np.searchsorted(keys, new_keys),
-        len(keys) + np.searchsorted(transitions, new.transition_index),
-    ]).astype(np.int64)
+    old_index = np.concatenate(
+        [
+            np.searchsorted(keys, old_keys),
+            len(keys) + np.searchsorted(transitions, old_transitions),
+        ]
+    ).astype(np.int64)
+    new_index = np.concatenate(
+        [
+            np.searchsorted(keys, new_keys),
+            len(keys) + np.searchsorted(transitions, new.transition_index),
+        ]
+    ).astype(np.int64)
     weights = np.zeros(len(keys) + len(transitions))
     weights[old_index] = old.weights
     model = CRFModel(
@@ -203,7 +205,7 @@ def merge_features(old, new):
         state_labels=(keys % n_labels).astype(np.int32),
         state_weights=weights[: len(keys)],
         transition_index=transitions,
-        transition_weights=weights[len(keys):],
+        transition_weights=weights[len(keys) :],
         value_separator=new.value_separator,
     )
     return model, old_index, new_index

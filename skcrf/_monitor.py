@@ -58,8 +58,9 @@ class TrainingMonitor:
         ``callback(CallbackInfo)``; returning True stops training.
     """
 
-    def __init__(self, log, *, holdout=None, validation=None, n_iter_no_change=10,
-                 tol=1e-7, callback=None):
+    def __init__(
+        self, log, *, holdout=None, validation=None, n_iter_no_change=10, tol=1e-7, callback=None
+    ):
         self.log = log
         self.holdout = holdout
         self.validation = validation
@@ -76,9 +77,7 @@ class TrainingMonitor:
 
     def lbfgs_iteration(self, info):
         """After an L-BFGS iteration (an ``IterationInfo``); True stops."""
-        return self._after(
-            self.log.iteration_entry(info), info.x, info.k, info.fun, info.gnorm
-        )
+        return self._after(self.log.iteration_entry(info), info.x, info.k, info.fun, info.gnorm)
 
     def online_epoch(self, entry, weights):
         """After an epoch of an online trainer; True stops."""
@@ -107,8 +106,9 @@ class TrainingMonitor:
         if self.callback is not None:
             view = np.asarray(weights).view()
             view.flags.writeable = False
-            info = CallbackInfo(iteration, float(loss), gradient_norm, view,
-                                time.perf_counter() - self._start)
+            info = CallbackInfo(
+                iteration, float(loss), gradient_norm, view, time.perf_counter() - self._start
+            )
             if self.callback(info):
                 self.user_stopped = stop = True
         return stop

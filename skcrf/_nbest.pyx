@@ -1,4 +1,5 @@
-# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+# cython: initializedcheck=False
 """Compiled k-best (list) Viterbi with forbidden labels and transitions, and
 the per-sequence log partition function of a packed block.
 
@@ -183,7 +184,7 @@ cdef intp kbest_sequence(KBestWork* work, const double* emissions, const intp* o
     cdef double* cur = work.scores + n_labels * k
     cdef double* swap
     cdef const double* em
-    cdef double top, s, p, tij, e, width = work.width, inv_width = 1.0 / work.width
+    cdef double top, s, p, tij, e, inv_width = 1.0 / work.width
     cdef double* c
     cdef int32_t* bl
     cdef int32_t* br
@@ -304,7 +305,6 @@ cdef intp kbest_sequence(KBestWork* work, const double* emissions, const intp* o
                 label = work.back_label[idx]
                 rank = work.back_rank[idx]
     return n_found
-
 
 
 # -- lazy k-best ----------------------------------------------------------------

@@ -54,6 +54,7 @@ from ._model import CRFModel, kept_state_ptr
 from ._threads import single_blas_thread, split_sequences
 from ._vectors import expand_dense, select_vector_features, vector_feature_index
 
+
 def select_features(
     encoded,
     labels,
@@ -108,15 +109,25 @@ def select_features(
     if partial is not None:
         encoded = expand_dense(encoded)  # vectors as CSR entries on this path
         return _select_partial_features(
-            encoded, labels, classes, attributes, partial,
+            encoded,
+            labels,
+            classes,
+            attributes,
+            partial,
             all_possible_states=all_possible_states,
             all_possible_transitions=all_possible_transitions,
-            min_freq=min_freq, value_separator=value_separator,
+            min_freq=min_freq,
+            value_separator=value_separator,
         )
     n_labels = len(classes)
     labels = np.asarray(labels, dtype=np.intp)
     state_ptr, state_labels, state_sum = _kernels.state_feature_sums(
-        encoded.indptr, encoded.ids, encoded.values, labels, len(attributes), n_labels,
+        encoded.indptr,
+        encoded.ids,
+        encoded.values,
+        labels,
+        len(attributes),
+        n_labels,
         all_possible_states,
     )
     kept = state_sum >= min_freq
@@ -126,8 +137,14 @@ def select_features(
     if getattr(encoded, "dense", None) is not None:
         # vector features (a dense block): the same rules, by matrix products
         state_ptr, state_labels, state_sum = select_vector_features(
-            encoded.dense, labels, n_labels, state_ptr, state_labels, state_sum,
-            all_possible_states=all_possible_states, min_freq=min_freq,
+            encoded.dense,
+            labels,
+            n_labels,
+            state_ptr,
+            state_labels,
+            state_sum,
+            all_possible_states=all_possible_states,
+            min_freq=min_freq,
         )
 
     lengths = np.asarray(encoded.lengths, dtype=np.intp)
@@ -157,8 +174,16 @@ def select_features(
 
 
 def _select_partial_features(
-    encoded, labels, classes, attributes, partial, *, all_possible_states,
-    all_possible_transitions, min_freq, value_separator,
+    encoded,
+    labels,
+    classes,
+    attributes,
+    partial,
+    *,
+    all_possible_states,
+    all_possible_transitions,
+    min_freq,
+    value_separator,
 ):
     """:func:`select_features` of partially labelled data (see there)."""
     n_labels = len(classes)
@@ -167,7 +192,13 @@ def _select_partial_features(
     known = np.flatnonzero(labels >= 0)
     indptr, ids, values = gather_rows(encoded.indptr, encoded.ids, encoded.values, known)
     state_ptr, state_labels, state_sum = _kernels.state_feature_sums(
-        indptr, ids, values, labels[known], len(attributes), n_labels, all_possible_states,
+        indptr,
+        ids,
+        values,
+        labels[known],
+        len(attributes),
+        n_labels,
+        all_possible_states,
     )
     kept = state_sum >= min_freq
     if not kept.all():
@@ -176,11 +207,15 @@ def _select_partial_features(
 
     # observed counts: the fully labelled sequences only
     complete_rows = np.flatnonzero(np.repeat(partial.complete, lengths))
-    indptr, ids, values = gather_rows(
-        encoded.indptr, encoded.ids, encoded.values, complete_rows
-    )
+    indptr, ids, values = gather_rows(encoded.indptr, encoded.ids, encoded.values, complete_rows)
     c_ptr, c_labels, c_sum = _kernels.state_feature_sums(
-        indptr, ids, values, labels[complete_rows], len(attributes), n_labels, False,
+        indptr,
+        ids,
+        values,
+        labels[complete_rows],
+        len(attributes),
+        n_labels,
+        False,
     )
     keys = np.repeat(np.arange(len(attributes), dtype=np.int64), np.diff(state_ptr))
     keys = keys * n_labels + state_labels
@@ -200,9 +235,9 @@ def _select_partial_features(
     transition_sum = np.bincount(pair, minlength=n_labels * n_labels).astype(np.float64)
     complete_token = np.repeat(partial.complete, lengths)
     observed_pairs = pair[complete_token[both]]
-    transition_observed = np.bincount(
-        observed_pairs, minlength=n_labels * n_labels
-    ).astype(np.float64)
+    transition_observed = np.bincount(observed_pairs, minlength=n_labels * n_labels).astype(
+        np.float64
+    )
     if all_possible_transitions:
         transition_exists = np.ones(n_labels * n_labels, dtype=bool)
     else:
@@ -250,9 +285,7 @@ class _Shard:
         self.workspace = Workspace(self.blocks + self.partial_blocks, n_labels)
         dense = getattr(encoded, "dense", None)
         # marginals summed per distinct vector row
-        self.vector_expected = (
-            None if dense is None else np.empty((len(dense.values), n_labels))
-        )
+        self.vector_expected = None if dense is None else np.empty((len(dense.values), n_labels))
         self.expected = np.empty(len(layout.state_labels))
         self.dense_expected = np.empty((layout.n_dense, n_labels))
         self.pairs = np.empty((n_labels, n_labels))
@@ -262,7 +295,7 @@ class _Shard:
             self.c_pairs = np.empty((n_labels, n_labels))
 
     def evaluate(self, arrays):
-        """log Z summed over the shard; expected counts into the accumulators."""
+        """Log Z summed over the shard; expected counts into the accumulators."""
         layout = arrays.layout
         self.expected[:] = 0.0
         self.dense_expected[:] = 0.0
@@ -274,8 +307,15 @@ class _Shard:
             marginals, block_log_z = block_marginals(block, self.workspace, arrays, self.pairs)
             log_z += block_log_z
             _kernels.expected_states(
-                block.indptr, block.ids, block.values, layout.state_ptr, layout.state_labels,
-                marginals, layout.dense_row, self.expected, self.dense_expected,
+                block.indptr,
+                block.ids,
+                block.values,
+                layout.state_ptr,
+                layout.state_labels,
+                marginals,
+                layout.dense_row,
+                self.expected,
+                self.dense_expected,
             )
             if self.vector_expected is not None:
                 _kernels.scatter_rows(
@@ -287,7 +327,7 @@ class _Shard:
         return log_z
 
     def _evaluate_partial(self, arrays):
-        """log Z - log Z_c of the partial sequences; E_p - E_pc into the accumulators."""
+        """Log Z - log Z_c of the partial sequences; E_p - E_pc into the accumulators."""
         layout = arrays.layout
         self.c_expected[:] = 0.0
         self.c_dense_expected[:] = 0.0
@@ -297,17 +337,33 @@ class _Shard:
             marginals, block_log_z = block_marginals(block, self.workspace, arrays, self.pairs)
             log_z += block_log_z
             _kernels.expected_states(
-                block.indptr, block.ids, block.values, layout.state_ptr, layout.state_labels,
-                marginals, layout.dense_row, self.expected, self.dense_expected,
+                block.indptr,
+                block.ids,
+                block.values,
+                layout.state_ptr,
+                layout.state_labels,
+                marginals,
+                layout.dense_row,
+                self.expected,
+                self.dense_expected,
             )
             marginals, block_log_z_c = masked_block_marginals(
-                block, self.workspace, arrays, self.constraints.emission_masks(block),
+                block,
+                self.workspace,
+                arrays,
+                self.constraints.emission_masks(block),
                 self.c_pairs,
             )
             log_z -= float(block_log_z_c.sum())
             _kernels.expected_states(
-                block.indptr, block.ids, block.values, layout.state_ptr, layout.state_labels,
-                np.ascontiguousarray(marginals), layout.dense_row, self.c_expected,
+                block.indptr,
+                block.ids,
+                block.values,
+                layout.state_ptr,
+                layout.state_labels,
+                np.ascontiguousarray(marginals),
+                layout.dense_row,
+                self.c_expected,
                 self.c_dense_expected,
             )
         self.expected -= self.c_expected

@@ -1,4 +1,5 @@
-# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+# cython: initializedcheck=False
 """Compiled epochs of the online trainers: SGD (l2sgd), the averaged
 perceptron (ap), passive-aggressive (pa) and AROW (arow).
 
@@ -62,7 +63,8 @@ cdef extern from *:
        chosen at run time (no -march needed); "no-trapping-math" lets GCC turn
        the selects into vector blends. */
     #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
-    #define SKCRF_ONLINE_VECTOR_EXP __attribute__((target_clones("avx2,fma", "default"), optimize("no-trapping-math")))
+    #define SKCRF_ONLINE_VECTOR_EXP \
+        __attribute__((target_clones("avx2,fma", "default"), optimize("no-trapping-math")))
     #else
     #define SKCRF_ONLINE_VECTOR_EXP
     #endif
@@ -529,12 +531,12 @@ cdef class OnlineProblem:
         eta : float
             The learning rate of the last step (nan if no step).
         """
-        cdef intp i, s, length, t_, j, m, L = self.n_labels
+        cdef intp i, s, length, t_, m, L = self.n_labels
         cdef intp n_trans = self.transition_index.shape[0]
         cdef intp K = self.n_features
         cdef long long start, k, p, r
         cdef int a
-        cdef double loss = 0.0, eta = NAN, decay = 1.0, gain, log_z, g, v
+        cdef double loss = 0.0, eta = NAN, decay = 1.0, gain, log_z, g
         cdef const intp* y
         cdef const double* prob
         cdef double* wp = &w[0]

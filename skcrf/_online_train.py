@@ -73,8 +73,10 @@ DEFAULTS = {
 
 
 class OnlineStatus(enum.Enum):
-    """How an online trainer stopped: ``CRFTagger.status_`` with
-    ``algorithm`` 'l2sgd', 'ap', 'pa' or 'arow'."""
+    """How an online trainer stopped.
+
+    ``CRFTagger.status_`` with ``algorithm`` 'l2sgd', 'ap', 'pa' or 'arow'.
+    """
 
     MAX_ITERATIONS = "max_iterations"
     """``max_iterations`` epochs ran without meeting the stopping rule."""
@@ -102,7 +104,9 @@ class OnlineStatus(enum.Enum):
     def converged(self):
         """Whether a stopping rule was met (not merely an epoch budget spent)."""
         return self in (
-            OnlineStatus.SMALL_LOSS, OnlineStatus.SMALL_IMPROVEMENT, OnlineStatus.EARLY_STOPPING
+            OnlineStatus.SMALL_LOSS,
+            OnlineStatus.SMALL_IMPROVEMENT,
+            OnlineStatus.EARLY_STOPPING,
         )
 
     @property
@@ -171,10 +175,17 @@ class OnlineState:
 
     def copy(self):
         """A deep copy (the arrays are copied)."""
+
         def dup(a):
             return None if a is None else np.array(a, copy=True)
-        return replace(self, weights=dup(self.weights), weight_sums=dup(self.weight_sums),
-                       variances=dup(self.variances), order=dup(self.order))
+
+        return replace(
+            self,
+            weights=dup(self.weights),
+            weight_sums=dup(self.weight_sums),
+            variances=dup(self.variances),
+            order=dup(self.order),
+        )
 
     def expanded(self, index, n_features):
         """The same state for a model of ``n_features`` features.
@@ -257,15 +268,25 @@ def _problem(encoded, labels, model):
     if len(ids) and (ids.min() < 0 or ids.max() >= n_attributes):
         raise ValueError("encoded holds attribute ids outside the model's attributes")
     return OnlineProblem(
-        encoded.indptr, encoded.ids, encoded.values, starts[keep], lengths[keep],
-        np.asarray(labels, dtype=np.intp), model.state_ptr, model.state_labels,
-        model.transition_index, model.n_labels,
+        encoded.indptr,
+        encoded.ids,
+        encoded.values,
+        starts[keep],
+        lengths[keep],
+        np.asarray(labels, dtype=np.intp),
+        model.state_ptr,
+        model.state_labels,
+        model.transition_index,
+        model.n_labels,
     )
 
 
 def _new_state(algorithm, n_features, n_sequences, params):
-    state = OnlineState(algorithm=algorithm, weights=np.zeros(n_features),
-                        order=np.arange(n_sequences, dtype=np.intp))
+    state = OnlineState(
+        algorithm=algorithm,
+        weights=np.zeros(n_features),
+        order=np.arange(n_sequences, dtype=np.intp),
+    )
     if algorithm in ("ap", "pa"):
         state.weight_sums = np.zeros(n_features)
     if algorithm == "arow":
@@ -282,12 +303,28 @@ def _output(state, params):
 
 
 def _entry(num, loss, weights, seconds, **extra):
-    return dict(num=num, loss=float(loss), feature_norm=float(np.sqrt(weights @ weights)),
-                active_features=int(np.count_nonzero(weights)), time=seconds, **extra)
+    return dict(
+        num=num,
+        loss=float(loss),
+        feature_norm=float(np.sqrt(weights @ weights)),
+        active_features=int(np.count_nonzero(weights)),
+        time=seconds,
+        **extra,
+    )
 
 
-def train_online(algorithm, encoded, labels, model, settings, *, random_state,
-                 callback=None, resume=None, n_epochs=None):
+def train_online(
+    algorithm,
+    encoded,
+    labels,
+    model,
+    settings,
+    *,
+    random_state,
+    callback=None,
+    resume=None,
+    n_epochs=None,
+):
     """Train a linear-chain CRF with one of CRFsuite's online algorithms.
 
     Parameters
@@ -335,8 +372,10 @@ def train_online(algorithm, encoded, labels, model, settings, *, random_state,
         if resume.algorithm != algorithm:
             raise ValueError(f"cannot resume {resume.algorithm!r} training with {algorithm!r}")
         if resume.n_features != n_features:
-            raise ValueError(f"the state has {resume.n_features} features, the model "
-                             f"{n_features}: expand it first")
+            raise ValueError(
+                f"the state has {resume.n_features} features, the model "
+                f"{n_features}: expand it first"
+            )
         state = resume.copy()
         if len(state.order) != n:
             # another batch: any permutation of its sequences will do
@@ -349,8 +388,9 @@ def train_online(algorithm, encoded, labels, model, settings, *, random_state,
     # The loops use no BLAS; idle OpenBLAS threads spinning after a large
     # vector product would take a core from them.
     with single_blas_thread():
-        return trainer(algorithm, problem, state, params, random_state, callback, budget,
-                       n_epochs is not None)
+        return trainer(
+            algorithm, problem, state, params, random_state, callback, budget, n_epochs is not None
+        )
 
 
 def _margin(algorithm, problem, state, params, rs, callback, budget, fixed):
@@ -364,14 +404,22 @@ def _margin(algorithm, problem, state, params, rs, callback, budget, fixed):
             loss = 0.0  # nothing to learn from (or nothing to learn)
         elif algorithm == "ap":
             loss, state.counter = problem.perceptron_epoch(
-                state.order, state.weights, state.weight_sums, state.counter)
+                state.order, state.weights, state.weight_sums, state.counter
+            )
         elif algorithm == "pa":
             loss, state.counter = problem.passive_aggressive_epoch(
-                state.order, state.weights, state.weight_sums, state.counter,
-                int(params["pa_type"]), float(params["c"]), bool(params["error_sensitive"]))
+                state.order,
+                state.weights,
+                state.weight_sums,
+                state.counter,
+                int(params["pa_type"]),
+                float(params["c"]),
+                bool(params["error_sensitive"]),
+            )
         else:
-            loss = problem.arow_epoch(state.order, state.weights, state.variances,
-                                      float(params["gamma"]))
+            loss = problem.arow_epoch(
+                state.order, state.weights, state.variances, float(params["gamma"])
+            )
         weights = _output(state, params)
         state.n_epochs += 1
         n_iter += 1
@@ -389,7 +437,7 @@ def _margin(algorithm, problem, state, params, rs, callback, budget, fixed):
     x = _output(state, params)
     messages = {
         OnlineStatus.SMALL_LOSS: f"The mean loss of epoch {state.n_epochs} is at most "
-                                 f"epsilon ({params['epsilon']:g}).",
+        f"epsilon ({params['epsilon']:g}).",
         OnlineStatus.MAX_ITERATIONS: f"Reached max_iterations ({budget}) epochs.",
         OnlineStatus.EPOCHS_DONE: f"Ran the {budget} epoch(s) requested.",
     }
@@ -454,16 +502,22 @@ def _calibrate(problem, state, params, lam, rs):
         trial += 1
         if trial >= int(params["calibration_max_trials"]):
             break
-    return best_eta, dict(eta=best_eta, t0=1.0 / (lam * best_eta), initial_loss=initial_loss,
-                          trials=trials)
+    return best_eta, dict(
+        eta=best_eta, t0=1.0 / (lam * best_eta), initial_loss=initial_loss, trials=trials
+    )
 
 
 def _l2sgd(algorithm, problem, state, params, rs, callback, budget, fixed):
     """SGD with L2 regularization: calibration, epochs, the period/delta test."""
     n = problem.n_sequences
     if n == 0:
-        return OnlineResult(state.weights.copy(), 0, OnlineStatus.MAX_ITERATIONS,
-                            "No non-empty sequence to train on.", state)
+        return OnlineResult(
+            state.weights.copy(),
+            0,
+            OnlineStatus.MAX_ITERATIONS,
+            "No non-empty sequence to train on.",
+            state,
+        )
     lam = 2.0 * float(params["c2"]) / n
     calibration = None
     if state.eta is None:
@@ -479,7 +533,8 @@ def _l2sgd(algorithm, problem, state, params, rs, callback, budget, fixed):
         before = (state.weights.copy(), state.n_updates)
         with np.errstate(over="ignore", invalid="ignore"):
             loss, state.n_updates, eta = _l2sgd_run(
-                problem, state.order, state.weights, t0, lam, state.n_updates)
+                problem, state.order, state.weights, t0, lam, state.n_updates
+            )
         if not (np.isfinite(loss) and np.isfinite(state.weights).all()):
             state.weights, state.n_updates = before
             status = OnlineStatus.OVERFLOW
@@ -510,11 +565,13 @@ def _l2sgd(algorithm, problem, state, params, rs, callback, budget, fixed):
         x = best_w.copy() if np.isfinite(best_loss) else state.weights.copy()
     messages = {
         OnlineStatus.SMALL_IMPROVEMENT: f"The loss improved by less than delta ({delta:g}) "
-                                        f"over the last {period} epochs.",
+        f"over the last {period} epochs.",
         OnlineStatus.MAX_ITERATIONS: f"Reached max_iterations ({budget}) epochs.",
         OnlineStatus.EPOCHS_DONE: f"Ran the {budget} epoch(s) requested.",
         OnlineStatus.OVERFLOW: f"The loss overflowed in epoch {state.n_epochs + 1}; "
-                               "the weights are those before it (try a smaller "
-                               "calibration_eta or a larger c2).",
+        "the weights are those before it (try a smaller "
+        "calibration_eta or a larger c2).",
     }
-    return OnlineResult(x, n_iter, status, messages.get(status, status.description), state, calibration)
+    return OnlineResult(
+        x, n_iter, status, messages.get(status, status.description), state, calibration
+    )

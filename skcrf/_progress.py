@@ -69,8 +69,13 @@ class ProgressDisplay:
             else:
                 columns, rows = _terminal_size(self.stream)
                 self._bar = tqdm(
-                    total=self.total, file=self.stream, unit="it", leave=True,
-                    ncols=columns, nrows=rows, desc="skcrf",
+                    total=self.total,
+                    file=self.stream,
+                    unit="it",
+                    leave=True,
+                    ncols=columns,
+                    nrows=rows,
+                    desc="skcrf",
                 )
 
     def _summary(self, entry):
@@ -82,7 +87,9 @@ class ProgressDisplay:
         self._previous_loss = loss
         for key in ("validation_score", "dev_accuracy"):
             if key in entry:
-                parts.append(f"{'dev' if key == 'dev_accuracy' else 'validation'}={entry[key]:.4f}")
+                parts.append(
+                    f"{'dev' if key == 'dev_accuracy' else 'validation'}={entry[key]:.4f}"
+                )
                 break
         return "  ".join(p for p in parts if p)
 

@@ -35,8 +35,9 @@ _END = object()
 _NO_LABELS = object()
 
 
-def encode_data(vocabulary, X, y=_NO_LABELS, *, grow, name="X", y_name="y", single_hint=True,
-                dense=False):
+def encode_data(
+    vocabulary, X, y=_NO_LABELS, *, grow, name="X", y_name="y", single_hint=True, dense=False
+):
     """Encode ``X`` (any iterable of sequences), reading it once.
 
     Parameters
@@ -69,7 +70,9 @@ def encode_data(vocabulary, X, y=_NO_LABELS, *, grow, name="X", y_name="y", sing
     """
     if is_reusable(X):
         encoded = vocabulary.encode(
-            check_sequences(X, name=name, single_hint=single_hint), grow=grow, name=name,
+            check_sequences(X, name=name, single_hint=single_hint),
+            grow=grow,
+            name=name,
             dense=dense,
         )
         if y is _NO_LABELS:
@@ -101,9 +104,7 @@ def _stream(vocabulary, X, y, grow, name, y_name, single_hint, dense):
                         f"{name}[{i}] exists; they must have one label sequence per "
                         "sequence."
                     )
-                label_sequences.append(
-                    check_label_sequence(labels, i, len(seq), y_name, name)
-                )
+                label_sequences.append(check_label_sequence(labels, i, len(seq), y_name, name))
             encoder.add(seq)
             del seq  # the dicts go now (the iterator may hold no other reference)
         if labels_left is not None and next(labels_left, _END) is not _END:

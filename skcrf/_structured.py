@@ -1,5 +1,7 @@
-"""Structured outputs of a fitted model: n-best labellings, sequence
-probabilities and transition marginals, with or without constraints.
+"""Structured outputs of a fitted model.
+
+n-best labellings, sequence probabilities and transition marginals, with or
+without constraints.
 
 Functions over a :class:`~skcrf._decode.Decoder` and encoded sequences,
 batched in the blocks of :mod:`skcrf._blocks` and dealt to threads as
@@ -65,7 +67,11 @@ def _block_log_z(block, workspace, arrays, emissions, masks, name):
         apply_zero_masks(emissions, masks)
         log_z = np.empty(block.n_sequences)
         forward_log_partition(
-            emissions, arrays.exp_trans, block.batch_sizes, workspace.alpha, workspace.scale,
+            emissions,
+            arrays.exp_trans,
+            block.batch_sizes,
+            workspace.alpha,
+            workspace.scale,
             log_z,
         )
         log_z += np.bincount(block.columns, weights=row_max, minlength=block.n_sequences)
@@ -198,9 +204,9 @@ def sequence_scores(decoder, encoded, label_index, n_threads=1, constraints=None
         terms[first:] += transitions[labels[rows - batch_sizes[steps - 1]], labels[first:]]
         terms[unknown] = -np.inf
         scores = np.bincount(block.columns, weights=terms, minlength=block.n_sequences)
-        scores[np.bincount(block.columns, weights=unknown, minlength=block.n_sequences) > 0] = (
-            -np.inf
-        )
+        scores[
+            np.bincount(block.columns, weights=unknown, minlength=block.n_sequences) > 0
+        ] = -np.inf
         log_z = _block_log_z(block, workspace, arrays, emissions, masks, name)
         out[block.sequences] = scores - log_z
 
@@ -235,8 +241,13 @@ def transition_marginals(decoder, encoded, n_threads=1, constraints=None, name="
             apply_zero_masks(psi, masks)
             alpha, beta, weighted = workspace.alpha[:n], workspace.beta[:n], workspace.weighted[:n]
             _kernels.forward_backward(
-                psi, arrays.exp_trans, block.batch_sizes, alpha, workspace.scale,
-                workspace.beta, workspace.weighted,
+                psi,
+                arrays.exp_trans,
+                block.batch_sizes,
+                alpha,
+                workspace.scale,
+                workspace.beta,
+                workspace.weighted,
             )
             if np.isfinite(alpha).all():
                 # alpha now holds the marginals alpha * beta; the pair of row r

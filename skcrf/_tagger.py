@@ -94,8 +94,15 @@ LabelSequencesLike = Iterable[Sequence[Any]]
 
 #: The fitted attributes set by fit (and read lazily from model_filename).
 _FITTED_ATTRIBUTES = frozenset(
-    {"classes_", "attributes_", "n_features_", "n_iter_", "status_", "training_log_",
-     "best_iteration_"}
+    {
+        "classes_",
+        "attributes_",
+        "n_features_",
+        "n_iter_",
+        "status_",
+        "training_log_",
+        "best_iteration_",
+    }
 )
 
 
@@ -566,13 +573,16 @@ calibration_candidates, calibration_max_trials : default=None
         if X_dev is not None:
             # read at every iteration: a generator would be empty after the first
             check_reusable(X_dev, "X_dev", "it is scored at every iteration")
-            check_reusable(y_dev, "y_dev", "it is scored at every iteration",
-                           what="a list of label sequences")
+            check_reusable(
+                y_dev, "y_dev", "it is scored at every iteration", what="a list of label sequences"
+            )
         label_sequences = y
         validation_part: Any = None
         if self.early_stopping and X_dev is None:
-            reason = ("early_stopping without X_dev holds out a random part of X as "
-                      "validation data (or give X_dev and y_dev)")
+            reason = (
+                "early_stopping without X_dev holds out a random part of X as "
+                "validation data (or give X_dev and y_dev)"
+            )
             check_reusable(X, "X", reason)
             check_reusable(y, "y", reason, what="a list of label sequences")
             X, label_sequences, validation_part = self._split_validation(
@@ -597,7 +607,10 @@ calibration_candidates, calibration_max_trials : default=None
             label_index, classes = encode_labels(labels, classes, name="y")
         else:
             label_index, classes, partial = check_partial_training_labels(
-                label_sequences, encoded.lengths, self.missing_label, name="y",
+                label_sequences,
+                encoded.lengths,
+                self.missing_label,
+                name="y",
                 previous_classes=None if previous is None else previous.classes,
             )
             if partial is not None and algorithm != "lbfgs":
@@ -626,8 +639,8 @@ calibration_candidates, calibration_max_trials : default=None
             observed = _scatter(observed, new_index, model.n_features)
             resume = self._resumed_trainer_state(algorithm, old_index, model.n_features)
 
-        holdout = None if X_dev is None else _DevEvaluator(
-            X_dev, y_dev, vocabulary, model, self.n_jobs
+        holdout = (
+            None if X_dev is None else _DevEvaluator(X_dev, y_dev, vocabulary, model, self.n_jobs)
         )
         validation = None
         if self.early_stopping:
@@ -635,16 +648,25 @@ calibration_candidates, calibration_max_trials : default=None
             validation = self._validation_score(X_val, y_val, vocabulary, model)
         log = TrainingLog(verbose=self.verbose, total=settings["max_iterations"] or None)
         monitor = TrainingMonitor(
-            log, holdout=holdout, validation=validation,
-            n_iter_no_change=self.n_iter_no_change, tol=self.tol, callback=callback,
+            log,
+            holdout=holdout,
+            validation=validation,
+            n_iter_no_change=self.n_iter_no_change,
+            tol=self.tol,
+            callback=callback,
         )
         trainer_state = None
         if algorithm == "lbfgs":
             result = self._minimize(encoded, model, observed, settings, monitor, partial)
         else:
             result = train_online(
-                algorithm, encoded, label_index, model, settings,
-                random_state=self._random_state(), callback=monitor.online_epoch,
+                algorithm,
+                encoded,
+                label_index,
+                model,
+                settings,
+                random_state=self._random_state(),
+                callback=monitor.online_epoch,
                 resume=resume,
             )
             trainer_state = result.state
@@ -652,8 +674,13 @@ calibration_candidates, calibration_max_trials : default=None
         log.finish(status, result.message if status is result.status else status.description)
         # Set together, so an interrupted fit leaves the estimator unchanged.
         self._set_fitted(
-            model.with_weights(weights), result.n_iter, status, log, vocabulary,
-            trainer_state, best_iteration=monitor.best_iteration,
+            model.with_weights(weights),
+            result.n_iter,
+            status,
+            log,
+            vocabulary,
+            trainer_state,
+            best_iteration=monitor.best_iteration,
         )
         self.__dict__.pop("_partial_fit_rng", None)
         self._write_model_file()
@@ -689,7 +716,9 @@ calibration_candidates, calibration_max_trials : default=None
     def _validation_score(self, X_val, y_val, vocabulary, model):
         """``score(w)`` on the early-stopping data: higher is better."""
         if self.scoring is None:
-            accuracy = _DevEvaluator(X_val, y_val, vocabulary, model, self.n_jobs, name="validation")
+            accuracy = _DevEvaluator(
+                X_val, y_val, vocabulary, model, self.n_jobs, name="validation"
+            )
             return accuracy.accuracy
         scorer = get_scorer(self.scoring)
 
@@ -745,8 +774,12 @@ calibration_candidates, calibration_max_trials : default=None
                 # sequences): the objective is constant, nothing to optimize.
                 loss, gradient = objective.loss_gradient(np.zeros(0))
                 return LBFGSResult(
-                    x=np.zeros(0), fun=loss, grad=gradient,
-                    status=LBFGSStatus.ALREADY_MINIMIZED, n_iter=0, n_evals=1,
+                    x=np.zeros(0),
+                    fun=loss,
+                    grad=gradient,
+                    status=LBFGSStatus.ALREADY_MINIMIZED,
+                    n_iter=0,
+                    n_evals=1,
                     message="The model has no features: nothing to optimize.",
                 )
             result = minimize_lbfgs(
@@ -871,7 +904,10 @@ calibration_candidates, calibration_max_trials : default=None
                 f"{list(known)!r:.200} fixed by the first call to partial_fit."
             )
         batch_model, _ = select_features(
-            encoded, label_index, known, vocabulary.attributes,
+            encoded,
+            label_index,
+            known,
+            vocabulary.attributes,
             all_possible_states=settings["all_possible_states"],
             all_possible_transitions=settings["all_possible_transitions"],
             min_freq=settings["min_freq"],
@@ -883,14 +919,23 @@ calibration_candidates, calibration_max_trials : default=None
         else:
             model, n_iter, log = batch_model, 0, TrainingLog(verbose=self.verbose)
         result = train_online(
-            algorithm, encoded, label_index, model, settings,
+            algorithm,
+            encoded,
+            label_index,
+            model,
+            settings,
             random_state=self._partial_fit_random_state(fitted),
             callback=lambda entry, w: log.record_epoch({**entry, "num": n_iter + 1}, w),
-            resume=state, n_epochs=1,
+            resume=state,
+            n_epochs=1,
         )
         log.finish(result.status, result.message)
         self._set_fitted(
-            model.with_weights(result.x), n_iter + 1, result.status, log, vocabulary,
+            model.with_weights(result.x),
+            n_iter + 1,
+            result.status,
+            log,
+            vocabulary,
             result.state,
         )
         self._write_model_file()
@@ -904,8 +949,9 @@ calibration_candidates, calibration_max_trials : default=None
 
     # -- fitted state ------------------------------------------------------
 
-    def _set_fitted(self, model, n_iter, status, log, vocabulary=None, trainer_state=None,
-                    best_iteration=None):
+    def _set_fitted(
+        self, model, n_iter, status, log, vocabulary=None, trainer_state=None, best_iteration=None
+    ):
         if vocabulary is None:
             vocabulary = Vocabulary(model.attributes, model.value_separator)
         self._model = model
@@ -941,7 +987,10 @@ calibration_candidates, calibration_max_trials : default=None
         names = cls._get_param_names()
         tagger = cls(**{k: v for k, v in state.params.items() if k in names})
         tagger._set_fitted(
-            state.model, state.n_iter, state.status, state.training_log,
+            state.model,
+            state.n_iter,
+            state.status,
+            state.training_log,
             best_iteration=state.extra.get("best_iteration"),
         )
         return tagger
@@ -1136,9 +1185,7 @@ calibration_candidates, calibration_max_trials : default=None
             allowed_transitions = self.allowed_transitions
         if allowed_transitions is None and partial_labels is None:
             return None
-        return Constraints.build(
-            self.classes_, lengths, allowed_transitions, partial_labels
-        )
+        return Constraints.build(self.classes_, lengths, allowed_transitions, partial_labels)
 
     def predict(
         self, X: SequencesLike, *, allowed_transitions: Any = None, partial_labels: Any = None
@@ -1189,12 +1236,15 @@ calibration_candidates, calibration_max_trials : default=None
         self._fitted_model()  # cheaper than check_is_fitted: this path is per sentence
         _check_single(xseq)
         encoded = self._vocabulary.encode([xseq], grow=False, name="xseq")
-        if allowed_transitions is None and self.allowed_transitions is None and (
-            partial_labels is None
+        if (
+            allowed_transitions is None
+            and self.allowed_transitions is None
+            and (partial_labels is None)
         ):
             return self.classes_[self._decoder.viterbi_single(encoded, name="xseq")].tolist()
         constraints = self._constraints(
-            encoded.lengths, allowed_transitions,
+            encoded.lengths,
+            allowed_transitions,
             None if partial_labels is None else [partial_labels],
         )
         path = self._decoder.viterbi(encoded, 1, name="xseq", constraints=constraints)
@@ -1236,7 +1286,8 @@ calibration_candidates, calibration_max_trials : default=None
         """
         _check_single(xseq)
         return self.predict_marginals(
-            [xseq], allowed_transitions=allowed_transitions,
+            [xseq],
+            allowed_transitions=allowed_transitions,
             partial_labels=None if partial_labels is None else [partial_labels],
         )[0]
 
@@ -1274,7 +1325,10 @@ calibration_candidates, calibration_max_trials : default=None
         encoded = self._encode(X)
         constraints = self._constraints(encoded.lengths, allowed_transitions, partial_labels)
         paths, log_proba, found = nbest(
-            self._decoder, encoded, int(n), effective_n_threads(self.n_jobs),
+            self._decoder,
+            encoded,
+            int(n),
+            effective_n_threads(self.n_jobs),
             constraints=constraints,
         )
         lengths = np.asarray(encoded.lengths)
@@ -1282,10 +1336,7 @@ calibration_candidates, calibration_max_trials : default=None
         labels = [self.classes_[row].tolist() for row in paths[: int(found.max(initial=1))]]
         log_proba = log_proba.tolist()
         return [
-            [
-                (labels[q][start:stop], log_proba[i][q])
-                for q in range(found_i)
-            ]
+            [(labels[q][start:stop], log_proba[i][q]) for q in range(found_i)]
             for i, (start, stop, found_i) in enumerate(
                 zip(bounds[:-1], bounds[1:], found.tolist())
             )
@@ -1325,9 +1376,7 @@ calibration_candidates, calibration_max_trials : default=None
         constraints = self._constraints(encoded.lengths, allowed_transitions, partial_labels)
         n_threads = effective_n_threads(self.n_jobs)
         if y is None:
-            _, log_proba, _ = nbest(
-                self._decoder, encoded, 1, n_threads, constraints=constraints
-            )
+            _, log_proba, _ = nbest(self._decoder, encoded, 1, n_threads, constraints=constraints)
             return log_proba[:, 0]
         labels = check_labels(y, encoded.lengths, name="y")
         label_index, _ = encode_labels(labels, self.classes_, name="y")
@@ -1360,7 +1409,9 @@ calibration_candidates, calibration_max_trials : default=None
             self._decoder, encoded, effective_n_threads(self.n_jobs), constraints=constraints
         )
         bounds = np.concatenate([[0], np.cumsum(encoded.lengths)]).tolist()
-        return [pairs[start : max(stop - 1, start)] for start, stop in zip(bounds[:-1], bounds[1:])]
+        return [
+            pairs[start : max(stop - 1, start)] for start, stop in zip(bounds[:-1], bounds[1:])
+        ]
 
     def score(self, X: SequencesLike, y: LabelSequencesLike) -> float:
         """Token accuracy of the predictions of ``X`` against ``y``.
@@ -1382,7 +1433,8 @@ calibration_candidates, calibration_max_trials : default=None
         if not true:
             raise ValueError("score needs at least one token; all sequences are empty.")
         path = self._decoder.viterbi(
-            encoded, effective_n_threads(self.n_jobs),
+            encoded,
+            effective_n_threads(self.n_jobs),
             constraints=self._constraints(encoded.lengths, None, None),
         )
         predicted = self.classes_[path].tolist()

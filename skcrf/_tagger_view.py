@@ -39,7 +39,6 @@ from ._blocks import state_scores
 from ._decode import Decoder
 from ._featurize import Vocabulary
 from ._inference import forward_backward
-
 from ._validation import check_emissions, check_sequences
 
 __all__ = ["CRFsuiteTagger", "ParsedDump", "UnknownLabelError"]
@@ -254,8 +253,9 @@ class CRFsuiteTagger:
     # -- one sequence ----------------------------------------------------------
 
     def set(self, xseq):
-        """Set the sequence that :meth:`tag`, :meth:`probability` and
-        :meth:`marginal` work on.
+        """Set the sequence that the other methods work on.
+
+        :meth:`tag`, :meth:`probability` and :meth:`marginal` read it.
 
         Parameters
         ----------
@@ -371,9 +371,7 @@ class CRFsuiteTagger:
 
     def _require_set(self, method):
         if self._current is None:
-            raise ValueError(
-                f"{method}: no sequence is set. Call set(xseq) or tag(xseq) first."
-            )
+            raise ValueError(f"{method}: no sequence is set. Call set(xseq) or tag(xseq) first.")
         return self._current
 
     def _label_id(self, label, where):
@@ -412,10 +410,13 @@ class CRFsuiteTagger:
         """
         model = self._stored()
         n_labels = len(self._classes)
-        state = list(zip(
-            model.state_attributes().tolist(), model.state_labels.tolist(),
-            model.state_weights.tolist(),
-        ))
+        state = list(
+            zip(
+                model.state_attributes().tolist(),
+                model.state_labels.tolist(),
+                model.state_weights.tolist(),
+            )
+        )
         transitions = [
             (i // n_labels, i % n_labels, w)
             for i, w in zip(model.transition_index.tolist(), model.transition_weights.tolist())
@@ -431,10 +432,17 @@ class CRFsuiteTagger:
                 # No writer to measure the file with: the counts, and zeros
                 # for the size and offsets (which only a written file has).
                 fields = {
-                    "magic": "lCRF", "size": "0", "type": "FOMC", "version": "100",
-                    "num_features": "0", "num_labels": str(model.n_labels),
-                    "num_attrs": str(model.n_attributes), "off_features": "0x0",
-                    "off_labels": "0x0", "off_attrs": "0x0", "off_labelrefs": "0x0",
+                    "magic": "lCRF",
+                    "size": "0",
+                    "type": "FOMC",
+                    "version": "100",
+                    "num_features": "0",
+                    "num_labels": str(model.n_labels),
+                    "num_attrs": str(model.n_attributes),
+                    "off_features": "0x0",
+                    "off_labels": "0x0",
+                    "off_attrs": "0x0",
+                    "off_labelrefs": "0x0",
                     "off_attrrefs": "0x0",
                 }
             self._header_fields = fields
@@ -465,9 +473,7 @@ class CRFsuiteTagger:
         info.labels = {label: str(k) for k, label in enumerate(classes)}
         info.attributes = {name: str(a) for a, name in enumerate(names)}
         # weights as the dump prints them, so that info() and dump() agree
-        info.transitions = {
-            (classes[i], classes[j]): float(f"{w:f}") for i, j, w in transitions
-        }
+        info.transitions = {(classes[i], classes[j]): float(f"{w:f}") for i, j, w in transitions}
         info.state_features = {(names[a], classes[k]): float(f"{w:f}") for a, k, w in state}
         return info
 
@@ -498,14 +504,32 @@ def _written_header(model):
         raw = crfsuite_bytes(model)[: _HEADER.size]
     except ValueError:  # a model CRFsuite cannot store: no file, no header
         return None
-    (magic, size, kind, version, n_features, n_labels, n_attrs,
-     off_features, off_labels, off_attrs, off_labelrefs, off_attrrefs) = _HEADER.unpack(raw)
+    (
+        magic,
+        size,
+        kind,
+        version,
+        n_features,
+        n_labels,
+        n_attrs,
+        off_features,
+        off_labels,
+        off_attrs,
+        off_labelrefs,
+        off_attrrefs,
+    ) = _HEADER.unpack(raw)
     return {
-        "magic": magic.decode("latin-1"), "size": str(size), "type": kind.decode("latin-1"),
-        "version": str(version), "num_features": str(n_features),
-        "num_labels": str(n_labels), "num_attrs": str(n_attrs),
-        "off_features": f"0x{off_features:X}", "off_labels": f"0x{off_labels:X}",
-        "off_attrs": f"0x{off_attrs:X}", "off_labelrefs": f"0x{off_labelrefs:X}",
+        "magic": magic.decode("latin-1"),
+        "size": str(size),
+        "type": kind.decode("latin-1"),
+        "version": str(version),
+        "num_features": str(n_features),
+        "num_labels": str(n_labels),
+        "num_attrs": str(n_attrs),
+        "off_features": f"0x{off_features:X}",
+        "off_labels": f"0x{off_labels:X}",
+        "off_attrs": f"0x{off_attrs:X}",
+        "off_labelrefs": f"0x{off_labelrefs:X}",
         "off_attrrefs": f"0x{off_attrrefs:X}",
     }
 

@@ -67,7 +67,11 @@ def holdout_scores(truth, predicted, sequence_ends, classes, unseen=None):
         recall = match[k] / ref[k]
         f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
         scores[label] = LabelScore(
-            int(match[k]), int(model[k]), int(ref[k]), float(precision), float(recall),
+            int(match[k]),
+            int(model[k]),
+            int(ref[k]),
+            float(precision),
+            float(recall),
             float(f1),
         )
         totals += (precision, recall, f1)

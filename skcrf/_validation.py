@@ -182,8 +182,10 @@ def check_sequence(seq, i, name="X", single_hint=True):
 
 
 def is_reusable(X):
-    """Whether ``X`` can be read more than once in order (a sized, indexable
-    container, not a one-shot iterator)."""
+    """Whether ``X`` can be read more than once in order.
+
+    A sized, indexable container, not a one-shot iterator.
+    """
     return not isinstance(X, Iterator) and _is_sequence(X)
 
 
@@ -202,8 +204,9 @@ def check_iterable(X, name="X", what="a list of sequences (lists of tokens)"):
         raise TypeError(f"{name} must be {what}; got {_type_name(X)}.")
 
 
-def check_reusable(X, name="X", reason="it is read more than once",
-                   what="a list of sequences (lists of tokens)"):
+def check_reusable(
+    X, name="X", reason="it is read more than once", what="a list of sequences (lists of tokens)"
+):
     """Reject a one-shot iterator where the data is read more than once.
 
     ``reason`` completes "... must be a list: ..." in the message.
@@ -248,8 +251,7 @@ def _check_container(obj, where, what):
         raise TypeError(f"{where} must be {what}; got {_type_name(obj)}{_value_hint(obj)}.")
     if isinstance(obj, Iterator) or not _is_sequence(obj):
         hint = (
-            " Generators and other one-shot iterators are not accepted: pass "
-            "list(...) instead."
+            " Generators and other one-shot iterators are not accepted: pass list(...) instead."
             if isinstance(obj, Iterator)
             else ""
         )
@@ -280,8 +282,7 @@ def check_nonempty(sequences, n_tokens, name="X"):
         return
     if not len(sequences):
         raise ValueError(
-            f"{name} is empty: training needs at least one sequence with at "
-            "least one token."
+            f"{name} is empty: training needs at least one sequence with at least one token."
         )
     raise ValueError(
         f"{name} has no tokens: all {len(sequences)} sequences are empty; "
@@ -325,9 +326,7 @@ def token_attributes(token, i, j, name="X", separator=":", vectors=False):
         expanded = []
         for attribute, value in pairs:
             if type(value) is np.ndarray:
-                expanded.extend(
-                    (f"{attribute}[{k}]", v) for k, v in enumerate(value.tolist())
-                )
+                expanded.extend((f"{attribute}[{k}]", v) for k, v in enumerate(value.tolist()))
             else:
                 expanded.append((attribute, value))
         return expanded
@@ -448,9 +447,7 @@ def _vector(value, i, j, name, key):
     except OverflowError:
         raise ValueError(f"{where} holds a value too large for a float.") from None
     if array.ndim != 1:
-        raise ValueError(
-            f"{where} is a {array.ndim}-D array; a vector feature must be 1-D."
-        )
+        raise ValueError(f"{where} is a {array.ndim}-D array; a vector feature must be 1-D.")
     if not len(array):
         raise ValueError(f"{where} is an empty vector; a vector feature needs a value.")
     finite = np.isfinite(array)
@@ -579,8 +576,10 @@ def check_labels(y, lengths, name="y"):
     sequences = y if type(y) is list else list(y)
     if sequences:
         first = sequences[0]
-        if isinstance(first, (str, bytes)) or not _is_sequence(first) or isinstance(
-            first, Mapping
+        if (
+            isinstance(first, (str, bytes))
+            or not _is_sequence(first)
+            or isinstance(first, Mapping)
         ):
             raise TypeError(
                 f"{name} must be a list of label sequences, but {name}[0] is "
@@ -619,8 +618,7 @@ def check_classes(classes):
     """``classes`` of partial_fit as a list of labels."""
     if isinstance(classes, (str, bytes, Mapping)) or not hasattr(classes, "__iter__"):
         raise TypeError(
-            f"classes must be a list of labels; got {type(classes).__name__} "
-            f"{classes!r:.100}."
+            f"classes must be a list of labels; got {type(classes).__name__} {classes!r:.100}."
         )
     classes = list(classes)
     if not classes:
@@ -790,8 +788,10 @@ def check_label_sequences(y, name="y", iterables=False):
                 )
             if isinstance(seq, Iterator):  # a generator: "pass list(...)"
                 _check_container(seq, f"{name}[{i}]", "a label sequence (a list of labels)")
-            if isinstance(seq, (str, bytes)) or not _is_sequence(seq) or (
-                isinstance(seq, np.ndarray) and seq.ndim == 0
+            if (
+                isinstance(seq, (str, bytes))
+                or not _is_sequence(seq)
+                or (isinstance(seq, np.ndarray) and seq.ndim == 0)
             ):
                 raise _flat_list_error(name, i, seq)
             if isinstance(seq, np.ndarray) and seq.ndim != 1:
@@ -926,7 +926,7 @@ def check_partial_labels(partial_labels, lengths, classes, name="partial_labels"
     token_masks = np.zeros((len(rows) + len(set_rows), n_labels), dtype=bool)
     token_masks[np.arange(len(rows)), np.asarray(known, dtype=np.intp)] = True
     if set_rows:
-        token_masks[len(rows):] = set_masks
+        token_masks[len(rows) :] = set_masks
     token_index[np.asarray(rows + set_rows, dtype=np.intp)] = np.arange(
         len(token_masks), dtype=np.int32
     )
@@ -1036,9 +1036,7 @@ def check_partial_training_labels(y, lengths, missing_label, name="y", previous_
     known_rows = np.flatnonzero(kinds == 0)
     known_labels = [flat[k] for k in known_rows.tolist()]
     # the checks name the token in flat order through locate_row
-    _check_label_values(
-        known_labels + members, [len(known_labels) + len(members)], name
-    )
+    _check_label_values(known_labels + members, [len(known_labels) + len(members)], name)
     prior = [] if previous_classes is None else list(previous_classes)
     _, classes = encode_labels(prior + known_labels + members, name=name)
     label_index = np.full(len(flat), -1, dtype=np.intp)

@@ -69,8 +69,17 @@ def expand_dense(encoded):
     return Encoded(indptr, ids, values, encoded.lengths)
 
 
-def select_vector_features(dense, labels, n_labels, state_ptr, state_labels, state_sum,
-                           *, all_possible_states=False, min_freq=0.0):
+def select_vector_features(
+    dense,
+    labels,
+    n_labels,
+    state_ptr,
+    state_labels,
+    state_sum,
+    *,
+    all_possible_states=False,
+    min_freq=0.0,
+):
     """Add the vector attributes' state features to those of the CSR entries.
 
     Parameters
@@ -96,7 +105,8 @@ def select_vector_features(dense, labels, n_labels, state_ptr, state_labels, sta
     n_tokens = len(labels)
     labels = np.asarray(labels, dtype=np.intp)
     onehot = sp.csr_matrix(
-        (np.ones(n_tokens), (labels, np.arange(n_tokens))), shape=(n_labels, n_tokens),
+        (np.ones(n_tokens), (labels, np.arange(n_tokens))),
+        shape=(n_labels, n_tokens),
     )
     # tokens per (label, distinct row), then the rows' values: sums (L, D)
     by_row = sp.csr_matrix(

@@ -1,4 +1,5 @@
-# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+# cython: initializedcheck=False
 """Compiled Viterbi decoding of linear-chain CRFs (batched and single sequence).
 
 Same conventions and results as :func:`skcrf._inference.viterbi` (the numpy
@@ -27,8 +28,6 @@ sums keep the exact order); pruning less is always safe. With trained
 from libc.math cimport fabs
 from libc.stdint cimport int32_t, INT32_MAX
 from libc.stdlib cimport free, malloc
-
-import numpy as np
 
 cimport numpy as cnp
 
@@ -113,7 +112,8 @@ cdef extern from *:
         *nonfinite = z == 0.0 ? 0.0 : z - z;
     }
     """
-    void skcrf_minmax(const double* x, intp n, double* lo, double* hi, double* nonfinite) noexcept nogil
+    void skcrf_minmax(const double* x, intp n, double* lo, double* hi,
+                      double* nonfinite) noexcept nogil
     void skcrf_maxplus_update(double* cur, int32_t* bp, const double* trow,
                               double p, int32_t i, intp n) noexcept nogil
 
@@ -210,7 +210,7 @@ cdef double viterbi_sequence(ViterbiWork* work, const double* emissions,
     cdef const double* bound
     cdef intp t, j, c, n_candidates, top_label
     cdef int32_t i
-    cdef double top, threshold, p, v, s
+    cdef double top, threshold, p, s
 
     if length <= 0:
         return 0.0

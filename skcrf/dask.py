@@ -62,12 +62,12 @@ from . import __version__
 from . import _dask_tasks as tasks
 from ._compat import _fit_context
 from ._dask_conll import conll_blocks, iter_conll, read_blocks
+from ._featurize import Vocabulary
 from ._lbfgs import LBFGSResult, LBFGSStatus, minimize_lbfgs
 from ._model import FittedState
-from ._tagger import CRFTagger, _DevEvaluator
 from ._monitor import TrainingMonitor
+from ._tagger import CRFTagger, _DevEvaluator
 from ._training_log import TrainingLog
-from ._featurize import Vocabulary
 
 __all__ = ["DaskCRFTagger", "iter_conll", "read_conll"]
 
@@ -98,9 +98,19 @@ def _is_bag(obj):
 # -- reading corpora ------------------------------------------------------------
 
 
-def read_conll(paths, columns, *, label_column=None, feature_func=None, comment="#",
-               delimiter=None, encoding="utf-8", blocksize=None, bag=True):
-    """Sequences of CoNLL-style column files, as a ``dask.bag.Bag`` (or a generator).
+def read_conll(
+    paths,
+    columns,
+    *,
+    label_column=None,
+    feature_func=None,
+    comment="#",
+    delimiter=None,
+    encoding="utf-8",
+    blocksize=None,
+    bag=True,
+):
+    r"""Sequences of CoNLL-style column files, as a ``dask.bag.Bag`` (or a generator).
 
     One token per line, its fields separated by whitespace; a blank line
     ends a sequence; comment lines and ``-DOCSTART-`` lines are skipped.
@@ -157,8 +167,13 @@ def read_conll(paths, columns, *, label_column=None, feature_func=None, comment=
     >>> list(read_conll(path, columns=("word", "tag"), label_column="tag", bag=False))
     [([{'word': 'The'}, {'word': 'dog'}], ['DT', 'NN']), ([{'word': 'Runs'}], ['VBZ'])]
     """
-    options = dict(label_column=label_column, feature_func=feature_func, comment=comment,
-                   delimiter=delimiter, encoding=encoding)
+    options = dict(
+        label_column=label_column,
+        feature_func=feature_func,
+        comment=comment,
+        delimiter=delimiter,
+        encoding=encoding,
+    )
     if not bag:
         return iter_conll(paths, columns, **options)
     _, db, _ = _distributed()
@@ -179,7 +194,7 @@ def _read_partition(blocks, columns, **options):
 
 
 class DaskCRFTagger(CRFTagger):
-    """A linear-chain CRF trained on a Dask cluster; the model of :class:`~skcrf.CRFTagger`.
+    r"""A linear-chain CRF trained on a Dask cluster; the model of :class:`~skcrf.CRFTagger`.
 
     Every parameter of :class:`skcrf.CRFTagger`, with the same meaning, and
     ``client``. Only ``algorithm='lbfgs'`` (the default) is supported: the
@@ -262,10 +277,15 @@ n_features_
             Predicts exactly what this estimator predicts.
         """
         state = self._get_fitted_state()
-        return CRFTagger._from_fitted_state(FittedState(
-            params=state.params, model=state.model, n_iter=state.n_iter,
-            status=state.status, training_log=state.training_log,
-        ))
+        return CRFTagger._from_fitted_state(
+            FittedState(
+                params=state.params,
+                model=state.model,
+                n_iter=state.n_iter,
+                status=state.status,
+                training_log=state.training_log,
+            )
+        )
 
     def partial_fit(self, X, y, classes=None):
         """Not supported: DaskCRFTagger trains with L-BFGS over all the data (use fit)."""
@@ -354,8 +374,12 @@ n_features_
                     validation = self._validation_score(X_dev, y_dev, vocabulary, model)
                 log = TrainingLog(verbose=self.verbose, total=settings["max_iterations"] or None)
                 monitor = TrainingMonitor(
-                    log, holdout=holdout, validation=validation,
-                    n_iter_no_change=self.n_iter_no_change, tol=self.tol, callback=callback,
+                    log,
+                    holdout=holdout,
+                    validation=validation,
+                    n_iter_no_change=self.n_iter_no_change,
+                    tol=self.tol,
+                    callback=callback,
                 )
                 result = self._minimize_distributed(objective, settings, monitor)
                 info = objective.info()
@@ -364,8 +388,14 @@ n_features_
                 client.close()
         status, weights = self._outcome(algorithm, result, monitor)
         log.finish(status, result.message if status is result.status else status.description)
-        self._set_fitted(model.with_weights(weights), result.n_iter, status, log, vocabulary,
-                         best_iteration=monitor.best_iteration)
+        self._set_fitted(
+            model.with_weights(weights),
+            result.n_iter,
+            status,
+            log,
+            vocabulary,
+            best_iteration=monitor.best_iteration,
+        )
         self.fit_info_ = info
         self._write_model_file()
         return self
@@ -390,8 +420,12 @@ n_features_
         if model.n_features == 0:
             loss, gradient = objective(np.zeros(0))
             return LBFGSResult(
-                x=np.zeros(0), fun=loss, grad=gradient,
-                status=LBFGSStatus.ALREADY_MINIMIZED, n_iter=0, n_evals=1,
+                x=np.zeros(0),
+                fun=loss,
+                grad=gradient,
+                status=LBFGSStatus.ALREADY_MINIMIZED,
+                n_iter=0,
+                n_evals=1,
                 message="The model has no features: nothing to optimize.",
             )
         result = minimize_lbfgs(
@@ -490,14 +524,15 @@ def _score_partition(X_part, y_part, tagger):
     predicted = tagger.predict(X_part)
     if len(y_part) != len(predicted):
         raise ValueError(
-            f"a partition of X has {len(predicted)} sequences but the one of y has "
-            f"{len(y_part)}."
+            f"a partition of X has {len(predicted)} sequences but the one of y has {len(y_part)}."
         )
     correct = total = 0
     for i, (true, pred) in enumerate(zip(y_part, predicted)):
         if len(true) != len(pred):
-            raise ValueError(f"y[{i}] (in its partition) has {len(true)} labels but X[{i}] "
-                             f"has {len(pred)} tokens.")
+            raise ValueError(
+                f"y[{i}] (in its partition) has {len(true)} labels but X[{i}] "
+                f"has {len(pred)} tokens."
+            )
         correct += sum(a == b for a, b in zip(true, pred))
         total += len(true)
     return [(correct, total)]
@@ -556,8 +591,7 @@ def _as_bags(X, y, npartitions, client):
     for name, data in (("X", X), ("y", y)):
         if not isinstance(data, (Sequence, np.ndarray)):
             raise TypeError(
-                f"{name} must be a dask.bag.Bag or a list of sequences; got "
-                f"{type(data).__name__}."
+                f"{name} must be a dask.bag.Bag or a list of sequences; got {type(data).__name__}."
             )
     if len(X) != len(y):
         raise ValueError(
@@ -568,8 +602,10 @@ def _as_bags(X, y, npartitions, client):
         npartitions = sum(client.nthreads().values()) or 1
     npartitions = max(1, min(int(npartitions), len(X) or 1))
     # the same length and count give the same partition boundaries
-    return (db.from_sequence(list(X), npartitions=npartitions),
-            db.from_sequence(list(y), npartitions=npartitions))
+    return (
+        db.from_sequence(list(X), npartitions=npartitions),
+        db.from_sequence(list(y), npartitions=npartitions),
+    )
 
 
 #: Fan-in of the tree that sums the partitions' gradients (dask.bag's default
@@ -585,7 +621,7 @@ def _tree(items, combine, fan_in=2):
     sums (and their rounding) does not depend on where the tasks run.
     """
     while len(items) > 1:
-        groups = [items[i:i + fan_in] for i in range(0, len(items), fan_in)]
+        groups = [items[i : i + fan_in] for i in range(0, len(items), fan_in)]
         items = [group[0] if len(group) == 1 else combine(group) for group in groups]
     return items[0]
 
@@ -622,14 +658,21 @@ class _DistributedObjective:
         y_parts = y.to_delayed(optimize_graph=False)
         scans = [
             delayed(tasks.scan_partition, pure=False)(
-                xp, yp, k, __version__, dask_key_name=f"skcrf-scan-{token}-{k}")
+                xp, yp, k, __version__, dask_key_name=f"skcrf-scan-{token}-{k}"
+            )
             for k, (xp, yp) in enumerate(zip(x_parts, y_parts))
         ]
-        stats = [delayed(tasks.partition_stats)(scan, dask_key_name=f"skcrf-stats-{token}-{k}")
-                 for k, scan in enumerate(scans)]
+        stats = [
+            delayed(tasks.partition_stats)(scan, dask_key_name=f"skcrf-stats-{token}-{k}")
+            for k, scan in enumerate(scans)
+        ]
         depth = iter(range(10**9))
-        root = _tree(stats, lambda group: delayed(tasks.merge_stats)(
-            *group, dask_key_name=f"skcrf-merge-{token}-{next(depth)}"))
+        root = _tree(
+            stats,
+            lambda group: delayed(tasks.merge_stats)(
+                *group, dask_key_name=f"skcrf-merge-{token}-{next(depth)}"
+            ),
+        )
         bundle = delayed(tasks.build_model)(
             root,
             all_possible_states=settings["all_possible_states"],
@@ -638,8 +681,9 @@ class _DistributedObjective:
             dask_key_name=f"skcrf-model-{token}",
         )
         parts = [
-            delayed(tasks.vectorize_partition)(scan, bundle, n_jobs, __version__,
-                                dask_key_name=f"skcrf-partition-{token}-{k}")
+            delayed(tasks.vectorize_partition)(
+                scan, bundle, n_jobs, __version__, dask_key_name=f"skcrf-partition-{token}-{k}"
+            )
             for k, scan in enumerate(scans)
         ]
         futures = self.client.compute([bundle, *parts])
@@ -651,9 +695,13 @@ class _DistributedObjective:
         for future in self.partitions:
             if future.status == "error":
                 future.result()  # raises the partition's error
-        sizes = self.client.gather(self.client.map(
-            tasks.encoded_nbytes, self.partitions, key=[
-                f"skcrf-nbytes-{token}-{k}" for k in range(len(self.partitions))]))
+        sizes = self.client.gather(
+            self.client.map(
+                tasks.encoded_nbytes,
+                self.partitions,
+                key=[f"skcrf-nbytes-{token}-{k}" for k in range(len(self.partitions))],
+            )
+        )
         self.vectorized_bytes = int(sum(sizes))
         self.n_tokens = bundle_value.n_tokens
 
@@ -670,8 +718,13 @@ class _DistributedObjective:
             for k, part in enumerate(self.partitions)
         ]
         count = iter(range(len(partial)))
-        total = _tree(partial, lambda group: client.submit(
-            tasks.add_losses, *group, key=f"skcrf-sum-{tag}-{next(count)}"), SUM_FAN_IN)
+        total = _tree(
+            partial,
+            lambda group: client.submit(
+                tasks.add_losses, *group, key=f"skcrf-sum-{tag}-{next(count)}"
+            ),
+            SUM_FAN_IN,
+        )
         log_z, expected = total.result()
         del partial, weights, total
         with np.errstate(over="ignore", invalid="ignore"):
@@ -709,4 +762,3 @@ class _DistributedObjective:
                 pass
         self._futures = []
         self.partitions = []
-

@@ -46,8 +46,11 @@ def load_treebank(
     except LookupError:
         if not download:
             raise LookupError(_missing_message()) from None
-        print("The NLTK treebank sample is missing; downloading it with "
-              "nltk.download('treebank') ...", file=sys.stderr)
+        print(
+            "The NLTK treebank sample is missing; downloading it with "
+            "nltk.download('treebank') ...",
+            file=sys.stderr,
+        )
         if not nltk.download("treebank", quiet=True):
             raise LookupError(_missing_message()) from None
         sentences = list(nltk.corpus.treebank.tagged_sents())

@@ -239,23 +239,52 @@ _ARRAY_NAMES = {
 _JSON_KEYS = {
     1: frozenset(
         {
-            "format", "format_version", "skcrf_version", "estimator", "params",
-            "labels", "vocabulary", "vectorizer", "n_features", "n_iter", "status",
+            "format",
+            "format_version",
+            "skcrf_version",
+            "estimator",
+            "params",
+            "labels",
+            "vocabulary",
+            "vectorizer",
+            "n_features",
+            "n_iter",
+            "status",
             "training_log",
         }
     ),
     2: frozenset(
         {
-            "format", "format_version", "skcrf_version", "estimator", "params",
-            "labels", "attributes", "value_separator", "n_iter", "status",
-            "training_log", "extra",
+            "format",
+            "format_version",
+            "skcrf_version",
+            "estimator",
+            "params",
+            "labels",
+            "attributes",
+            "value_separator",
+            "n_iter",
+            "status",
+            "training_log",
+            "extra",
         }
     ),
 }
 _V1_VECTORIZER_KEYS = frozenset({"dtype", "separator", "sparse", "sort"})
 _V1_VECTORIZER_DTYPES = frozenset(
-    {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-     "float16", "float32", "float64"}
+    {
+        "int8",
+        "int16",
+        "int32",
+        "int64",
+        "uint8",
+        "uint16",
+        "uint32",
+        "uint64",
+        "float16",
+        "float32",
+        "float64",
+    }
 )
 # Status names of the online trainers carry this prefix (L-BFGS's have none).
 _ONLINE_PREFIX = "OnlineStatus."
@@ -266,9 +295,17 @@ _NUMPY_TYPES = {
     np.dtype(t).name: t
     for t in (
         np.bool_,
-        np.int8, np.int16, np.int32, np.int64,
-        np.uint8, np.uint16, np.uint32, np.uint64,
-        np.float16, np.float32, np.float64,
+        np.int8,
+        np.int16,
+        np.int32,
+        np.int64,
+        np.uint8,
+        np.uint16,
+        np.uint32,
+        np.uint64,
+        np.float16,
+        np.float32,
+        np.float64,
     )
 }
 _NUMPY_TYPES["str_"] = np.str_
@@ -310,8 +347,7 @@ def _encode_value(value, what, depth=0):
     if kind is tuple or kind is list or kind is dict:
         if depth >= _MAX_DEPTH:
             raise TypeError(
-                f"{what} {value!r:.200} is nested more than {_MAX_DEPTH} deep; "
-                "it cannot be saved."
+                f"{what} {value!r:.200} is nested more than {_MAX_DEPTH} deep; it cannot be saved."
             )
         if kind is dict:
             encoded = {}
@@ -367,8 +403,7 @@ def _decode_value(item, what, depth=0):
     """Inverse of :func:`_encode_value`; ValueError on anything unexpected."""
     if type(item) is not dict or type(item.get("type")) is not str:
         raise ValueError(
-            f"{what}: expected a tagged value {{'type': ..., 'value': ...}}, "
-            f"got {item!r:.200}."
+            f"{what}: expected a tagged value {{'type': ..., 'value': ...}}, got {item!r:.200}."
         )
     kind = item["type"]
     expected_keys = {"type"} if kind == "none" else {"type", "value"}
@@ -401,9 +436,7 @@ def _decode_value(item, what, depth=0):
             if depth >= _MAX_DEPTH:
                 raise ValueError(f"{what}: values nested more than {_MAX_DEPTH} deep.")
             if kind == "dict":
-                return {
-                    key: _decode_value(v, what, depth + 1) for key, v in value.items()
-                }
+                return {key: _decode_value(v, what, depth + 1) for key, v in value.items()}
             items = [_decode_value(v, what, depth + 1) for v in value]
             return tuple(items) if kind == "tuple" else items
     elif kind.startswith("numpy:") and kind[6:] in _NUMPY_TYPES:
@@ -460,13 +493,10 @@ def _check_model_arrays(n_attributes, n_labels, arrays):
     n_states = len(labels)
     if len(ptr) != n_attributes + 1:
         raise ValueError(
-            f"state_ptr has {len(ptr)} entries; n_attributes + 1 = {n_attributes + 1} "
-            "expected."
+            f"state_ptr has {len(ptr)} entries; n_attributes + 1 = {n_attributes + 1} expected."
         )
     if ptr[0] != 0 or ptr[-1] != n_states or (np.diff(ptr) < 0).any():
-        raise ValueError(
-            f"state_ptr must be non-decreasing from 0 to n_states = {n_states}."
-        )
+        raise ValueError(f"state_ptr must be non-decreasing from 0 to n_states = {n_states}.")
     if n_states:
         if labels.min() < 0 or labels.max() >= n_labels:
             raise ValueError(f"state_labels must be label indices in [0, {n_labels}).")
@@ -489,8 +519,7 @@ def _as_int_array(value, name):
     array = np.asarray(value)
     if array.ndim != 1 or (array.size and array.dtype.kind not in "iu"):
         raise ValueError(
-            f"model.{name} must be a 1-D integer array; got {array.dtype} of shape "
-            f"{array.shape}."
+            f"model.{name} must be a 1-D integer array; got {array.dtype} of shape {array.shape}."
         )
     if array.dtype == np.uint64 and array.size and array.max() > np.iinfo(np.int64).max:
         raise ValueError(f"model.{name} holds values beyond int64.")
@@ -501,8 +530,7 @@ def _as_float_array(value, name):
     array = np.asarray(value)
     if array.ndim != 1 or (array.size and array.dtype.kind not in "fiu"):
         raise ValueError(
-            f"model.{name} must be a 1-D float array; got {array.dtype} of shape "
-            f"{array.shape}."
+            f"model.{name} must be a 1-D float array; got {array.dtype} of shape {array.shape}."
         )
     return np.ascontiguousarray(array, dtype=np.float64)
 
@@ -640,8 +668,10 @@ def _state_document(state, estimator):
         "transition_index": _as_int_array(model.transition_index, "transition_index"),
         "transition_weights": _as_float_array(model.transition_weights, "transition_weights"),
     }
-    for index, weights in (("state_labels", "state_weights"),
-                           ("transition_index", "transition_weights")):
+    for index, weights in (
+        ("state_labels", "state_weights"),
+        ("transition_index", "transition_weights"),
+    ):
         if len(arrays[index]) != len(arrays[weights]):
             raise ValueError(
                 f"model.{index} and model.{weights} have different lengths "
@@ -743,9 +773,7 @@ def _write_atomically(path, arrays):
         os.close(dir_fd)
 
 
-def save_state(
-    state: FittedState, path: str | os.PathLike[str], *, estimator: Any = None
-) -> None:
+def save_state(state: FittedState, path: str | os.PathLike[str], *, estimator: Any = None) -> None:
     """Save a fitted state to ``path`` in the skcrf model format (no pickle).
 
     Everything is checked before anything is written (the model arrays by
@@ -856,8 +884,7 @@ def _check_members(file):
         infos = archive.infolist()
         names = [info.filename for info in infos]
         if len(names) != len(set(names)) or not any(
-            set(names) == {f"{name}.npy" for name in arrays}
-            for arrays in _ARRAY_NAMES.values()
+            set(names) == {f"{name}.npy" for name in arrays} for arrays in _ARRAY_NAMES.values()
         ):
             raise ValueError(f"not an skcrf model file: {_member_set_message(names)}.")
         for info in infos:
@@ -902,13 +929,9 @@ def _read_npy_header(member, name):
     try:
         version = np.lib.format.read_magic(member)
         if version == (1, 0):
-            header = np.lib.format.read_array_header_1_0(
-                member, max_header_size=_MAX_HEADER_SIZE
-            )
+            header = np.lib.format.read_array_header_1_0(member, max_header_size=_MAX_HEADER_SIZE)
         elif version == (2, 0):
-            header = np.lib.format.read_array_header_2_0(
-                member, max_header_size=_MAX_HEADER_SIZE
-            )
+            header = np.lib.format.read_array_header_2_0(member, max_header_size=_MAX_HEADER_SIZE)
         else:
             raise ValueError(f"unsupported .npy version {version}")
     except Exception as exc:  # tokenize.TokenError, SyntaxError, ...
@@ -1008,7 +1031,7 @@ def _decode_status(name, what, nullable=True):
     if name is None and nullable:
         return None
     if type(name) is str and name.startswith(_ONLINE_PREFIX):
-        member = name[len(_ONLINE_PREFIX):]
+        member = name[len(_ONLINE_PREFIX) :]
         if member in OnlineStatus.__members__:
             return OnlineStatus[member]
     elif type(name) is str and name in LBFGSStatus.__members__:
@@ -1117,9 +1140,7 @@ def _read_v2(document, headers, npz):
         "state_labels": np.ascontiguousarray(npz["state_labels"], dtype=np.int32),
         "state_weights": np.ascontiguousarray(npz["state_weights"], dtype=np.float64),
         "transition_index": np.ascontiguousarray(npz["transition_index"], dtype=np.int64),
-        "transition_weights": np.ascontiguousarray(
-            npz["transition_weights"], dtype=np.float64
-        ),
+        "transition_weights": np.ascontiguousarray(npz["transition_weights"], dtype=np.float64),
     }
     return _fitted_state(common, separator, n_attributes, n_labels, arrays, extra)
 

@@ -289,9 +289,7 @@ def flat_fbeta_score(y_true, y_pred, beta, **kwargs):
     0.6667
     """
     flat_true, flat_pred = _flatten(y_true, y_pred)
-    return _skmetrics.fbeta_score(
-        y_true=flat_true, y_pred=flat_pred, beta=beta, **kwargs
-    )
+    return _skmetrics.fbeta_score(y_true=flat_true, y_pred=flat_pred, beta=beta, **kwargs)
 
 
 def flat_classification_report(y_true, y_pred, labels=None, **kwargs):
@@ -406,8 +404,7 @@ def _check_scheme(scheme):
         return key, _SCHEME_PREFIXES[key]
     except (KeyError, TypeError):
         raise ValueError(
-            f"Unknown tagging scheme {scheme!r}; expected one of "
-            f"{sorted(_SCHEME_PREFIXES)}."
+            f"Unknown tagging scheme {scheme!r}; expected one of {sorted(_SCHEME_PREFIXES)}."
         ) from None
 
 
@@ -464,9 +461,7 @@ def _chunks_from_parsed(parsed):
     prev_prefix, prev_type = _OUTSIDE, None
     start = None
     for i, (prefix, chunk_type) in enumerate(parsed):
-        if start is not None and _end_of_chunk(
-            prev_prefix, prefix, prev_type, chunk_type
-        ):
+        if start is not None and _end_of_chunk(prev_prefix, prefix, prev_type, chunk_type):
             chunks.append((prev_type, start, i))
             start = None
         if _start_of_chunk(prev_prefix, prefix, prev_type, chunk_type):
@@ -559,23 +554,16 @@ def _entity_counts(y_true, y_pred, scheme):
 def _check_zero_division(zero_division):
     if isinstance(zero_division, str) and zero_division == "warn":
         return 0.0
-    if isinstance(zero_division, numbers.Real) and not isinstance(
-        zero_division, bool
-    ):
+    if isinstance(zero_division, numbers.Real) and not isinstance(zero_division, bool):
         value = float(zero_division)
         if value in (0.0, 1.0) or math.isnan(value):
             return value
-    raise ValueError(
-        "zero_division must be 'warn', 0.0, 1.0 or np.nan; got "
-        f"{zero_division!r}."
-    )
+    raise ValueError(f"zero_division must be 'warn', 0.0, 1.0 or np.nan; got {zero_division!r}.")
 
 
 def _check_average(average):
     if average not in ("micro", "macro", "weighted"):
-        raise ValueError(
-            "average must be 'micro', 'macro' or 'weighted'; got " f"{average!r}."
-        )
+        raise ValueError(f"average must be 'micro', 'macro' or 'weighted'; got {average!r}.")
 
 
 _CAUSES = {
@@ -641,9 +629,7 @@ def _entity_score(metric, y_true, y_pred, scheme, average, zero_division):
         if warn and undefined:
             _warn_undefined(metric, per_type=False)
         return float(values)
-    values, undefined = _metric_values(
-        metric, n_correct, n_pred, n_true, zero_division
-    )
+    values, undefined = _metric_values(metric, n_correct, n_pred, n_true, zero_division)
     if not types:  # no chunk at all: every average is undefined
         if warn:
             _warn_undefined(metric, per_type=False)
@@ -691,6 +677,7 @@ def entity_precision_score(
     A predicted chunk is correct only when a true chunk has the same type and
     the same start and end (CoNLL-2000 ``conlleval`` definition).
     {params}
+
     Returns
     -------
     precision : float
@@ -703,19 +690,16 @@ def entity_precision_score(
     >>> entity_precision_score(y_true, y_pred)
     0.5
     """
-    return _entity_score(
-        "precision", y_true, y_pred, scheme, average, zero_division
-    )
+    return _entity_score("precision", y_true, y_pred, scheme, average, zero_division)
 
 
-def entity_recall_score(
-    y_true, y_pred, *, scheme="IOB2", average="micro", zero_division="warn"
-):
+def entity_recall_score(y_true, y_pred, *, scheme="IOB2", average="micro", zero_division="warn"):
     """Entity-level recall: correct chunks / true chunks.
 
     A true chunk is found only when a predicted chunk has the same type and
     the same start and end (CoNLL-2000 ``conlleval`` definition).
     {params}
+
     Returns
     -------
     recall : float
@@ -731,14 +715,13 @@ def entity_recall_score(
     return _entity_score("recall", y_true, y_pred, scheme, average, zero_division)
 
 
-def entity_f1_score(
-    y_true, y_pred, *, scheme="IOB2", average="micro", zero_division="warn"
-):
+def entity_f1_score(y_true, y_pred, *, scheme="IOB2", average="micro", zero_division="warn"):
     """Entity-level F1: harmonic mean of entity precision and recall.
 
     Computed as ``2 * correct / (predicted + true)`` chunks, the FB1 score of
     ``conlleval`` (as a fraction, not a percentage).
     {params}
+
     Returns
     -------
     f1 : float
@@ -832,9 +815,7 @@ def entity_classification_report(
 
     per_type = {}
     for metric in metrics:
-        values, undefined = _metric_values(
-            metric, n_correct, n_pred, n_true, zero_division
-        )
+        values, undefined = _metric_values(metric, n_correct, n_pred, n_true, zero_division)
         if warn and undefined.any():
             _warn_undefined(metric, per_type=True, stacklevel=3)
         per_type[metric] = values
@@ -899,9 +880,7 @@ SCORERS = {
     "flat_f1_weighted": make_scorer(flat_f1_score, average="weighted"),
     "flat_precision_macro": make_scorer(flat_precision_score, average="macro"),
     "flat_precision_micro": make_scorer(flat_precision_score, average="micro"),
-    "flat_precision_weighted": make_scorer(
-        flat_precision_score, average="weighted"
-    ),
+    "flat_precision_weighted": make_scorer(flat_precision_score, average="weighted"),
     "flat_recall_macro": make_scorer(flat_recall_score, average="macro"),
     "flat_recall_micro": make_scorer(flat_recall_score, average="micro"),
     "flat_recall_weighted": make_scorer(flat_recall_score, average="weighted"),

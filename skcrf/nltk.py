@@ -295,9 +295,7 @@ class CRFTagger(TaggerI):
         key = ("dict", token)  # beside the tuples, in the same cache
         features = self._feature_cache.get(key)
         if features is None:
-            features = self._feature_cache[key] = dict.fromkeys(
-                self._cached_features(token), 1.0
-            )
+            features = self._feature_cache[key] = dict.fromkeys(self._cached_features(token), 1.0)
         return features
 
     # -- model ---------------------------------------------------------------
@@ -346,7 +344,9 @@ class CRFTagger(TaggerI):
             tokens = [token for token, _ in sentence]
             X.append(self._sentence_features(tokens))
             y.append([tag for _, tag in sentence])
-        estimator = _Estimator(verbose=self._verbose, n_jobs=self._n_jobs, **self._estimator_params)
+        estimator = _Estimator(
+            verbose=self._verbose, n_jobs=self._n_jobs, **self._estimator_params
+        )
         with warnings.catch_warnings():
             if "max_iterations" in self._estimator_params:
                 # the limit was asked for: reaching it is no news (CRFsuite is silent)
@@ -461,8 +461,7 @@ def _check_sentences(sentences):
         and isinstance(sentences[0], (str, bytes))
     ):
         raise TypeError(
-            "tag_sents() expects a list of tokenized sentences, not a single tokenized "
-            "sentence."
+            "tag_sents() expects a list of tokenized sentences, not a single tokenized sentence."
         )
 
 

@@ -218,8 +218,10 @@ def test_hashlittle_known_values():
 def test_vectorized_hash_equals_scalar():
     rng = np.random.default_rng(0)
     keys = [bytes(rng.integers(1, 256, size=n, dtype=np.uint8)) for n in range(0, 80)]
-    keys += [bytes(rng.integers(1, 256, size=int(n), dtype=np.uint8))
-             for n in rng.integers(0, 40, size=300)]
+    keys += [
+        bytes(rng.integers(1, 256, size=int(n), dtype=np.uint8))
+        for n in rng.integers(0, 40, size=300)
+    ]
     keys += [b"x" * 1000, b"y" * 4999, b"z" * 37]  # long keys: the Python tail
     joined = np.frombuffer(b"".join(k + b"\0" for k in keys), dtype=np.uint8)
     sizes = np.array([len(k) + 1 for k in keys], dtype=np.int64)
@@ -232,8 +234,16 @@ def test_vectorized_hash_equals_scalar():
 
 TRAINED = [
     ("lbfgs", {"c1": 0.0, "c2": 1.0, "max_iterations": 40}),
-    ("lbfgs", {"c1": 0.5, "c2": 0.01, "max_iterations": 60,
-               "feature.possible_transitions": True, "feature.possible_states": True}),
+    (
+        "lbfgs",
+        {
+            "c1": 0.5,
+            "c2": 0.01,
+            "max_iterations": 60,
+            "feature.possible_transitions": True,
+            "feature.possible_states": True,
+        },
+    ),
     ("l2sgd", {"c2": 0.1, "max_iterations": 10}),
     ("ap", {"max_iterations": 8}),
     ("pa", {"max_iterations": 8, "type": 2}),
@@ -349,9 +359,13 @@ def test_small_models(tmp_path):
     for model in (
         base,
         CRFModel(
-            classes=base.classes, attributes=[], state_ptr=np.zeros(1, np.int64),
-            state_labels=np.zeros(0, np.int32), state_weights=np.zeros(0),
-            transition_index=np.zeros(0, np.int64), transition_weights=np.zeros(0),
+            classes=base.classes,
+            attributes=[],
+            state_ptr=np.zeros(1, np.int64),
+            state_labels=np.zeros(0, np.int32),
+            state_weights=np.zeros(0),
+            transition_index=np.zeros(0, np.int64),
+            transition_weights=np.zeros(0),
         ),
     ):
         path = tmp_path / "m.crfsuite"
@@ -438,8 +452,20 @@ def _with_size(data):
 
 def _layout(data):
     fields = struct.unpack_from("<4sI4sIIIIIIIII", data, 0)
-    names = ("magic", "size", "type", "version", "n_features", "n_labels", "n_attributes",
-             "features", "labels", "attributes", "label_refs", "attribute_refs")
+    names = (
+        "magic",
+        "size",
+        "type",
+        "version",
+        "n_features",
+        "n_labels",
+        "n_attributes",
+        "features",
+        "labels",
+        "attributes",
+        "label_refs",
+        "attribute_refs",
+    )
     return dict(zip(names, fields))
 
 
@@ -452,7 +478,7 @@ def _check_model_well_formed(model):
         assert 0 <= model.state_labels.min() and model.state_labels.max() < model.n_labels
     if len(model.transition_index):
         assert model.transition_index[0] >= 0
-        assert model.transition_index[-1] < model.n_labels ** 2
+        assert model.transition_index[-1] < model.n_labels**2
     assert len(set(model.attributes)) == model.n_attributes
 
 
@@ -497,8 +523,10 @@ def test_hostile_truncation_and_flips(hostile_sources):
         # file (its labels are the strings).
         valid_cut = data.rfind(b"SKLB")
         # Every cut of the small written file; a sample of the trained one's.
-        cuts = range(len(data)) if name == "written" else sorted(
-            set(range(64)) | set(rng.integers(len(data), size=1500).tolist())
+        cuts = (
+            range(len(data))
+            if name == "written"
+            else sorted(set(range(64)) | set(rng.integers(len(data), size=1500).tolist()))
         )
         for cut in cuts:
             assert _read_or_refuse(data[:cut]) is None
@@ -517,12 +545,14 @@ def test_hostile_truncation_and_flips(hostile_sources):
                 accepted += 1
                 # A harmless change (a weight, padding, an unused field):
                 # CRFsuite must still agree with the model read.
-                if max(np.abs(model.state_weights).max(initial=0),
-                       np.abs(model.transition_weights).max(initial=0)) < 50:
-                    strings = (
-                        list(model.classes) if name == "trained"
-                        else ["0", "1", "None", "x"]
+                if (
+                    max(
+                        np.abs(model.state_weights).max(initial=0),
+                        np.abs(model.transition_weights).max(initial=0),
                     )
+                    < 50
+                ):
+                    strings = list(model.classes) if name == "trained" else ["0", "1", "None", "x"]
                     _assert_same_as_pycrfsuite(model, _tagger(mutated), X, strings)
     assert accepted > 0  # some flips hit weights
     assert time.perf_counter() - started < 30
@@ -615,7 +645,9 @@ def test_hostile_cqdb(hostile_sources):
     _expect_error(_patched(data, cq + bwd + 4, "<I", record + 2), "record of id 1|overlap")
     names = read_crfsuite(data).model.attributes
     i, j = next(
-        (i, j) for i in range(n) for j in range(i + 1, n)
+        (i, j)
+        for i in range(n)
+        for j in range(i + 1, n)
         if len(names[i].encode()) == len(names[j].encode())
     )
     record_j = _u32(data, cq + bwd + 4 * j)
@@ -714,9 +746,7 @@ def test_hostile_refs(hostile_sources):
             _expect_error(_patched(data, first_list + 4, "<I", fid + 1), "refers to (a )?feature")
         if entries > 1 and count:
             # Two entries sharing a list: the features are named twice.
-            _expect_error(
-                _patched(data, base + 16, "<I", first_list), "names|refers to feature"
-            )
+            _expect_error(_patched(data, base + 16, "<I", first_list), "names|refers to feature")
     # CRFsuite's two unused label-reference entries are ignored.
     base = layout["label_refs"]
     assert _u32(data, base + 8) == n_labels + 2
@@ -774,8 +804,12 @@ def test_large_model_speed():
     classes = np.empty(n_labels, dtype=object)
     classes[:] = [f"T{k}" for k in range(n_labels)]
     model = CRFModel(
-        classes, attributes, state_ptr, (flat % n_labels).astype(np.int32),
-        rng.normal(size=n_states), np.arange(n_labels * n_labels, dtype=np.int64),
+        classes,
+        attributes,
+        state_ptr,
+        (flat % n_labels).astype(np.int32),
+        rng.normal(size=n_states),
+        np.arange(n_labels * n_labels, dtype=np.int64),
         rng.normal(size=n_labels * n_labels),
     )
     started = time.perf_counter()
@@ -804,8 +838,11 @@ def _small_model_for_label_cap():
     from skcrf._model import CRFModel
 
     return CRFModel(
-        classes=np.array(["A", "B"], dtype=object), attributes=["x"],
-        state_ptr=np.array([0, 1]), state_labels=np.array([1], dtype=np.int32),
-        state_weights=np.array([0.5]), transition_index=np.array([1]),
+        classes=np.array(["A", "B"], dtype=object),
+        attributes=["x"],
+        state_ptr=np.array([0, 1]),
+        state_labels=np.array([1], dtype=np.int32),
+        state_weights=np.array([0.5]),
+        transition_index=np.array([1]),
         transition_weights=np.array([-0.25]),
     )

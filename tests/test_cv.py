@@ -21,8 +21,7 @@ from sklearn.exceptions import NotFittedError
 from sklearn.model_selection import GridSearchCV, GroupKFold, KFold
 from sklearn.utils import estimator_checks
 
-from skcrf import CRFTagger
-from skcrf import CRFTaggerCV
+from skcrf import CRFTagger, CRFTaggerCV
 from skcrf.metrics import get_scorer, sequence_accuracy_score
 
 # Few iterations (FAST) and the tight rules stop fits unconverged on purpose.
@@ -44,8 +43,12 @@ def make_corpus(n_sentences=36, seed=1, noise=0.08):
     for i in range(n_sentences):
         pattern = ["D"] + ["J"] * (rng.random() < 0.5) + ["N", "V"] + ["R"] * (rng.random() < 0.4)
         words = [rng.choice(_POOLS[tag]) for tag in pattern]
-        X.append([{"w": w, "suffix": w[-2:], "prev": words[k - 1] if k else "<s>"}
-                  for k, w in enumerate(words)])
+        X.append(
+            [
+                {"w": w, "suffix": w[-2:], "prev": words[k - 1] if k else "<s>"}
+                for k, w in enumerate(words)
+            ]
+        )
         y.append([rng.choice("DJNVR") if rng.random() < noise else t for t in pattern])
         groups.append(i % 4)
     return X, y, groups
@@ -70,15 +73,23 @@ def grid_search():
 
 def test_chooses_what_an_exhaustive_search_chooses(search, grid_search):
     assert search.best_params_ == grid_search.best_params_
-    assert (search.c1_, search.c2_) == (grid_search.best_params_["c1"],
-                                        grid_search.best_params_["c2"])
+    assert (search.c1_, search.c2_) == (
+        grid_search.best_params_["c1"],
+        grid_search.best_params_["c2"],
+    )
     assert search.best_index_ == grid_search.best_index_
-    np.testing.assert_allclose(search.cv_results_["mean_test_score"],
-                               grid_search.cv_results_["mean_test_score"], atol=0.01)
+    np.testing.assert_allclose(
+        search.cv_results_["mean_test_score"],
+        grid_search.cv_results_["mean_test_score"],
+        atol=0.01,
+    )
     np.testing.assert_allclose(search.best_score_, grid_search.best_score_, atol=1e-3)
     for k in range(3):
-        np.testing.assert_allclose(search.cv_results_[f"split{k}_test_score"],
-                                   grid_search.cv_results_[f"split{k}_test_score"], atol=0.02)
+        np.testing.assert_allclose(
+            search.cv_results_[f"split{k}_test_score"],
+            grid_search.cv_results_[f"split{k}_test_score"],
+            atol=0.02,
+        )
     # warm starts did happen: fewer iterations after the first fit of a fold
     assert search.n_iter_.shape == (3, 2, 2) and (search.n_iter_ > 0).all()
 
@@ -129,13 +140,14 @@ def test_prediction_is_delegated(search):
 def test_groups_are_passed_to_the_splitter():
     grid = {"c1": [0.0], "c2": [0.1, 1.0]}
     ours = CRFTaggerCV(FAST, c1=grid["c1"], c2=grid["c2"], cv=GroupKFold(4)).fit(
-        X, Y, groups=GROUPS)
+        X, Y, groups=GROUPS
+    )
     theirs = GridSearchCV(FAST, grid, cv=GroupKFold(4)).fit(X, Y, groups=GROUPS)
     assert ours.n_splits_ == 4
     # the same folds: the first fit of each fold's path is cold, as GridSearchCV's
-    np.testing.assert_array_equal(ours.scores_[:, 0, 1],
-                                  [theirs.cv_results_[f"split{k}_test_score"][1]
-                                   for k in range(4)])
+    np.testing.assert_array_equal(
+        ours.scores_[:, 0, 1], [theirs.cv_results_[f"split{k}_test_score"][1] for k in range(4)]
+    )
     with pytest.raises(ValueError, match="groups"):
         CRFTaggerCV(FAST, c1=[0.0], c2=[1.0], cv=GroupKFold(4)).fit(X, Y)
 
@@ -150,12 +162,13 @@ def test_scoring_names_and_callables(scoring):
 
     scorer = sentence_accuracy if scoring == "callable" else scoring
     ours = CRFTaggerCV(FAST, c1=[0.0], c2=[0.1, 1.0], cv=3, scoring=scorer).fit(X, Y)
-    theirs = GridSearchCV(FAST, {"c1": [0.0], "c2": [0.1, 1.0]}, cv=3,
-                          scoring=get_scorer("sequence_accuracy")).fit(X, Y)
+    theirs = GridSearchCV(
+        FAST, {"c1": [0.0], "c2": [0.1, 1.0]}, cv=3, scoring=get_scorer("sequence_accuracy")
+    ).fit(X, Y)
     # the cold first fits (c2=1, the strongest) equal GridSearchCV's exactly
-    np.testing.assert_array_equal(ours.scores_[:, 0, 1],
-                                  [theirs.cv_results_[f"split{k}_test_score"][1]
-                                   for k in range(3)])
+    np.testing.assert_array_equal(
+        ours.scores_[:, 0, 1], [theirs.cv_results_[f"split{k}_test_score"][1] for k in range(3)]
+    )
     if scoring == "callable":
         assert calls == [12] * 6
         assert ours.scorer_ is sentence_accuracy
@@ -226,7 +239,7 @@ def test_not_fitted():
     with pytest.raises(NotFittedError):
         CRFTaggerCV().predict(X)
     with pytest.raises(NotFittedError):
-        CRFTaggerCV().classes_
+        CRFTaggerCV().classes_  # noqa: B018 - the access is the test
 
 
 def test_model_filename_is_used_by_the_refit_only(tmp_path):
@@ -245,20 +258,27 @@ def test_verbose(capsys):
     assert "(cold start)" in out and "(warm start)" in out
 
 
-@pytest.mark.parametrize("kwargs, error, match", [
-    ({"c1": []}, ValueError, "empty"),
-    ({"c2": 0}, ValueError, r"c2 == 0|empty|range"),
-    ({"c1": [0.1, -1.0]}, ValueError, ">= 0"),
-    ({"c2": [float("nan")]}, ValueError, "finite"),
-    ({"c1": [0.1, 0.1]}, ValueError, "distinct"),
-    ({"c1": 0.1}, TypeError, "an int in the range"),
-    ({"c1": [[0.1]]}, ValueError, "flat"),
-    ({"c1": None, "c2": None}, ValueError, "nothing to search"),
-    ({"estimator": CRFTagger(algorithm="l2sgd")}, ValueError, "c1=4: algorithm='l2sgd' has no c1"),
-    ({"estimator": CRFTagger(algorithm="ap"), "c1": None}, ValueError, "has no c2"),
-    ({"scoring": "accuracy"}, ValueError, "not a valid skcrf scoring"),
-    ({"estimator": KFold()}, (TypeError, ValueError), "estimator"),
-])
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        ({"c1": []}, ValueError, "empty"),
+        ({"c2": 0}, ValueError, r"c2 == 0|empty|range"),
+        ({"c1": [0.1, -1.0]}, ValueError, ">= 0"),
+        ({"c2": [float("nan")]}, ValueError, "finite"),
+        ({"c1": [0.1, 0.1]}, ValueError, "distinct"),
+        ({"c1": 0.1}, TypeError, "an int in the range"),
+        ({"c1": [[0.1]]}, ValueError, "flat"),
+        ({"c1": None, "c2": None}, ValueError, "nothing to search"),
+        (
+            {"estimator": CRFTagger(algorithm="l2sgd")},
+            ValueError,
+            "c1=4: algorithm='l2sgd' has no c1",
+        ),
+        ({"estimator": CRFTagger(algorithm="ap"), "c1": None}, ValueError, "has no c2"),
+        ({"scoring": "accuracy"}, ValueError, "not a valid skcrf scoring"),
+        ({"estimator": KFold()}, (TypeError, ValueError), "estimator"),
+    ],
+)
 def test_errors(kwargs, error, match):
     with pytest.raises(error, match=match):
         CRFTaggerCV(**{"estimator": FAST, "cv": 2, **kwargs}).fit(X, Y)
@@ -269,18 +289,21 @@ def test_bad_data():
         CRFTaggerCV(FAST, c1=[0.0], c2=[1.0], cv=2).fit(X, Y[:-1])
 
 
-@pytest.mark.parametrize("check", [
-    "check_estimator_cloneable",
-    "check_estimator_repr",
-    "check_no_attributes_set_in_init",
-    "check_do_not_raise_errors_in_init_or_set_params",
-    "check_parameters_default_constructible",
-    "check_get_params_invariance",
-    "check_set_params",
-    "check_estimator_tags_renamed",
-    "check_valid_tag_types",
-    "check_param_validation",
-])
+@pytest.mark.parametrize(
+    "check",
+    [
+        "check_estimator_cloneable",
+        "check_estimator_repr",
+        "check_no_attributes_set_in_init",
+        "check_do_not_raise_errors_in_init_or_set_params",
+        "check_parameters_default_constructible",
+        "check_get_params_invariance",
+        "check_set_params",
+        "check_estimator_tags_renamed",
+        "check_valid_tag_types",
+        "check_param_validation",
+    ],
+)
 def test_sklearn_checks(check):
     """scikit-learn's checks that feed no data (as for CRFTagger in
     tests/test_sklearn_integration.py); the rest are tested above with sequences."""

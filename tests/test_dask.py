@@ -41,11 +41,18 @@ def make_data(n, seed=0, empty=False):
     for i in range(n):
         length = 0 if empty and i % 7 == 3 else int(rng.integers(1, 9))
         words = [WORDS[j] for j in rng.integers(0, len(WORDS), length)]
-        X.append([
-            {"w": w, "prev": words[t - 1] if t else "BOS", "len": len(w) / 5,
-             "upper": w[0].isupper(), "digit": w.isdigit()}
-            for t, w in enumerate(words)
-        ])
+        X.append(
+            [
+                {
+                    "w": w,
+                    "prev": words[t - 1] if t else "BOS",
+                    "len": len(w) / 5,
+                    "upper": w[0].isupper(),
+                    "digit": w.isdigit(),
+                }
+                for t, w in enumerate(words)
+            ]
+        )
         y.append([TAGS[w] if rng.random() > 0.15 else "N" for w in words])
     return X, y
 
@@ -53,14 +60,19 @@ def make_data(n, seed=0, empty=False):
 def chunks(seq, sizes):
     out, start = [], 0
     for size in sizes:
-        out.append(seq[start:start + size])
+        out.append(seq[start : start + size])
         start += size
     return out
 
 
 def model_arrays(model):
-    return (model.attributes, model.classes.tolist(), model.state_ptr.tolist(),
-            model.state_labels.tolist(), model.transition_index.tolist())
+    return (
+        model.attributes,
+        model.classes.tolist(),
+        model.state_ptr.tolist(),
+        model.state_labels.tolist(),
+        model.transition_index.tolist(),
+    )
 
 
 # -- the map-reduce, without a cluster -------------------------------------------
@@ -69,8 +81,12 @@ def model_arrays(model):
 @pytest.mark.parametrize("sizes", [[40], [10, 10, 10, 10], [0, 13, 0, 27], [1, 1, 37, 1]])
 @pytest.mark.parametrize(
     "options",
-    [{}, {"min_freq": 2.0}, {"all_possible_states": True},
-     {"all_possible_transitions": True, "min_freq": 1.5}],
+    [
+        {},
+        {"min_freq": 2.0},
+        {"all_possible_states": True},
+        {"all_possible_transitions": True, "min_freq": 1.5},
+    ],
 )
 def test_merged_stats_give_select_features(sizes, options):
     X, y = make_data(40, seed=1, empty=True)
@@ -81,8 +97,10 @@ def test_merged_stats_give_select_features(sizes, options):
     index, classes = encode_labels(labels)
     expected, observed = select_features(encoded, index, classes, vocabulary.attributes, **options)
 
-    scans = [tasks.scan_partition(xp, yp, k, tasks.__version__)
-             for k, (xp, yp) in enumerate(zip(chunks(X, sizes), chunks(y, sizes)))]
+    scans = [
+        tasks.scan_partition(xp, yp, k, tasks.__version__)
+        for k, (xp, yp) in enumerate(zip(chunks(X, sizes), chunks(y, sizes)))
+    ]
     stats = tasks.merge_all([tasks.partition_stats(scan) for scan in scans])
     bundle = tasks.build_model(stats, **options)
     assert model_arrays(bundle.model) == model_arrays(expected)
@@ -149,7 +167,7 @@ runs VBZ B-VP
 # sent 2
 Bob NNP B-NP
 
-   
+
 sleeps VBZ B-VP
 . . O
 """
@@ -172,17 +190,28 @@ def write_corpus(folder, n_files=3, n_sentences=30, seed=0):
 
 def word_features(rows):
     words = [row["word"] for row in rows]
-    return [{"w": w, "prev": words[i - 1] if i else "BOS", "upper": w[0].isupper()}
-            for i, w in enumerate(words)]
+    return [
+        {"w": w, "prev": words[i - 1] if i else "BOS", "upper": w[0].isupper()}
+        for i, w in enumerate(words)
+    ]
 
 
 def test_read_conll_without_dask(tmp_path):
     (tmp_path / "a.conll").write_text(CONLL)
-    items = list(read_conll(tmp_path / "a.conll", columns=("word", "pos", "chunk"),
-                            label_column="chunk", bag=False))
+    items = list(
+        read_conll(
+            tmp_path / "a.conll", columns=("word", "pos", "chunk"), label_column="chunk", bag=False
+        )
+    )
     assert items == [
-        ([{"word": "The", "pos": "DT"}, {"word": "dog", "pos": "NN"},
-          {"word": "runs", "pos": "VBZ"}], ["B-NP", "I-NP", "B-VP"]),
+        (
+            [
+                {"word": "The", "pos": "DT"},
+                {"word": "dog", "pos": "NN"},
+                {"word": "runs", "pos": "VBZ"},
+            ],
+            ["B-NP", "I-NP", "B-VP"],
+        ),
         ([{"word": "Bob", "pos": "NNP"}], ["B-NP"]),
         ([{"word": "sleeps", "pos": "VBZ"}, {"word": ".", "pos": "."}], ["B-VP", "O"]),
     ]
@@ -214,7 +243,10 @@ def test_read_conll_blocks_read_every_sequence_once(tmp_path, blocksize):
 @pytest.fixture(scope="module")
 def client():
     cluster = distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
+        n_workers=2,
+        threads_per_worker=1,
+        processes=True,
+        dashboard_address=":0",
         silence_logs=logging.ERROR,
     )
     with cluster, distributed.Client(cluster) as client:
@@ -233,8 +265,9 @@ def assert_same_model(local, remote, X):
     f_local = local.training_log_.last_iteration["loss"]
     f_remote = remote.training_log_.last_iteration["loss"]
     assert abs(f_remote - f_local) <= 1e-6 * abs(f_local)
-    agree = np.mean([a == b for p, q in zip(local.predict(X), remote.predict(X))
-                     for a, b in zip(p, q)])
+    agree = np.mean(
+        [a == b for p, q in zip(local.predict(X), remote.predict(X)) for a, b in zip(p, q)]
+    )
     assert agree >= 0.999
 
 
@@ -279,9 +312,13 @@ def test_input_errors_on_the_cluster(client):
     # same number of partitions, different lengths
     X_bag = db.from_sequence(X, npartitions=2)
     y_bag = db.concat(
-        [db.from_sequence(y[:15], npartitions=1), db.from_sequence(y[15:], npartitions=1)])
-    with pytest.raises(ValueError, match=r"X\.partitions\[(0|1)\] has 20 sequences but "
-                                         r"y\.partitions\[(0|1)\] has (15|25) label"):
+        [db.from_sequence(y[:15], npartitions=1), db.from_sequence(y[15:], npartitions=1)]
+    )
+    with pytest.raises(
+        ValueError,
+        match=r"X\.partitions\[(0|1)\] has 20 sequences but "
+        r"y\.partitions\[(0|1)\] has (15|25) label",
+    ):
         DaskCRFTagger().fit(X_bag, y_bag)
     X[27][1]["w"] = float("nan")
     with pytest.raises(ValueError, match=r"X\.partitions\[1\]\[7\]\[1\]: feature 'w'"):
@@ -299,7 +336,10 @@ def test_a_worker_lost_mid_fit_gives_the_same_model():
     """A worker closed at iteration 3: its partitions are rebuilt from lineage."""
     X, y = make_data(80, seed=4)
     cluster = distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
+        n_workers=2,
+        threads_per_worker=1,
+        processes=True,
+        dashboard_address=":0",
         silence_logs=logging.CRITICAL,
     )
     with cluster, distributed.Client(cluster) as client:
@@ -309,10 +349,16 @@ def test_a_worker_lost_mid_fit_gives_the_same_model():
 
         def close_a_worker(info):
             if info.iteration == 3 and not closed:
-                holding = [address for address, keys in client.has_what().items()
-                           if any("skcrf-partition" in key for key in keys)]
-                name = next(name for name, nanny in cluster.workers.items()
-                            if nanny.worker_address == holding[0])
+                holding = [
+                    address
+                    for address, keys in client.has_what().items()
+                    if any("skcrf-partition" in key for key in keys)
+                ]
+                name = next(
+                    name
+                    for name, nanny in cluster.workers.items()
+                    if nanny.worker_address == holding[0]
+                )
                 cluster.sync(cluster.workers[name].close)
                 closed.append(holding[0])
 

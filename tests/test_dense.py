@@ -58,8 +58,7 @@ def as_scalar_keys(X):
 def test_token_attributes_vectors():
     assert token_attributes({"e": np.array([1.0, -2.0])}, 0, 0) == [("e[0]", 1.0), ("e[1]", -2.0)]
     assert token_attributes({"e": np.array([1, 2])}, 0, 0) == [("e[0]", 1.0), ("e[1]", 2.0)]
-    assert token_attributes({"e": [1.0, np.float32(2.5)]}, 0, 0) == [
-        ("e[0]", 1.0), ("e[1]", 2.5)]
+    assert token_attributes({"e": [1.0, np.float32(2.5)]}, 0, 0) == [("e[0]", 1.0), ("e[1]", 2.5)]
     assert token_attributes({"n": {"e": [0.5]}}, 0, 0) == [("n:e[0]", 0.5)]
     # a tuple, or a list of ints, is not a vector (a list of floats is)
     with pytest.raises(TypeError, match="tuple"):
@@ -82,8 +81,11 @@ def test_token_attributes_vectors():
 def test_vector_length_must_agree(dense):
     X = [[{"e": np.ones(3)}], [{"w": "a"}, {"e": np.ones(4)}]]
     vocabulary = Vocabulary(["kept"])
-    with pytest.raises(ValueError, match=r"X\[1\]\[1\]: feature 'e' is a vector of length 4, "
-                       r"but X\[0\]\[0\] gives it length 3"):
+    with pytest.raises(
+        ValueError,
+        match=r"X\[1\]\[1\]: feature 'e' is a vector of length 4, "
+        r"but X\[0\]\[0\] gives it length 3",
+    ):
         vocabulary.encode(X, grow=True, dense=dense)
     assert vocabulary.attributes == ["kept"]
     encoder = StreamEncoder(Vocabulary(), grow=True, dense=dense)
@@ -136,9 +138,10 @@ def test_dense_objective_equals_scalar_objective(options, n_threads):
     np.testing.assert_array_equal(m1.state_labels, m2.state_labels)
     np.testing.assert_allclose(o1, o2, rtol=1e-13, atol=1e-13)
     w = np.random.default_rng(3).normal(scale=0.3, size=m1.n_features)
-    with CRFObjective(e1, m1, o1, c2=0.1, n_threads=n_threads) as f1, CRFObjective(
-        e2, m2, o2, c2=0.1, n_threads=n_threads
-    ) as f2:
+    with (
+        CRFObjective(e1, m1, o1, c2=0.1, n_threads=n_threads) as f1,
+        CRFObjective(e2, m2, o2, c2=0.1, n_threads=n_threads) as f2,
+    ):
         l1, g1 = f1.loss_gradient(w)
         l2, g2 = f2.loss_gradient(w)
     assert l2 == pytest.approx(l1, rel=1e-12)

@@ -31,8 +31,10 @@ ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 PUBLIC_MODULES = ["skcrf.metrics", "skcrf.io", "skcrf.nltk", "skcrf.datasets", "skcrf.dask"]
 
-FENCE = re.compile(r"^(?P<indent> *)(?P<fence>```+|~~~+)(?P<info>[^\n`]*)\n(?P<body>.*?)^(?P=indent)(?P=fence) *$",
-                   re.DOTALL | re.MULTILINE)
+FENCE = re.compile(
+    r"^(?P<indent> *)(?P<fence>```+|~~~+)(?P<info>[^\n`]*)\n(?P<body>.*?)^(?P=indent)(?P=fence) *$",
+    re.DOTALL | re.MULTILINE,
+)
 
 
 def code_blocks(path):
@@ -75,7 +77,9 @@ def run_page(path, tmp_path):
 
 
 PAGES = sorted((DOCS / "user_guide").glob("*.md")) + [
-    DOCS / "migration.md", DOCS / "migration_nltk.md", DOCS / "install.md",
+    DOCS / "migration.md",
+    DOCS / "migration_nltk.md",
+    DOCS / "install.md",
 ]
 TREEBANK_PAGES = set()  # pages that read the NLTK treebank (filled by the scan below)
 for _page in PAGES:
@@ -88,7 +92,8 @@ def test_docs_page_code_runs(page, tmp_path, request, capsys):
     if page.name in TREEBANK_PAGES:
         request.getfixturevalue("treebank")
     if "import nltk" in page.read_text(encoding="utf-8") or "skcrf.nltk" in page.read_text(
-            encoding="utf-8"):
+        encoding="utf-8"
+    ):
         pytest.importorskip("nltk")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # pages show warnings on purpose (ConvergenceWarning)
@@ -139,11 +144,12 @@ def test_every_public_name_has_an_api_page():
             if inspect.ismodule(getattr(module, name)):
                 assert f"{module.__name__}.{name}" in PUBLIC_MODULES, (
                     f"{module_name}.{name} is a module that docs/api.rst does not cover "
-                    "(add it to PUBLIC_MODULES here and a section to docs/api.rst)")
+                    "(add it to PUBLIC_MODULES here and a section to docs/api.rst)"
+                )
                 continue
             if name not in documented.get(module_name, set()):
                 missing.append(f"{module_name}.{name}")
-    assert not missing, ("exported but without an entry in docs/api.rst: " + ", ".join(missing))
+    assert not missing, "exported but without an entry in docs/api.rst: " + ", ".join(missing)
     for module_name in PUBLIC_MODULES:
         assert module_name in documented, f"docs/api.rst has no section for {module_name}"
 
@@ -159,7 +165,10 @@ def public_docstrings():
                 continue
             seen.add(id(obj))
             qualified = f"{module_name}.{name}"
-            yield qualified, inspect.getdoc(obj) or "" if not isinstance(obj, (dict, int, str)) else ""
+            yield (
+                qualified,
+                inspect.getdoc(obj) or "" if not isinstance(obj, (dict, int, str)) else "",
+            )
             if inspect.isclass(obj):
                 for member, value in vars(obj).items():
                     if member.startswith("_") and member != "__init__":
@@ -185,4 +194,5 @@ def test_readme_benchmark_table_is_current():
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     assert render_benchmarks.START in text and render_benchmarks.END in text
     assert render_benchmarks.update_readme(text) == text, (
-        "README.md's benchmark table is stale: python docs/_tools/render_benchmarks.py --readme")
+        "README.md's benchmark table is stale: python docs/_tools/render_benchmarks.py --readme"
+    )

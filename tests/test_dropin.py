@@ -243,7 +243,7 @@ def test_partial_fit_adds_features_and_keeps_the_old_ones(algorithm):
     tagger.partial_fit([second], [WEATHER[5:]])
     assert tagger.n_iter_ == 2 and len(tagger.training_log_) == 2
     assert tagger.attributes_[: len(attributes)] == attributes
-    assert "небо:ясное" in tagger.attributes_[len(attributes):]
+    assert "небо:ясное" in tagger.attributes_[len(attributes) :]
     # features of the first batch that the second batch does not touch keep their weights
     untouched = {"umbrella"} - {a for t in second for a in t}
     for (attribute, label), weight in before.items():
@@ -285,9 +285,7 @@ def test_sklearn_crfsuite_tutorial_calls(treebank):
     y_pred = crf.predict(X_test)
     f1 = metrics.flat_f1_score(y_test, y_pred, average="weighted", labels=labels)
     assert 0.7 < f1 <= 1.0
-    report = metrics.flat_classification_report(
-        y_test, y_pred, labels=sorted(labels), digits=3
-    )
+    report = metrics.flat_classification_report(y_test, y_pred, labels=sorted(labels), digits=3)
     assert "NN" in report and "weighted avg" in report
 
     search = RandomizedSearchCV(
@@ -317,13 +315,18 @@ def test_each_trainer_is_as_accurate_as_crfsuite_on_a_treebank_slice(treebank, a
     train, test = treebank
 
     def xy(sentences):
-        X = [[treebank_token_features([w for w, _ in s], i) for i in range(len(s))]
-             for s in sentences]
+        X = [
+            [treebank_token_features([w for w, _ in s], i) for i in range(len(s))]
+            for s in sentences
+        ]
         return X, [[t for _, t in s] for s in sentences]
 
     (X_train, y_train), (X_test, y_test) = xy(train[:400]), xy(test[:150])
-    settings = {"max_iterations": 20} if algorithm != "lbfgs" else {
-        "c1": 0.1, "c2": 0.1, "max_iterations": 50}
+    settings = (
+        {"max_iterations": 20}
+        if algorithm != "lbfgs"
+        else {"c1": 0.1, "c2": 0.1, "max_iterations": 50}
+    )
     ours = CRFTagger(algorithm, random_state=0, **settings)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -364,7 +367,11 @@ def test_merge_features_is_the_union_with_the_old_weights():
     assert merged.n_features == wider.n_features  # the old features are a subset here
     rest = np.setdiff1d(np.arange(merged.n_features), index)
     assert not merged.weights[rest].any()
-    pairs = {(merged.attributes[a], merged.classes[k])
-             for a, k in zip(merged.state_attributes(), merged.state_labels)}
-    assert pairs == {(wider.attributes[a], wider.classes[k])
-                     for a, k in zip(wider.state_attributes(), wider.state_labels)}
+    pairs = {
+        (merged.attributes[a], merged.classes[k])
+        for a, k in zip(merged.state_attributes(), merged.state_labels)
+    }
+    assert pairs == {
+        (wider.attributes[a], wider.classes[k])
+        for a, k in zip(wider.state_attributes(), wider.state_labels)
+    }

@@ -16,9 +16,23 @@ def test_embeddings_example(treebank):
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     completed = subprocess.run(
-        [sys.executable, str(ROOT / "examples" / "embeddings.py"), "--max-sentences", "80",
-         "--max-iterations", "15", "--n-jobs", "1", "--dim", "10"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=180,
+        [
+            sys.executable,
+            str(ROOT / "examples" / "embeddings.py"),
+            "--max-sentences",
+            "80",
+            "--max-iterations",
+            "15",
+            "--n-jobs",
+            "1",
+            "--dim",
+            "10",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
     )
     assert completed.returncode == 0, completed.stderr
     out = completed.stdout

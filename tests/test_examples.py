@@ -29,7 +29,11 @@ def run_example(name, *args):
     env["MPLBACKEND"] = "Agg"
     completed = subprocess.run(
         [sys.executable, str(EXAMPLES / name), *args],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=TIMEOUT,
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
     )
     assert completed.returncode == 0, (
         f"{name} exited with {completed.returncode}\n"
@@ -57,8 +61,9 @@ def test_treebank_pos(treebank):
 def test_treebank_pos_plots(treebank, tmp_path):
     pytest.importorskip("matplotlib")
     prefix = tmp_path / "tb"
-    stdout = run_example("treebank_pos.py", *QUICK, "--n-jobs", "1",
-                         "--plot", "--plot-prefix", str(prefix))
+    stdout = run_example(
+        "treebank_pos.py", *QUICK, "--n-jobs", "1", "--plot", "--plot-prefix", str(prefix)
+    )
     for suffix in ("_learning_curve.png", "_transitions.png"):
         path = Path(f"{prefix}{suffix}")
         assert path.is_file() and path.stat().st_size > 0, path
@@ -68,8 +73,20 @@ def test_treebank_pos_plots(treebank, tmp_path):
 
 @pytest.mark.treebank
 def test_grid_search(treebank):
-    stdout = run_example("grid_search.py", *QUICK, "--n-jobs", "2", "--cv", "2",
-                         "--c1", "0", "0.1", "--c2", "0.01", "1")
+    stdout = run_example(
+        "grid_search.py",
+        *QUICK,
+        "--n-jobs",
+        "2",
+        "--cv",
+        "2",
+        "--c1",
+        "0",
+        "0.1",
+        "--c2",
+        "0.01",
+        "1",
+    )
     assert "4 candidates x 2 folds = 8 fits" in stdout
     assert re.search(r"^rank\s+c1\s+c2\s+accuracy \(mean ± std\)", stdout, flags=re.MULTILINE)
     table = re.findall(r"^\s+(\d)\s+(\S+)\s+(\S+)\s+([0-9.]+) ± ", stdout, flags=re.MULTILINE)
@@ -77,18 +94,23 @@ def test_grid_search(treebank):
     assert table[0][0] == "1"  # best first
     assert re.search(r"^best params: \{'c1': .*, 'c2': .*\}", stdout, flags=re.MULTILINE)
     assert 0.5 < accuracy(stdout) <= 1.0
-    assert re.search(r"^test macro +precision [0-9.]+ +recall [0-9.]+ +F1 [0-9.]+$",
-                     stdout, flags=re.MULTILINE)
+    assert re.search(
+        r"^test macro +precision [0-9.]+ +recall [0-9.]+ +F1 [0-9.]+$", stdout, flags=re.MULTILINE
+    )
     assert "test sentence accuracy:" in stdout
 
 
 @pytest.mark.treebank
 def test_pipeline(treebank):
-    stdout = run_example("pipeline.py", *QUICK, "--n-jobs", "2", "--cv", "2",
-                         "--window", "0", "1", "--c2", "0.1")
+    stdout = run_example(
+        "pipeline.py", *QUICK, "--n-jobs", "2", "--cv", "2", "--window", "0", "1", "--c2", "0.1"
+    )
     assert "grid search: 2 candidates x 2 folds" in stdout
-    assert re.search(r"^best params: \{'crftagger__c2': 0.1, 'sequencefeaturizer__window': [01]\}",
-                     stdout, flags=re.MULTILINE)
+    assert re.search(
+        r"^best params: \{'crftagger__c2': 0.1, 'sequencefeaturizer__window': [01]\}",
+        stdout,
+        flags=re.MULTILINE,
+    )
     assert 0.5 < accuracy(stdout) <= 1.0
     assert re.search(r"^tagged: The/\S+ quick/\S+", stdout, flags=re.MULTILINE)
 
@@ -114,11 +136,26 @@ def test_structured_outputs(treebank):
 def test_cv_treebank(treebank, tmp_path):
     pytest.importorskip("matplotlib")
     plot = tmp_path / "cv_grid.png"
-    stdout = run_example("cv_treebank.py", *QUICK, "--n-jobs", "1", "--cv", "2",
-                         "--c1", "0", "0.1", "--c2", "0.1", "1", "--plot", str(plot))
+    stdout = run_example(
+        "cv_treebank.py",
+        *QUICK,
+        "--n-jobs",
+        "1",
+        "--cv",
+        "2",
+        "--c1",
+        "0",
+        "0.1",
+        "--c2",
+        "0.1",
+        "1",
+        "--plot",
+        str(plot),
+    )
     assert "train: 60 sentences" in stdout
     assert "search: 8 fits (2 c1 x 2 c2 x 2 folds)" in stdout
-    assert re.search(r"^chosen: c1=\S+, c2=\S+ \(mean cv token accuracy [0-9.]+\)$", stdout,
-                     flags=re.MULTILINE)
+    assert re.search(
+        r"^chosen: c1=\S+, c2=\S+ \(mean cv token accuracy [0-9.]+\)$", stdout, flags=re.MULTILINE
+    )
     assert 0.5 < accuracy(stdout) <= 1.0
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

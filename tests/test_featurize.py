@@ -23,7 +23,6 @@ from hypothesis import strategies as st
 from skcrf._featurize import Encoded, Vocabulary
 from skcrf._validation import MAX_NESTING, check_sequences, check_sums
 
-
 # -- the oracle -------------------------------------------------------------------
 
 
@@ -115,24 +114,44 @@ def assert_matches_oracle(X, X_new, sep=":"):
 
 def test_every_format_by_hand():
     X = [
-        [{"w": "Hello", "cap": True, "first": False, "n": 3, "x": -2.5},
-         ["bias", "bias", "w:Hello"]],
+        [
+            {"w": "Hello", "cap": True, "first": False, "n": 3, "x": -2.5},
+            ["bias", "bias", "w:Hello"],
+        ],
         [],
-        [{"n": {"a": 1, "b": "x", "c": {"d": False}}, "l": ["p", "q"], "s": {"r"},
-          "fs": frozenset({"t"}), "e": []}],
+        [
+            {
+                "n": {"a": 1, "b": "x", "c": {"d": False}},
+                "l": ["p", "q"],
+                "s": {"r"},
+                "fs": frozenset({"t"}),
+                "e": [],
+            }
+        ],
         (("tuple-token",),),
     ]
     vocabulary = Vocabulary()
     encoded = vocabulary.encode(X, grow=True)
     assert vocabulary.attributes == [
-        "w:Hello", "cap", "first", "n", "x", "bias", "n:a", "n:b:x", "n:c:d",
-        "l:p", "l:q", "s:r", "fs:t", "tuple-token",
+        "w:Hello",
+        "cap",
+        "first",
+        "n",
+        "x",
+        "bias",
+        "n:a",
+        "n:b:x",
+        "n:c:d",
+        "l:p",
+        "l:q",
+        "s:r",
+        "fs:t",
+        "tuple-token",
     ]
     assert rows_by_name(encoded, vocabulary) == [
         {"w:Hello": 1.0, "cap": 1.0, "first": 0.0, "n": 3.0, "x": -2.5},
         {"bias": 2.0, "w:Hello": 1.0},
-        {"n:a": 1.0, "n:b:x": 1.0, "n:c:d": 0.0, "l:p": 1.0, "l:q": 1.0, "s:r": 1.0,
-         "fs:t": 1.0},
+        {"n:a": 1.0, "n:b:x": 1.0, "n:c:d": 0.0, "l:p": 1.0, "l:q": 1.0, "s:r": 1.0, "fs:t": 1.0},
         {"tuple-token": 1.0},
     ]
     assert encoded.lengths.tolist() == [2, 0, 1, 1]
@@ -141,8 +160,9 @@ def test_every_format_by_hand():
 
 def test_explicit_zeros_are_kept():
     vocabulary = Vocabulary()
-    encoded = vocabulary.encode([[{"f": False, "z": 0, "zf": 0.0, "nz": np.float64(0)}]],
-                                grow=True)
+    encoded = vocabulary.encode(
+        [[{"f": False, "z": 0, "zf": 0.0, "nz": np.float64(0)}]], grow=True
+    )
     assert vocabulary.attributes == ["f", "z", "zf", "nz"]
     assert encoded.values.tolist() == [0.0, 0.0, 0.0, 0.0]
     assert encoded.ids.tolist() == [0, 1, 2, 3]
@@ -157,7 +177,11 @@ def test_collisions_are_one_attribute():
     encoded = vocabulary.encode(X, grow=True)
     assert vocabulary.attributes == ["a:b", "n:a"]
     assert rows_by_name(encoded, vocabulary) == [
-        {"a:b": 3.0}, {"a:b": 1.0}, {"n:a": 1.5}, {"a:b": 1.0}]
+        {"a:b": 3.0},
+        {"a:b": 1.0},
+        {"n:a": 1.5},
+        {"a:b": 1.0},
+    ]
     # the other way round, first seen as a string value
     vocabulary = Vocabulary()
     vocabulary.encode([[{"a": "b"}]], grow=True)
@@ -170,12 +194,29 @@ def test_string_value_cache_is_exact():
     # (zero-padded, with their length) and refers to the others: values that
     # differ only in length, padding-like NULs, kind or under another key
     # stay apart; many values grow the table
-    odd = ["", "\x00", "\x00\x00", "x" * 14, "x" * 14 + "\x00", "x" * 15, "x" * 16,
-           "x" * 15 + "\x00", "é" * 15, "é" * 16, "😀", "😀" * 20, "ä" * 14 + "b"]
+    odd = [
+        "",
+        "\x00",
+        "\x00\x00",
+        "x" * 14,
+        "x" * 14 + "\x00",
+        "x" * 15,
+        "x" * 16,
+        "x" * 15 + "\x00",
+        "é" * 15,
+        "é" * 16,
+        "😀",
+        "😀" * 20,
+        "ä" * 14 + "b",
+    ]
     many = [f"value{k}" for k in range(3000)] + [f"a long value number {k}" for k in range(500)]
     X = [[{"w": value, "v": value, "w:x": 1.0} for value in odd + many[::2]]]
-    X_new = [[{"w": "".join(value), "v": value + "", "u": value}  # fresh str objects
-              for value in odd + many + [odd[-1] + "c", "y" * 15]]]
+    X_new = [
+        [
+            {"w": "".join(value), "v": value + "", "u": value}  # fresh str objects
+            for value in odd + many + [odd[-1] + "c", "y" * 15]
+        ]
+    ]
     assert_matches_oracle(X, X_new)
 
 
@@ -198,11 +239,15 @@ def test_predict_finds_names_from_outside_the_cache():
     # names given to the constructor, added by the general path or by another
     # split of "key:value" are found by plain (key, value) tokens at predict
     loaded = Vocabulary(["w:x", "a:b:c"])
-    encoded = loaded.encode([[{"w": "x"}, {"a": "b:c"}, {"a:b": "c"}, {"w": "y"}]],
-                            grow=False)
+    encoded = loaded.encode([[{"w": "x"}, {"a": "b:c"}, {"a:b": "c"}, {"w": "y"}]], grow=False)
     assert encoded.ids.tolist() == [0, 1, 1]
-    for fitted in ([[{"w": {"x": 1}}]], [[{"w": np.str_("x")}]], [[["w:x"]]],
-                   [[{"w:x": 2.0}]], [[{"w": ["x"]}]]):
+    for fitted in (
+        [[{"w": {"x": 1}}]],
+        [[{"w": np.str_("x")}]],
+        [[["w:x"]]],
+        [[{"w:x": 2.0}]],
+        [[{"w": ["x"]}]],
+    ):
         vocabulary = Vocabulary()
         vocabulary.encode(fitted, grow=True)
         assert vocabulary.encode([[{"w": "x"}]], grow=False).ids.tolist() == [0]
@@ -244,7 +289,8 @@ def test_unseen_attributes_are_skipped_at_predict():
     vocabulary = Vocabulary()
     vocabulary.encode([[{"w": "a", "n": 1.0}]], grow=True)
     encoded = vocabulary.encode(
-        [[{"w": "b", "m": 1.0, "n": 2.0}, {"new": "x"}, ["w:a", "zzz"], {}], []], grow=False)
+        [[{"w": "b", "m": 1.0, "n": 2.0}, {"new": "x"}, ["w:a", "zzz"], {}], []], grow=False
+    )
     assert encoded.indptr.tolist() == [0, 1, 1, 2, 2]
     assert encoded.ids.tolist() == [1, 0] and encoded.values.tolist() == [2.0, 1.0]
     assert vocabulary.attributes == ["w:a", "n"]
@@ -258,8 +304,7 @@ def test_many_unseen_values_at_predict_stay_correct():
     # more unseen values than the cache of unseen answers remembers
     vocabulary = Vocabulary()
     vocabulary.encode([[{"w": "known", "k": 1}]], grow=True)
-    X = [[{"w": f"unseen{k}", f"key{k}": "v", "k": 2} for k in range(70_000)],
-         [{"w": "known"}]]
+    X = [[{"w": f"unseen{k}", f"key{k}": "v", "k": 2} for k in range(70_000)], [{"w": "known"}]]
     for _ in range(2):
         encoded = vocabulary.encode(X, grow=False)
         assert encoded.ids.tolist() == [1] * 70_000 + [0]
@@ -270,22 +315,62 @@ def test_many_unseen_values_at_predict_stay_correct():
 
 
 def test_numpy_scalars_and_number_types():
-    X = [[{"a": np.float64(1.5), "b": np.float32(0.5), "c": np.int64(-3), "d": np.bool_(True),
-           "e": np.bool_(False), "f": np.int8(2), "g": np.uint64(7), "h": 10**20,
-           "i": -7, "j": True, "k": np.float16(0.25), "m": {"n": np.int32(4)}}]]
+    X = [
+        [
+            {
+                "a": np.float64(1.5),
+                "b": np.float32(0.5),
+                "c": np.int64(-3),
+                "d": np.bool_(True),
+                "e": np.bool_(False),
+                "f": np.int8(2),
+                "g": np.uint64(7),
+                "h": 10**20,
+                "i": -7,
+                "j": True,
+                "k": np.float16(0.25),
+                "m": {"n": np.int32(4)},
+            }
+        ]
+    ]
     vocabulary, encoded = assert_matches_oracle(X, X)
-    assert encoded.values.tolist() == [1.5, 0.5, -3.0, 1.0, 0.0, 2.0, 7.0, 1e20, -7.0, 1.0,
-                                       0.25, 4.0]
+    assert encoded.values.tolist() == [
+        1.5,
+        0.5,
+        -3.0,
+        1.0,
+        0.0,
+        2.0,
+        7.0,
+        1e20,
+        -7.0,
+        1.0,
+        0.25,
+        4.0,
+    ]
     assert vocabulary.attributes[-1] == "m:n"
 
 
 def test_unicode_and_odd_strings():
-    X = [[{"wörd": "naïve", "😀": "🎉", "e\u0301": "cafe\u0301", "ключ": ["да", "нет"]},
-          {"汉字": {"子": "字"}, "": "", "nul\x00": "\x00", "a=b": "c:d"},
-          ["\u05e9\u05dc\u05d5\u05dd", "a=b:c", ""]]]
+    X = [
+        [
+            {"wörd": "naïve", "😀": "🎉", "e\u0301": "cafe\u0301", "ключ": ["да", "нет"]},
+            {"汉字": {"子": "字"}, "": "", "nul\x00": "\x00", "a=b": "c:d"},
+            ["\u05e9\u05dc\u05d5\u05dd", "a=b:c", ""],
+        ]
+    ]
     vocabulary, _ = assert_matches_oracle(X, X)
-    assert {"wörd:naïve", "😀:🎉", "e\u0301:cafe\u0301", "ключ:да", "汉字:子:字", ":",
-            "nul\x00:\x00", "a=b:c:d", ""} <= set(vocabulary.attributes)
+    assert {
+        "wörd:naïve",
+        "😀:🎉",
+        "e\u0301:cafe\u0301",
+        "ключ:да",
+        "汉字:子:字",
+        ":",
+        "nul\x00:\x00",
+        "a=b:c:d",
+        "",
+    } <= set(vocabulary.attributes)
     # no normalization: the composed form is another attribute
     assert vocabulary.encode([[{"e\u0301": "caf\u00e9"}]], grow=False).ids.tolist() == []
 
@@ -300,8 +385,11 @@ def test_str_subclasses_give_plain_str_names():
 def test_fast_and_general_paths_agree():
     # OrderedDict tokens (a Mapping, not a dict) always take the general path;
     # a numpy value halfway through a dict sends it there after a partial pass
-    tokens = [{"w": "a", "x": 1.0, "b": True, "i": 3}, {"w": "b", "x": np.float64(2.0), "v": "c"},
-              {"w": "a", "q": "r"}]
+    tokens = [
+        {"w": "a", "x": 1.0, "b": True, "i": 3},
+        {"w": "b", "x": np.float64(2.0), "v": "c"},
+        {"w": "a", "q": "r"},
+    ]
     X_dict = [tokens]
     X_ordered = [[OrderedDict(token) for token in tokens]]
     a, b = Vocabulary(), Vocabulary()
@@ -325,8 +413,13 @@ def test_sequences_as_tuples_and_arrays():
 
 def test_fresh_key_objects_each_token():
     # keys built per token (f-strings): equal but distinct objects
-    X = [[{f"w[{k}]": f"v{(i + k) % 3}" for k in range(-1, 2) if i + k >= 0}
-          | {f"n{1}": float(i)} for i in range(6)]]
+    X = [
+        [
+            {f"w[{k}]": f"v{(i + k) % 3}" for k in range(-1, 2) if i + k >= 0}
+            | {f"n{1}": float(i)}
+            for i in range(6)
+        ]
+    ]
     assert_matches_oracle(X, [[{f"w[{0}]": "v1", "n1": 3.0}]])
 
 
@@ -342,8 +435,7 @@ _leaf = st.one_of(
     st.lists(_text, max_size=3),
     st.frozensets(_text, max_size=3),
 )
-_value = st.recursive(_leaf, lambda inner: st.dictionaries(_text, inner, max_size=3),
-                      max_leaves=6)
+_value = st.recursive(_leaf, lambda inner: st.dictionaries(_text, inner, max_size=3), max_leaves=6)
 _token = st.one_of(
     st.dictionaries(_text, _value, max_size=5),
     st.lists(_text, max_size=4),
@@ -383,8 +475,12 @@ BAD_TOKENS = [
     ("token-bytes", b"dog", TypeError, ["bytes"]),
     ("value-None", {"w": None}, TypeError, ["'w'", "NoneType", "omit its key"]),
     ("value-nan", {"w": float("nan")}, ValueError, ["'w'", "nan", "finite"]),
-    ("value-nan-after-valid", {"a": "x", "b": 1, "w": float("nan")}, ValueError,
-     ["'w'", "nan", "finite"]),
+    (
+        "value-nan-after-valid",
+        {"a": "x", "b": 1, "w": float("nan")},
+        ValueError,
+        ["'w'", "nan", "finite"],
+    ),
     ("value-float32-nan", {"w": np.float32("nan")}, ValueError, ["'w'", "nan", "finite"]),
     ("value-inf", {"w": float("inf")}, ValueError, ["'w'", "inf", "finite"]),
     ("value-neg-inf", {"w": -math.inf}, ValueError, ["'w'", "-inf", "finite"]),
@@ -456,8 +552,9 @@ def test_check_sums_names_the_attribute_and_its_largest_value():
     X = [[{"x": 1e308, "y": 1.0}], [{"x": -1.5e308}, {"x": 1e307}]]
     vocabulary = Vocabulary()
     encoded = vocabulary.encode(X, grow=True)
-    with pytest.raises(ValueError, match=_loc("feature 'x' are too large", "-1.5e+308",
-                                              "X[1][0]", "Scale")):
+    with pytest.raises(
+        ValueError, match=_loc("feature 'x' are too large", "-1.5e+308", "X[1][0]", "Scale")
+    ):
         check_sums(encoded, vocabulary)
     fine = Vocabulary()
     check_sums(fine.encode([[{"x": 1e300}, {"x": 1e300}]], grow=True), fine)

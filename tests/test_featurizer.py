@@ -267,7 +267,9 @@ def test_feature_func_non_str_key_names_indices():
 
 
 def test_error_flat_list_of_str():
-    with pytest.raises(TypeError, match=r"got a list of str: X\[0\] is the word .John.*\[sentence\]"):
+    with pytest.raises(
+        TypeError, match=r"got a list of str: X\[0\] is the word .John.*\[sentence\]"
+    ):
         SequenceFeaturizer().fit_transform(["John", "runs"])
     with pytest.raises(TypeError, match=r"got a list of str"):
         SequenceFeaturizer().fit(["John", "runs"])

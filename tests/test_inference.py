@@ -90,9 +90,7 @@ def test_viterbi_matches_brute_force(n_labels, seed):
     rng = np.random.default_rng(100 + seed)
     lengths = [2, 5, 1, 4, 3, 5]
     emissions, transitions = random_batch(rng, lengths, n_labels)
-    assert_viterbi_matches(
-        emissions, transitions, lengths, lambda em, tr: brute_force(em, tr)[3:]
-    )
+    assert_viterbi_matches(emissions, transitions, lengths, lambda em, tr: brute_force(em, tr)[3:])
 
 
 def test_viterbi_ties_go_to_lowest_label():

@@ -30,9 +30,18 @@ V1_EXPECTED = json.loads((DATA / "model_v1_expected.json").read_text())
 def make_log(n=3):
     log = TrainingLog()
     for k in range(1, n + 1):
-        log.record({"num": k, "loss": 10.0 / k, "feature_norm": 0.5 * k,
-                    "error_norm": 1e-3 / k, "active_features": 7, "linesearch_trials": 1,
-                    "linesearch_step": 1.0, "time": 0.01})
+        log.record(
+            {
+                "num": k,
+                "loss": 10.0 / k,
+                "feature_norm": 0.5 * k,
+                "error_norm": 1e-3 / k,
+                "active_features": 7,
+                "linesearch_trials": 1,
+                "linesearch_step": 1.0,
+                "time": 0.01,
+            }
+        )
     log.finish(LBFGSStatus.CONVERGED, "Converged.")
     return log
 
@@ -44,8 +53,13 @@ def make_state(classes=("D", "N", "V"), n_attributes=6, seed=0, **overrides):
     n_labels = len(classes)
     ptr, labels = [0], []
     for a in range(n_attributes):
-        chosen = [] if a == 1 else sorted(rng.choice(n_labels, rng.integers(1, n_labels + 1),
-                                                     replace=False).tolist())
+        chosen = (
+            []
+            if a == 1
+            else sorted(
+                rng.choice(n_labels, rng.integers(1, n_labels + 1), replace=False).tolist()
+            )
+        )
         labels += chosen
         ptr.append(len(labels))
     weights = rng.normal(size=len(labels))
@@ -66,8 +80,14 @@ def make_state(classes=("D", "N", "V"), n_attributes=6, seed=0, **overrides):
         value_separator=":",
     )
     state = dict(
-        params={"c1": 0.0, "c2": 0.05, "max_iterations": 50, "linesearch": "MoreThuente",
-                "verbose": False, "n_jobs": None},
+        params={
+            "c1": 0.0,
+            "c2": 0.05,
+            "max_iterations": 50,
+            "linesearch": "MoreThuente",
+            "verbose": False,
+            "n_jobs": None,
+        },
         model=model,
         n_iter=3,
         status=LBFGSStatus.CONVERGED,
@@ -90,9 +110,13 @@ def assert_same_state(a, b):
     assert [type(c) for c in mb.classes] == [type(c) for c in ma.classes]
     assert mb.attributes == list(ma.attributes) and type(mb.attributes) is list
     assert mb.value_separator == ma.value_separator
-    for name, dtype in (("state_ptr", np.int64), ("state_labels", np.int32),
-                        ("state_weights", np.float64), ("transition_index", np.int64),
-                        ("transition_weights", np.float64)):
+    for name, dtype in (
+        ("state_ptr", np.int64),
+        ("state_labels", np.int32),
+        ("state_weights", np.float64),
+        ("transition_index", np.int64),
+        ("transition_weights", np.float64),
+    ):
         got, want = getattr(mb, name), np.asarray(getattr(ma, name), dtype=dtype)
         assert got.dtype == dtype and got.ndim == 1
         assert got.tobytes() == want.tobytes(), name  # bit-exact, -0.0 included
@@ -181,9 +205,7 @@ def test_save_model_and_load_model_duck_type_the_estimator(state, tmp_path):
     assert type(loaded) is StandIn
     assert_same_state(state, loaded.state)
     with np.load(path) as npz:
-        assert json.loads(npz["metadata"].tobytes())["estimator"] == (
-            f"{__name__}.StandIn"
-        )
+        assert json.loads(npz["metadata"].tobytes())["estimator"] == (f"{__name__}.StandIn")
 
 
 def test_load_model_defaults_to_crftagger(model_path, monkeypatch):
@@ -195,8 +217,9 @@ def test_load_model_defaults_to_crftagger(model_path, monkeypatch):
         calls.append((cls, state))
         return "built"
 
-    monkeypatch.setattr(skcrf._tagger.CRFTagger, "_from_fitted_state",
-                        classmethod(from_state), raising=False)
+    monkeypatch.setattr(
+        skcrf._tagger.CRFTagger, "_from_fitted_state", classmethod(from_state), raising=False
+    )
     assert load_model(model_path) == "built"
     assert calls[0][0] is skcrf._tagger.CRFTagger and type(calls[0][1]) is FittedState
 
@@ -222,8 +245,19 @@ def test_save_model_of_an_unfitted_estimator_writes_nothing(tmp_path):
         (np.str_("d"), np.str_("n"), np.str_("\u00e9")),
         ("only",),
     ],
-    ids=["int", "float", "bool-none", "mixed", "tuple", "bytes-unicode", "np.int64",
-         "np.small-ints", "np.floats", "np.str_", "one-label"],
+    ids=[
+        "int",
+        "float",
+        "bool-none",
+        "mixed",
+        "tuple",
+        "bytes-unicode",
+        "np.int64",
+        "np.small-ints",
+        "np.floats",
+        "np.str_",
+        "one-label",
+    ],
 )
 def test_label_types_round_trip(tmp_path, classes):
     original = make_state(classes=classes)
@@ -236,9 +270,15 @@ def test_label_types_round_trip(tmp_path, classes):
 def test_classes_given_as_a_list_or_typed_array(tmp_path):
     for classes in (["a", "b"], np.array([3, 5])):
         state = make_state()
-        state.model = CRFModel(classes=classes, attributes=[], state_ptr=[0],
-                               state_labels=[], state_weights=[], transition_index=[1],
-                               transition_weights=[0.5])
+        state.model = CRFModel(
+            classes=classes,
+            attributes=[],
+            state_ptr=[0],
+            state_labels=[],
+            state_weights=[],
+            transition_index=[1],
+            transition_weights=[0.5],
+        )
         loaded = round_trip(state, tmp_path)
         assert loaded.model.classes.tolist() == list(classes)
         assert [type(c) for c in loaded.model.classes] == [type(c) for c in classes]
@@ -259,9 +299,16 @@ def test_parameters_extra_and_log_round_trip(tmp_path):
     log.verbose = 2
     log.iterations[0]["dev_accuracy"] = np.float64(0.75)
     original = make_state(
-        params={"c1": np.float64(0.01), "c2": 0, "max_iterations": None,
-                "linesearch": "Backtracking", "weights": (1, 2.5), "names": ["a", ("b",)],
-                "options": {"x": {"y": [None, b"z"]}}, "flag": np.bool_(False)},
+        params={
+            "c1": np.float64(0.01),
+            "c2": 0,
+            "max_iterations": None,
+            "linesearch": "Backtracking",
+            "weights": (1, 2.5),
+            "names": ["a", ("b",)],
+            "options": {"x": {"y": [None, b"z"]}},
+            "flag": np.bool_(False),
+        },
         training_log=log,
         status=LBFGSStatus.MAX_ITERATIONS,
         n_iter=np.int64(4),
@@ -281,10 +328,15 @@ def test_optional_parts_may_be_empty(tmp_path):
 
 def test_empty_model(tmp_path):
     # no attributes, no state features, no transition features
-    model = CRFModel(classes=np.array(["x"], dtype=object), attributes=[],
-                     state_ptr=np.zeros(1, np.int64), state_labels=np.zeros(0, np.int32),
-                     state_weights=np.zeros(0), transition_index=np.zeros(0, np.int64),
-                     transition_weights=np.zeros(0))
+    model = CRFModel(
+        classes=np.array(["x"], dtype=object),
+        attributes=[],
+        state_ptr=np.zeros(1, np.int64),
+        state_labels=np.zeros(0, np.int32),
+        state_weights=np.zeros(0),
+        transition_index=np.zeros(0, np.int64),
+        transition_weights=np.zeros(0),
+    )
     original = make_state(model=model)
     assert_same_state(original, round_trip(original, tmp_path))
 
@@ -299,18 +351,40 @@ def test_attribute_names_and_separator_round_trip(tmp_path):
 def test_file_is_a_plain_npz_with_the_documented_layout(model_path, state):
     with np.load(model_path, allow_pickle=False) as npz:
         assert sorted(npz.files) == sorted(
-            ["metadata", "state_ptr", "state_labels", "state_weights", "transition_index",
-             "transition_weights"]
+            [
+                "metadata",
+                "state_ptr",
+                "state_labels",
+                "state_weights",
+                "transition_index",
+                "transition_weights",
+            ]
         )
         doc = json.loads(npz["metadata"].tobytes())
         dtypes = {name: npz[name].dtype for name in npz.files}
         assert npz["state_ptr"].shape == (len(state.model.attributes) + 1,)
-    assert dtypes == {"metadata": np.uint8, "state_ptr": np.int64, "state_labels": np.int32,
-                      "state_weights": np.float64, "transition_index": np.int64,
-                      "transition_weights": np.float64}
-    assert set(doc) == {"format", "format_version", "skcrf_version", "estimator", "params",
-                        "labels", "attributes", "value_separator", "n_iter", "status",
-                        "training_log", "extra"}
+    assert dtypes == {
+        "metadata": np.uint8,
+        "state_ptr": np.int64,
+        "state_labels": np.int32,
+        "state_weights": np.float64,
+        "transition_index": np.int64,
+        "transition_weights": np.float64,
+    }
+    assert set(doc) == {
+        "format",
+        "format_version",
+        "skcrf_version",
+        "estimator",
+        "params",
+        "labels",
+        "attributes",
+        "value_separator",
+        "n_iter",
+        "status",
+        "training_log",
+        "extra",
+    }
     assert doc["format"] == "skcrf-model" and doc["format_version"] == FORMAT_VERSION == 2
     assert doc["skcrf_version"] == skcrf.__version__
     assert doc["estimator"] is None
@@ -366,8 +440,10 @@ def test_failed_write_leaves_old_file_and_no_temp_file(
     old_bytes = path.read_bytes()
 
     if isinstance(replacement, BaseException):
+
         def replacement(*args, _exc=replacement, **kwargs):
             raise _exc
+
     module, attribute = target.split(".")
     monkeypatch.setattr(getattr(skcrf.io, module), attribute, replacement)
     with pytest.raises(error):
@@ -385,18 +461,21 @@ def _with_label(bad):
         classes[:] = ["D", "N", None]
         classes[2] = bad
         state.model.classes = classes
+
     return mutate
 
 
 def _set_model(name, value):
     def mutate(state):
         setattr(state.model, name, value)
+
     return mutate
 
 
 def _set_state(name, value):
     def mutate(state):
         setattr(state, name, value)
+
     return mutate
 
 
@@ -405,6 +484,7 @@ def _edit_array(name, index, value):
         array = np.array(getattr(state.model, name))
         array[index] = value
         setattr(state.model, name, array)
+
     return mutate
 
 
@@ -537,8 +617,13 @@ def test_random_byte_flips_are_refused_or_harmless(model_path, state, which):
 
 @pytest.mark.parametrize(
     "content",
-    [b"", b"hello, this is not a model\n", b"PK\x03\x04", bytes(range(256)) * 4,
-     b"\x93NUMPY\x01\x00"],
+    [
+        b"",
+        b"hello, this is not a model\n",
+        b"PK\x03\x04",
+        bytes(range(256)) * 4,
+        b"\x93NUMPY\x01\x00",
+    ],
     ids=["empty", "text", "zip-magic-only", "binary", "npy-magic"],
 )
 def test_not_a_model_file(tmp_path, content):
@@ -558,10 +643,15 @@ def test_other_archives_are_refused(tmp_path):
     with pytest.raises(ValueError, match="not an skcrf model file"):
         load_state(tmp_path / "a.npy")
     with open(path, "wb") as file:
-        np.savez(file, metadata=np.frombuffer(b'{"format": "other"}', np.uint8),
-                 state_ptr=np.zeros(1, np.int64), state_labels=np.zeros(0, np.int32),
-                 state_weights=np.zeros(0), transition_index=np.zeros(0, np.int64),
-                 transition_weights=np.zeros(0))
+        np.savez(
+            file,
+            metadata=np.frombuffer(b'{"format": "other"}', np.uint8),
+            state_ptr=np.zeros(1, np.int64),
+            state_labels=np.zeros(0, np.int32),
+            state_weights=np.zeros(0),
+            transition_index=np.zeros(0, np.int64),
+            transition_weights=np.zeros(0),
+        )
     with pytest.raises(ValueError, match="not an skcrf model file"):
         load_state(path)
 
@@ -587,9 +677,10 @@ def test_newer_format_version(model_path, version):
         load_state(model_path)
     del arrays["new_array"]
     write_parts(model_path, doc, arrays)
-    with pytest.raises(ValueError, match=(
-        f"format version {version}.*reads format version {FORMAT_VERSION}.*upgrade skcrf"
-    )):
+    with pytest.raises(
+        ValueError,
+        match=(f"format version {version}.*reads format version {FORMAT_VERSION}.*upgrade skcrf"),
+    ):
         load_state(model_path)
 
 
@@ -606,8 +697,11 @@ def test_version_and_arrays_must_agree(model_path):
     doc, arrays = read_parts(model_path)
     doc["format_version"] = 1
     write_parts(model_path, doc, arrays)
-    with pytest.raises(ValueError, match=r"metadata says format version 1, whose arrays are "
-                                         r"\['metadata', 'coef_indices'.*the archive has"):
+    with pytest.raises(
+        ValueError,
+        match=r"metadata says format version 1, whose arrays are "
+        r"\['metadata', 'coef_indices'.*the archive has",
+    ):
         load_state(model_path)
     v1_doc, v1_arrays = read_parts(V1_PATH)
     v1_doc["format_version"] = 2
@@ -625,6 +719,7 @@ def _set(path, value):
             del target[path[-1]]
         else:
             target[path[-1]] = value
+
     return mutate
 
 
@@ -642,8 +737,10 @@ def _set(path, value):
         (_set(["labels", 0], {"type": "int", "value": True}), "invalid int"),
         (_set(["labels", 0], {"type": "str", "value": "N"}), "appears twice"),
         (_set(["labels", 0], {"type": "list", "value": []}), "must be hashable"),
-        (_set(["labels", 0], {"type": "tuple", "value": [{"type": "dict", "value": {}}]}),
-         "must be hashable"),
+        (
+            _set(["labels", 0], {"type": "tuple", "value": [{"type": "dict", "value": {}}]}),
+            "must be hashable",
+        ),
         (_set(["labels", 0], {"type": "numpy:int8", "value": 300}), "out of the range"),
         (_set(["labels", 0], {"type": "numpy:object", "value": 1}), "unknown value type"),
         (_set(["labels", 0], {"type": "numpy:float16", "value": "0.1"}), "not exactly"),
@@ -654,8 +751,10 @@ def _set(path, value):
         (_set(["labels", 0], {"type": "str", "value": "D", "x": 1}), "exactly the keys"),
         (_set(["labels", 0], {"type": "none", "value": None}), "exactly the keys"),
         (_set(["labels", 0], "D"), "expected a tagged value"),
-        (_set(["labels", 0], json.loads('{"type": "tuple", "value": [' * 40 + "]}" * 40)),
-         "nested more than 32"),
+        (
+            _set(["labels", 0], json.loads('{"type": "tuple", "value": [' * 40 + "]}" * 40)),
+            "nested more than 32",
+        ),
         (_set(["attributes", 0], 5), "attribute name must be a str"),
         (lambda doc: doc["attributes"].append(doc["attributes"][0]), "appears twice"),
         (_set(["attributes"], "abc"), "attributes must be a list"),
@@ -678,8 +777,10 @@ def _set(path, value):
         (_set(["training_log", "iterations"], {}), "iterations must be a list"),
         (_set(["training_log", "iterations", 0], []), "iteration 0 must be a dict"),
         (_set(["training_log", "iterations", 0, "loss"], 1.0), "expected a tagged value"),
-        (_set(["training_log", "iterations", 0, "loss"], {"type": "tuple", "value": []}),
-         "not a scalar"),
+        (
+            _set(["training_log", "iterations", 0, "loss"], {"type": "tuple", "value": []}),
+            "not a scalar",
+        ),
         (_set(["training_log", "status"], "NOPE"), "unknown training status"),
         (_set(["training_log", "message"], None), "message must be a str"),
     ],
@@ -730,16 +831,19 @@ def _array_cases():
         def mutate(a):
             a[name] = a[name].copy()
             a[name][index] = value
+
         return mutate
 
     def replace(name, function):
         def mutate(a):
             a[name] = function(a[name])
+
         return mutate
 
     def drop(name):
         def mutate(a):
             del a[name]
+
         return mutate
 
     def bonus(a):
@@ -853,13 +957,17 @@ def _write_members(path, doc, members):
 
 def test_huge_claimed_array_sizes_are_refused_without_allocating(model_path):
     doc, _ = read_parts(model_path)
-    _write_members(model_path, doc, {
-        "state_ptr": _npy_header((10**12,), "<i8"),
-        "state_labels": _npy_header((10**12,), "<i4"),
-        "state_weights": _npy_header((10**12,)),
-        "transition_index": _npy_header((10**12,), "<i8"),
-        "transition_weights": _npy_header((2**40, 2**40)),
-    })
+    _write_members(
+        model_path,
+        doc,
+        {
+            "state_ptr": _npy_header((10**12,), "<i8"),
+            "state_labels": _npy_header((10**12,), "<i4"),
+            "state_weights": _npy_header((10**12,)),
+            "transition_index": _npy_header((10**12,), "<i8"),
+            "transition_weights": _npy_header((2**40, 2**40)),
+        },
+    )
     with pytest.raises(ValueError, match="does not match its stored size"):
         load_state(model_path)
 
@@ -1020,9 +1128,11 @@ def test_v1_file_loads_into_a_fitted_state():
     classes = model.classes.tolist()
     states = {
         (model.attributes[a], classes[label]): weight
-        for a, label, weight in zip(model.state_attributes().tolist(),
-                                    model.state_labels.tolist(),
-                                    model.state_weights.tolist())
+        for a, label, weight in zip(
+            model.state_attributes().tolist(),
+            model.state_labels.tolist(),
+            model.state_weights.tolist(),
+        )
     }
     assert states == {(a, label): w for a, label, w in V1_EXPECTED["state_features"]}
     assert model.n_states == len(V1_EXPECTED["state_features"])
@@ -1037,10 +1147,20 @@ def test_v1_file_loads_into_a_fitted_state():
     assert len(state.training_log.iterations) == state.n_iter
     assert state.training_log.status is state.status
     assert state.params == {
-        "c1": 0.02, "c2": 0.05, "max_iterations": 100, "all_possible_states": False,
-        "all_possible_transitions": False, "min_freq": 0.0, "num_memories": 6,
-        "epsilon": 1e-05, "period": 10, "delta": 1e-05, "linesearch": "MoreThuente",
-        "max_linesearch": 20, "verbose": False, "n_jobs": None,
+        "c1": 0.02,
+        "c2": 0.05,
+        "max_iterations": 100,
+        "all_possible_states": False,
+        "all_possible_transitions": False,
+        "min_freq": 0.0,
+        "num_memories": 6,
+        "epsilon": 1e-05,
+        "period": 10,
+        "delta": 1e-05,
+        "linesearch": "MoreThuente",
+        "max_linesearch": 20,
+        "verbose": False,
+        "n_jobs": None,
     }
     assert state.extra == {}
     # the arrays follow the conventions of skcrf._model
@@ -1080,8 +1200,9 @@ def test_v1_file_through_the_estimator_predicts_like_0_1():
     for seq_got, seq_want in zip(got, V1_EXPECTED["predict_marginals"]):
         for row_got, row_want in zip(seq_got, seq_want):
             assert row_got.keys() == row_want.keys()
-            np.testing.assert_allclose(list(row_got.values()), list(row_want.values()),
-                                       rtol=1e-9, atol=1e-12)
+            np.testing.assert_allclose(
+                list(row_got.values()), list(row_want.values()), rtol=1e-9, atol=1e-12
+            )
 
 
 def test_v1_file_resaves_as_v2(tmp_path):
@@ -1142,6 +1263,7 @@ def _v1_array_cases():
         def mutate(a):
             a[name] = a[name].copy()
             a[name][index] = value
+
         return mutate
 
     def too_many_nonzeros(a):
@@ -1151,6 +1273,7 @@ def _v1_array_cases():
     def replace(name, value):
         def mutate(a):
             a[name] = value(a[name])
+
         return mutate
 
     return [
@@ -1183,11 +1306,15 @@ def test_inconsistent_v1_arrays(tmp_path, mutate, message):
 def test_v1_huge_claims_are_refused(tmp_path):
     doc, _ = read_parts(V1_PATH)
     path = tmp_path / "m"
-    _write_members(path, doc, {
-        "coef_indices": _npy_header((10**12,), "<i8"),
-        "coef_values": _npy_header((10**12,)),
-        "transition": _npy_header((2**40, 2**40)),
-    })
+    _write_members(
+        path,
+        doc,
+        {
+            "coef_indices": _npy_header((10**12,), "<i8"),
+            "coef_values": _npy_header((10**12,)),
+            "transition": _npy_header((2**40, 2**40)),
+        },
+    )
     with pytest.raises(ValueError, match="does not match its stored size"):
         load_state(path)
 

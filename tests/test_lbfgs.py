@@ -7,14 +7,14 @@ import pytest
 
 from skcrf._lbfgs import (
     IterationInfo,
+    LBFGSResult,
+    LBFGSStatus,
     _cubic_minimizer,
     _cubic_minimizer_safeguarded,
     _Interval,
     _quadratic_minimizer,
     _secant_minimizer,
     _update_trial_interval,
-    LBFGSResult,
-    LBFGSStatus,
     minimize_lbfgs,
     project_orthant,
     pseudo_gradient,
@@ -97,8 +97,7 @@ def test_rosenbrock_gradient_is_right():
     _, g = rosenbrock(x)
     eps = 1e-6
     numeric = [
-        (rosenbrock(x + eps * e)[0] - rosenbrock(x - eps * e)[0]) / (2 * eps)
-        for e in np.eye(4)
+        (rosenbrock(x + eps * e)[0] - rosenbrock(x - eps * e)[0]) / (2 * eps) for e in np.eye(4)
     ]
     np.testing.assert_allclose(g, numeric, rtol=1e-6)
 
@@ -113,8 +112,9 @@ def test_quadratic_converges_to_solution(linesearch):
     # Minimum value 0: near the optimum the Armijo decreases (~ ||g||^2) must
     # be representable next to f, which they would not be next to f = 1.
     fun, solution = make_quadratic(minimum=0.0)
-    res = minimize_lbfgs(fun, np.zeros(20), linesearch=linesearch, epsilon=1e-8,
-                         period=0, max_iterations=1000)
+    res = minimize_lbfgs(
+        fun, np.zeros(20), linesearch=linesearch, epsilon=1e-8, period=0, max_iterations=1000
+    )
     assert isinstance(res, LBFGSResult)
     assert res.status is LBFGSStatus.CONVERGED
     assert res.status.converged and not res.status.is_linesearch_failure
@@ -129,9 +129,15 @@ def test_quadratic_converges_to_solution(linesearch):
 @pytest.mark.parametrize("linesearch", SMOOTH_SEARCHES)
 @pytest.mark.parametrize("n", [2, 10])
 def test_rosenbrock_reaches_minimum(linesearch, n):
-    res = minimize_lbfgs(rosenbrock, rosenbrock_start(n), linesearch=linesearch,
-                         epsilon=1e-10, period=0, max_iterations=2000,
-                         max_linesearch=40)
+    res = minimize_lbfgs(
+        rosenbrock,
+        rosenbrock_start(n),
+        linesearch=linesearch,
+        epsilon=1e-10,
+        period=0,
+        max_iterations=2000,
+        max_linesearch=40,
+    )
     assert res.status is LBFGSStatus.CONVERGED, res.message
     np.testing.assert_allclose(res.x, np.ones(n), atol=1e-4)
 
@@ -211,7 +217,8 @@ def test_interpolation_helpers_find_known_minimizers():
     assert _secant_minimizer(0.0, -2.0, 3.0, 4.0) == pytest.approx(1.0)
     # -t + 0.1 t^2 keeps decreasing past v = 1; its minimiser is 5.
     assert _cubic_minimizer_safeguarded(
-        0.0, 0.0, -1.0, 1.0, -0.9, -0.8, 0.5, 7.0) == pytest.approx(5.0)
+        0.0, 0.0, -1.0, 1.0, -0.9, -0.8, 0.5, 7.0
+    ) == pytest.approx(5.0)
     # No minimiser beyond v and theta < 0: go to the upper bound.
     assert _cubic_minimizer_safeguarded(0.0, 0.0, -1.0, 1.0, -0.2, -0.5, 0.5, 7.0) == 7.0
 
@@ -272,8 +279,16 @@ def test_owlqn_finds_soft_threshold_solution(linesearch):
     smooth, solution = make_l1_least_squares(c1)
     assert np.sum(solution == 0) >= 4 and np.sum(solution != 0) >= 4
     rec = Recorder()
-    res = minimize_lbfgs(smooth, np.zeros(12), c1=c1, epsilon=1e-10, period=0,
-                         linesearch=linesearch, callback=rec, max_iterations=500)
+    res = minimize_lbfgs(
+        smooth,
+        np.zeros(12),
+        c1=c1,
+        epsilon=1e-10,
+        period=0,
+        linesearch=linesearch,
+        callback=rec,
+        max_iterations=500,
+    )
     assert res.status is LBFGSStatus.CONVERGED, res.message
     np.testing.assert_array_equal(res.x == 0, solution == 0)  # exact zeros
     np.testing.assert_allclose(res.x, solution, atol=1e-6)
@@ -291,8 +306,9 @@ def test_owlqn_finds_soft_threshold_solution(linesearch):
 def test_owlqn_linesearch_choice_is_ignored():
     c1 = 0.7
     smooth, _ = make_l1_least_squares(c1)
-    results = [minimize_lbfgs(smooth, np.zeros(12), c1=c1, linesearch=ls)
-               for ls in SMOOTH_SEARCHES]
+    results = [
+        minimize_lbfgs(smooth, np.zeros(12), c1=c1, linesearch=ls) for ls in SMOOTH_SEARCHES
+    ]
     for res in results[1:]:
         np.testing.assert_array_equal(res.x, results[0].x)
         assert res.n_evals == results[0].n_evals
@@ -335,8 +351,15 @@ def test_delta_rule(period):
     delta = 1e-4
     rec = Recorder()
     x0 = np.array([1.0, -0.5, 2.0])
-    res = minimize_lbfgs(slow_quartic, x0, epsilon=0.0, period=period, delta=delta,
-                         callback=rec, max_iterations=10_000)
+    res = minimize_lbfgs(
+        slow_quartic,
+        x0,
+        epsilon=0.0,
+        period=period,
+        delta=delta,
+        callback=rec,
+        max_iterations=10_000,
+    )
     assert res.status is LBFGSStatus.STOPPED_DELTA
     assert res.status.converged
     funs = [slow_quartic(x0)[0]] + [info.fun for info in rec.infos]
@@ -358,16 +381,23 @@ def test_delta_rule_has_no_absolute_value():
 
 
 def test_delta_rule_disabled_by_period_zero():
-    res = minimize_lbfgs(slow_quartic, np.array([1.0, -0.5, 2.0]), epsilon=0.0,
-                         period=0, delta=1e-2, max_iterations=25)
+    res = minimize_lbfgs(
+        slow_quartic,
+        np.array([1.0, -0.5, 2.0]),
+        epsilon=0.0,
+        period=0,
+        delta=1e-2,
+        max_iterations=25,
+    )
     assert res.status is LBFGSStatus.MAX_ITERATIONS
 
 
 @pytest.mark.parametrize("max_iterations", [1, 7])
 def test_max_iterations_rule(max_iterations):
     rec = Recorder()
-    res = minimize_lbfgs(rosenbrock, rosenbrock_start(10), max_iterations=max_iterations,
-                         callback=rec)
+    res = minimize_lbfgs(
+        rosenbrock, rosenbrock_start(10), max_iterations=max_iterations, callback=rec
+    )
     assert res.status is LBFGSStatus.MAX_ITERATIONS
     assert not res.status.converged and not res.status.is_linesearch_failure
     assert res.n_iter == max_iterations
@@ -438,8 +468,7 @@ class TurnsInconsistent:
 def test_linesearch_failure_keeps_last_accepted_point(linesearch, c1):
     fun = TurnsInconsistent(good_calls=15)
     rec = Recorder()
-    res = minimize_lbfgs(fun, rosenbrock_start(4), linesearch=linesearch, c1=c1,
-                         callback=rec)
+    res = minimize_lbfgs(fun, rosenbrock_start(4), linesearch=linesearch, c1=c1, callback=rec)
     assert res.status.is_linesearch_failure, res.status
     assert not res.status.converged
     assert res.n_iter == len(rec.infos) >= 1
@@ -470,8 +499,9 @@ def test_ascent_direction_is_reported():
 def test_evaluation_counts_and_monotone_objective(linesearch, c1):
     fun = Counting(rosenbrock)
     rec = Recorder()
-    res = minimize_lbfgs(fun, rosenbrock_start(6), linesearch=linesearch, c1=c1,
-                         callback=rec, max_iterations=60)
+    res = minimize_lbfgs(
+        fun, rosenbrock_start(6), linesearch=linesearch, c1=c1, callback=rec, max_iterations=60
+    )
     assert res.n_evals == fun.calls
     assert res.n_evals == 1 + sum(info.n_evals_linesearch for info in rec.infos)
     assert all(info.n_evals_linesearch >= 1 for info in rec.infos)
@@ -482,8 +512,9 @@ def test_evaluation_counts_and_monotone_objective(linesearch, c1):
 
 def test_max_linesearch_bounds_the_evaluations_per_iteration():
     rec = Recorder()
-    minimize_lbfgs(rosenbrock, rosenbrock_start(10), max_linesearch=3, callback=rec,
-                   max_iterations=30)
+    minimize_lbfgs(
+        rosenbrock, rosenbrock_start(10), max_linesearch=3, callback=rec, max_iterations=30
+    )
     assert max(info.n_evals_linesearch for info in rec.infos) <= 3
 
 
@@ -512,8 +543,14 @@ class FiniteInsideBall:
 def test_non_finite_trial_points_are_backed_off(linesearch, bad_value):
     fun = FiniteInsideBall(bad_value)
     rec = Recorder()
-    res = minimize_lbfgs(fun, np.array([-4.0, 0.5, 5.0]), linesearch=linesearch,
-                         epsilon=1e-8, callback=rec, max_linesearch=40)
+    res = minimize_lbfgs(
+        fun,
+        np.array([-4.0, 0.5, 5.0]),
+        linesearch=linesearch,
+        epsilon=1e-8,
+        callback=rec,
+        max_linesearch=40,
+    )
     assert fun.bad_calls > 0  # the test does exercise the non-finite path
     assert res.status is LBFGSStatus.CONVERGED, res.message
     np.testing.assert_allclose(res.x, 3.0, atol=1e-6)
@@ -625,12 +662,18 @@ def test_gradient_shape_is_checked():
 def test_status_properties_are_exhaustive():
     converged = {s for s in LBFGSStatus if s.converged}
     failures = {s for s in LBFGSStatus if s.is_linesearch_failure}
-    assert converged == {LBFGSStatus.CONVERGED, LBFGSStatus.STOPPED_DELTA,
-                         LBFGSStatus.ALREADY_MINIMIZED, LBFGSStatus.EARLY_STOPPING}
+    assert converged == {
+        LBFGSStatus.CONVERGED,
+        LBFGSStatus.STOPPED_DELTA,
+        LBFGSStatus.ALREADY_MINIMIZED,
+        LBFGSStatus.EARLY_STOPPING,
+    }
     assert not converged & failures
     # normal stops that are not convergence: the limit, and a stop the user asked for
     assert set(LBFGSStatus) - converged - failures == {
-        LBFGSStatus.MAX_ITERATIONS, LBFGSStatus.CALLBACK_STOP}
+        LBFGSStatus.MAX_ITERATIONS,
+        LBFGSStatus.CALLBACK_STOP,
+    }
     assert all(s.description for s in LBFGSStatus)
 
 
@@ -671,6 +714,7 @@ def make_logistic_crf_problem(seed=0, n_samples=60, n_attrs=6, n_labels=3, scale
             p = np.exp(s - log_z[:, None])
             p[rows, y] -= 1.0
             return loss, (x.T @ p).ravel() + 2.0 * c2 * w
+
         return fun
 
     return x, y, n_labels, objective
@@ -704,9 +748,15 @@ def test_iterates_match_crfsuite(tmp_path, c1, c2, linesearch, seed, scale):
     trainer = pycrfsuite.Trainer(verbose=False)
     for xi, yi in zip(x, y):
         trainer.append([{f"a{j}": float(v) for j, v in enumerate(xi)}], [f"L{yi}"])
-    trainer.set_params({"c1": c1, "c2": c2, "linesearch": linesearch,
-                        "max_iterations": max_iterations,
-                        "feature.possible_states": True})
+    trainer.set_params(
+        {
+            "c1": c1,
+            "c2": c2,
+            "linesearch": linesearch,
+            "max_iterations": max_iterations,
+            "feature.possible_states": True,
+        }
+    )
     model = str(tmp_path / "model.crfsuite")
     trainer.train(model)
     log = trainer.logparser.iterations
@@ -716,9 +766,14 @@ def test_iterates_match_crfsuite(tmp_path, c1, c2, linesearch, seed, scale):
     tagger.close()
 
     rec = Recorder()
-    res = minimize_lbfgs(objective(c2), np.zeros(n_attrs * n_labels), c1=c1,
-                         linesearch=linesearch, max_iterations=max_iterations,
-                         callback=rec)
+    res = minimize_lbfgs(
+        objective(c2),
+        np.zeros(n_attrs * n_labels),
+        c1=c1,
+        linesearch=linesearch,
+        max_iterations=max_iterations,
+        callback=rec,
+    )
     assert len(rec.infos) == len(log)
     for theirs, ours in zip(log, rec.infos):
         assert ours.fun == pytest.approx(theirs["loss"], rel=1e-7, abs=1e-6)
@@ -728,8 +783,9 @@ def test_iterates_match_crfsuite(tmp_path, c1, c2, linesearch, seed, scale):
         assert ours.n_evals_linesearch == theirs["linesearch_trials"]
         assert np.count_nonzero(ours.x) == theirs["active_features"]
     w = res.x.reshape(n_attrs, n_labels)
-    theirs = np.array([[weights.get((f"a{a}", f"L{k}"), 0.0) for k in range(n_labels)]
-                       for a in range(n_attrs)])
+    theirs = np.array(
+        [[weights.get((f"a{a}", f"L{k}"), 0.0) for k in range(n_labels)] for a in range(n_attrs)]
+    )
     np.testing.assert_allclose(w, theirs, atol=2e-6)
 
 
@@ -742,7 +798,14 @@ def test_negative_curvature_pairs_are_skipped(num_memories):
         return float(np.sum(-np.cos(x))), np.sin(x)
 
     x0 = np.array([2.5, 2.4, -2.6])
-    res = minimize_lbfgs(fun, x0, linesearch="BacktrackingArmijo", epsilon=1e-9,
-                         period=0, num_memories=num_memories, max_iterations=200)
+    res = minimize_lbfgs(
+        fun,
+        x0,
+        linesearch="BacktrackingArmijo",
+        epsilon=1e-9,
+        period=0,
+        num_memories=num_memories,
+        max_iterations=200,
+    )
     assert res.status is LBFGSStatus.CONVERGED, res.message
     np.testing.assert_allclose(res.x, 0.0, atol=1e-8)

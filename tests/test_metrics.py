@@ -46,8 +46,7 @@ def random_sequences(rng, labels, n_seqs=20, max_len=8, noise=0.3):
         n = int(rng.integers(1, max_len + 1))
         seq = [labels[i] for i in rng.integers(0, len(labels), n)]
         pred = [
-            labels[int(rng.integers(0, len(labels)))] if rng.random() < noise else t
-            for t in seq
+            labels[int(rng.integers(0, len(labels)))] if rng.random() < noise else t for t in seq
         ]
         y_true.append(seq)
         y_pred.append(pred)
@@ -81,12 +80,8 @@ def test_flat_metrics_equal_sklearn_on_flattened(kind, seed):
     )
     for average in ["micro", "macro", "weighted"]:
         kw = dict(average=average, zero_division=0)
-        assert flat_precision_score(y_true, y_pred, **kw) == (
-            skm.precision_score(ft, fp, **kw)
-        )
-        assert flat_recall_score(y_true, y_pred, **kw) == (
-            skm.recall_score(ft, fp, **kw)
-        )
+        assert flat_precision_score(y_true, y_pred, **kw) == (skm.precision_score(ft, fp, **kw))
+        assert flat_recall_score(y_true, y_pred, **kw) == (skm.recall_score(ft, fp, **kw))
         assert flat_f1_score(y_true, y_pred, **kw) == skm.f1_score(ft, fp, **kw)
         assert flat_fbeta_score(y_true, y_pred, 0.5, **kw) == (
             skm.fbeta_score(ft, fp, beta=0.5, **kw)
@@ -128,9 +123,7 @@ def test_flat_metrics_accept_tuples_arrays_and_numpy_labels():
 
 def test_flat_metrics_match_sklearn_crfsuite():
     crfsuite_metrics = pytest.importorskip("sklearn_crfsuite.metrics")
-    y_true, y_pred = random_sequences(
-        np.random.default_rng(5), LABEL_SETS["str"], n_seqs=10
-    )
+    y_true, y_pred = random_sequences(np.random.default_rng(5), LABEL_SETS["str"], n_seqs=10)
     assert flat_accuracy_score(y_true, y_pred) == (
         crfsuite_metrics.flat_accuracy_score(y_true, y_pred)
     )
@@ -225,9 +218,7 @@ def test_sequence_accuracy_equal_lengths_is_a_fraction_of_sequences():
     y_true = [["a", "b"], ["a", "b"], ["c", "c"]]
     y_pred = [["a", "b"], ["a", "c"], ["c", "a"]]
     assert sequence_accuracy_score(y_true, y_pred) == pytest.approx(1 / 3)
-    assert sequence_accuracy_score(np.array(y_true), np.array(y_pred)) == (
-        pytest.approx(1 / 3)
-    )
+    assert sequence_accuracy_score(np.array(y_true), np.array(y_pred)) == (pytest.approx(1 / 3))
     assert sequence_accuracy_score(y_true, y_true) == 1.0
     assert sequence_accuracy_score([[1, 2]], [[2, 1]]) == 0.0
 
@@ -352,16 +343,12 @@ def conlleval_counts(y_true, y_pred):
     def end_of_chunk(prev_tag, tag, prev_type, type_):
         pairs = {("B", "B"), ("B", "O"), ("I", "B"), ("I", "O"),
                  ("E", "E"), ("E", "I"), ("E", "O")}  # fmt: skip
-        return (prev_tag, tag) in pairs or (
-            prev_tag not in ("O", ".") and prev_type != type_
-        )
+        return (prev_tag, tag) in pairs or (prev_tag not in ("O", ".") and prev_type != type_)
 
     def start_of_chunk(prev_tag, tag, prev_type, type_):
         pairs = {("B", "B"), ("I", "B"), ("O", "B"), ("O", "I"),
                  ("E", "E"), ("E", "I"), ("O", "E")}  # fmt: skip
-        return (prev_tag, tag) in pairs or (
-            tag not in ("O", ".") and prev_type != type_
-        )
+        return (prev_tag, tag) in pairs or (tag not in ("O", ".") and prev_type != type_)
 
     correct = found_true = found_pred = 0
     in_correct = False
@@ -471,9 +458,7 @@ def test_i_without_b_and_adjacent_chunks_scores():
     y_true = [["B-X", "I-X", "B-X"]]
     assert entity_recall_score(y_true, [["B-X", "I-X", "I-X"]]) == 0.0
     # predicting B-X B-X B-X gets the last one right: p = 1/3, r = 1/2
-    assert entity_precision_score(y_true, [["B-X", "B-X", "B-X"]]) == (
-        pytest.approx(1 / 3)
-    )
+    assert entity_precision_score(y_true, [["B-X", "B-X", "B-X"]]) == (pytest.approx(1 / 3))
     assert entity_recall_score(y_true, [["B-X", "B-X", "B-X"]]) == 0.5
     # B-X I-Y is two chunks X(0,1) and Y(1,2)
     assert entity_f1_score([["B-X", "O"]], [["B-X", "I-Y"]]) == pytest.approx(2 / 3)
@@ -549,15 +534,11 @@ def test_hand_made_scores_match_report():
         p = entity_precision_score(HAND_TRUE, HAND_PRED, average=average, **kw)
         r = entity_recall_score(HAND_TRUE, HAND_PRED, average=average, **kw)
         f = entity_f1_score(HAND_TRUE, HAND_PRED, average=average, **kw)
-        assert (p, r, f) == pytest.approx(
-            (row["precision"], row["recall"], row["f1-score"])
-        )
+        assert (p, r, f) == pytest.approx((row["precision"], row["recall"], row["f1-score"]))
 
 
 def test_hand_made_report_text():
-    text = entity_classification_report(
-        HAND_TRUE, HAND_PRED, digits=3, zero_division=0
-    )
+    text = entity_classification_report(HAND_TRUE, HAND_PRED, digits=3, zero_division=0)
     lines = text.splitlines()
     assert lines[0].split() == ["precision", "recall", "f1-score", "support"]
     assert lines[2].split() == ["LOC", "0.000", "0.000", "0.000", "1"]
@@ -612,9 +593,7 @@ def test_no_chunks():
         with pytest.warns(UndefinedMetricWarning, match="F1-score.*true nor pred"):
             assert entity_f1_score(y_true, y_true, average=average) == 0.0
         assert entity_f1_score(y_true, y_true, average=average, zero_division=1) == 1
-        assert math.isnan(
-            entity_f1_score(y_true, y_true, average=average, zero_division=np.nan)
-        )
+        assert math.isnan(entity_f1_score(y_true, y_true, average=average, zero_division=np.nan))
     report = entity_classification_report(y_true, y_true, output_dict=True,
                                           zero_division=0)  # fmt: skip
     assert list(report) == ["micro avg", "macro avg", "weighted avg"]

@@ -21,11 +21,51 @@ TOY = [
     [("The", "Det"), ("3", "Num"), ("dogs", "Noun"), ("eat", "Verb"), (".", "Punct")],
 ]
 TOKENS = [
-    "The", "the", "THE", "a", "ab", "abc", "abcd", "3rd", "1,000", "2.5", "42", "",
-    ".", "!?", "--", "``", "''", "...", "(", ")", "'s", "U.S.", "n't", "$", "%", "€",
-    "Über", "naïve", "東京", "Σίσυφος", "٣", "²", "x²", "١٢", "ǅemal", "ǈ", "«»",
+    "The",
+    "the",
+    "THE",
+    "a",
+    "ab",
+    "abc",
+    "abcd",
+    "3rd",
+    "1,000",
+    "2.5",
+    "42",
+    "",
+    ".",
+    "!?",
+    "--",
+    "``",
+    "''",
+    "...",
+    "(",
+    ")",
+    "'s",
+    "U.S.",
+    "n't",
+    "$",
+    "%",
+    "€",
+    "Über",
+    "naïve",
+    "東京",
+    "Σίσυφος",
+    "٣",
+    "²",
+    "x²",
+    "١٢",
+    "ǅemal",
+    "ǈ",
+    "«»",
     "—",
-    "-LRB-", "*T*-1", "well-known", "e-mail", "\u00a0", "a b", "🙂",
+    "-LRB-",
+    "*T*-1",
+    "well-known",
+    "e-mail",
+    "\u00a0",
+    "a b",
+    "🙂",
     "Ⅻ",
 ]
 
@@ -127,19 +167,39 @@ def test_overridden_get_features_is_used():
 
 
 def test_training_opt_mapping():
-    params = estimator_params({
-        "feature.minfreq": 2, "feature.possible_states": True,
-        "feature.possible_transitions": 1, "c1": 0.1, "c2": "0.01", "max_iterations": 50,
-        "num_memories": 8, "epsilon": 1e-4, "period": 5, "delta": 1e-6,
-        "linesearch": "Backtracking", "max_linesearch": 30,
-    })
+    params = estimator_params(
+        {
+            "feature.minfreq": 2,
+            "feature.possible_states": True,
+            "feature.possible_transitions": 1,
+            "c1": 0.1,
+            "c2": "0.01",
+            "max_iterations": 50,
+            "num_memories": 8,
+            "epsilon": 1e-4,
+            "period": 5,
+            "delta": 1e-6,
+            "linesearch": "Backtracking",
+            "max_linesearch": 30,
+        }
+    )
     assert params == {
-        "min_freq": 2.0, "all_possible_states": True, "all_possible_transitions": True,
-        "c1": 0.1, "c2": 0.01, "max_iterations": 50, "num_memories": 8, "epsilon": 1e-4,
-        "period": 5, "delta": 1e-6, "linesearch": "Backtracking", "max_linesearch": 30,
+        "min_freq": 2.0,
+        "all_possible_states": True,
+        "all_possible_transitions": True,
+        "c1": 0.1,
+        "c2": 0.01,
+        "max_iterations": 50,
+        "num_memories": 8,
+        "epsilon": 1e-4,
+        "period": 5,
+        "delta": 1e-6,
+        "linesearch": "Backtracking",
+        "max_linesearch": 30,
     }
     assert estimator_params({"feature.possible_states": "0", "max_iterations": "7"}) == {
-        "all_possible_states": False, "max_iterations": 7,
+        "all_possible_states": False,
+        "max_iterations": 7,
     }
     # every option names a parameter of the estimator
     names = Estimator._get_param_names()
@@ -166,8 +226,9 @@ def test_training_opt_errors(options, match):
 
 
 def test_training_opt_reaches_the_estimator():
-    tagger = CRFTagger(training_opt={"c2": 0.05, "feature.possible_transitions": True,
-                                     "max_iterations": 5})
+    tagger = CRFTagger(
+        training_opt={"c2": 0.05, "feature.possible_transitions": True, "max_iterations": 5}
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)  # the limit was asked for
         tagger.train(TOY, None)

@@ -92,11 +92,16 @@ def test_feature_values_up_to_1e6(params):
     for _ in range(30):
         labels = rng.integers(0, 2, size=6)
         y.append([f"L{k}" for k in labels])
-        X.append([
-            {"w": f"w{rng.integers(5)}", "v": (1e6 if k else -1e6) * rng.uniform(0.5, 1),
-             "noise": float(rng.uniform(-1e6, 1e6))}
-            for k in labels
-        ])
+        X.append(
+            [
+                {
+                    "w": f"w{rng.integers(5)}",
+                    "v": (1e6 if k else -1e6) * rng.uniform(0.5, 1),
+                    "noise": float(rng.uniform(-1e6, 1e6)),
+                }
+                for k in labels
+            ]
+        )
     tagger = fit_quietly(CRFTagger(**params), X, y)
     assert_finite_model(tagger)
     assert_sane_predictions(tagger, X)
@@ -108,10 +113,12 @@ def test_feature_values_up_to_1e6(params):
     for _ in range(30):
         labels = rng.integers(0, 3, size=6)
         y.append([f"L{k}" for k in labels])
-        X.append([
-            {"w": f"w{k}", "big": float(rng.uniform(-1e6, 1e6)), "k": int(k) * 10**6}
-            for k in labels
-        ])
+        X.append(
+            [
+                {"w": f"w{k}", "big": float(rng.uniform(-1e6, 1e6)), "k": int(k) * 10**6}
+                for k in labels
+            ]
+        )
     tagger = fit_quietly(CRFTagger(**params), X, y)
     assert_finite_model(tagger)
     assert_sane_predictions(tagger, X)
@@ -126,8 +133,12 @@ def test_feature_values_up_to_1e6(params):
         {"epsilon": 0.0, "period": 0, "linesearch": "Backtracking"},
         {"epsilon": 0.0, "period": 0, "linesearch": "StrongBacktracking"},
         {"epsilon": 0.0, "delta": 0.0, "c1": 1e-6},
-        {"epsilon": 0.0, "period": 0, "all_possible_states": True,
-         "all_possible_transitions": True},
+        {
+            "epsilon": 0.0,
+            "period": 0,
+            "all_possible_states": True,
+            "all_possible_transitions": True,
+        },
     ],
     ids=["default", "no-stop-test", "backtracking", "strong", "l1", "all-possible"],
 )
@@ -166,8 +177,10 @@ def test_more_than_a_thousand_labels():
 
 def test_training_is_deterministic():
     rng = np.random.default_rng(1)
-    X = [[{"w": f"w{rng.integers(20)}", "x": float(rng.normal())} for _ in range(8)]
-         for _ in range(40)]
+    X = [
+        [{"w": f"w{rng.integers(20)}", "x": float(rng.normal())} for _ in range(8)]
+        for _ in range(40)
+    ]
     y = [[f"L{rng.integers(4)}" for _ in range(8)] for _ in range(40)]
     for params in ({"c2": 0.1}, {"c1": 0.05, "c2": 0.01}, {"n_jobs": 2}):
         a = fit_quietly(CRFTagger(max_iterations=30, **params), X, y)
@@ -217,8 +230,15 @@ def test_interrupted_fit_leaves_a_fitted_estimator_as_it_was(monkeypatch, n_jobs
     # access: the model object itself must be the one from before
     before = {
         name: getattr(tagger, name)
-        for name in ("_model", "classes_", "attributes_", "n_iter_", "status_",
-                     "training_log_", "n_features_")
+        for name in (
+            "_model",
+            "classes_",
+            "attributes_",
+            "n_iter_",
+            "status_",
+            "training_log_",
+            "n_features_",
+        )
     }
     coef, transition = tagger.coef_, tagger.transition_
     names = list(tagger.vectorizer_.feature_names_)
@@ -249,9 +269,7 @@ def test_feature_sums_that_overflow_are_rejected_at_fit():
 
 
 def test_overflowing_scores_at_predict_time_are_an_error():
-    tagger = CRFTagger(c2=0.01).fit(
-        [[{"a": 1.0, "b": 1.0}, {"c": 1.0}]] * 2, [["A", "B"]] * 2
-    )
+    tagger = CRFTagger(c2=0.01).fit([[{"a": 1.0, "b": 1.0}, {"c": 1.0}]] * 2, [["A", "B"]] * 2)
     X = [[{"c": 1.0}], [{"a": 1.7e308, "b": -1.7e308}, {"c": 1.0}]]
     with pytest.raises(ValueError, match=r"X\[1\]\[0\].*not finite"):
         tagger.predict_marginals(X)

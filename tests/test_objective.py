@@ -149,7 +149,9 @@ def test_wide_transition_spread_takes_the_log_domain_path():
     # Trial points of a line search can have transitions hundreds of nats
     # apart: the value must stay right (log-domain fallback), not NaN.
     encoded, labels, classes, attributes = random_problem(2, n_labels=3)
-    model, observed = select_features(encoded, labels, classes, attributes, all_possible_transitions=True)
+    model, observed = select_features(
+        encoded, labels, classes, attributes, all_possible_transitions=True
+    )
     w = np.random.default_rng(1).normal(size=model.n_features)
     w[model.n_states] = 400.0
     w[model.n_states + 1] = -400.0
@@ -165,7 +167,9 @@ def test_gradient_is_expected_minus_observed_at_zero():
     # At w = 0 every labelling is equally likely: the expected count of a
     # transition pair is (number of adjacent token pairs) / L^2.
     encoded, labels, classes, attributes = random_problem(0)
-    model, observed = select_features(encoded, labels, classes, attributes, all_possible_transitions=True)
+    model, observed = select_features(
+        encoded, labels, classes, attributes, all_possible_transitions=True
+    )
     with CRFObjective(encoded, model, observed) as objective:
         _, gradient = objective.loss_gradient(np.zeros(model.n_features))
     n_pairs = np.maximum(encoded.lengths - 1, 0).sum()
@@ -198,8 +202,13 @@ def test_feature_selection_follows_crfsuite():
     with_min, _ = select_features(encoded, labels, classes, attributes, min_freq=1.0)
     assert with_min.state_ptr.tolist() == [0, 2, 2, 3]
     everything, _ = select_features(
-        encoded, labels, classes, attributes, all_possible_states=True,
-        all_possible_transitions=True, min_freq=-10.0,
+        encoded,
+        labels,
+        classes,
+        attributes,
+        all_possible_states=True,
+        all_possible_transitions=True,
+        min_freq=-10.0,
     )
     assert everything.n_features == 3 * 2 + 2 * 2
     # all_possible features with value sum 0 are still cut by a positive min_freq
@@ -211,7 +220,9 @@ def test_feature_selection_follows_crfsuite():
 
 def test_transitions_do_not_cross_sequence_boundaries():
     encoded = Encoded(
-        np.arange(5, dtype=np.int64), np.zeros(4, dtype=np.int32), np.ones(4),
+        np.arange(5, dtype=np.int64),
+        np.zeros(4, dtype=np.int32),
+        np.ones(4),
         np.array([2, 0, 2], dtype=np.intp),
     )
     model, _ = select_features(
@@ -285,8 +296,15 @@ def test_state_score_and_expected_count_kernels_match_dense_products(denominator
     expected = np.zeros(model.n_states)
     dense_expected = np.zeros((layout.n_dense, model.n_labels))
     _kernels.expected_states(
-        encoded.indptr, encoded.ids, encoded.values, layout.state_ptr, layout.state_labels,
-        marginals, layout.dense_row, expected, dense_expected,
+        encoded.indptr,
+        encoded.ids,
+        encoded.values,
+        layout.state_ptr,
+        layout.state_labels,
+        marginals,
+        layout.dense_row,
+        expected,
+        dense_expected,
     )
     layout.gather(dense_expected, expected)
     dense = X.T @ marginals
@@ -337,18 +355,35 @@ def test_vectorized_exp_keeps_nan_and_bounds_underflow():
 def test_kernels_reject_inconsistent_shapes():
     with pytest.raises(ValueError, match="indptr"):
         _kernels.state_scores(
-            np.zeros(3, dtype=np.int64), np.zeros(0, dtype=np.int32), np.zeros(0),
-            np.zeros(2, dtype=np.int64), np.zeros(0, dtype=np.int32), np.zeros(0),
-            np.full(1, -1, dtype=np.int32), np.zeros((0, 2)), np.zeros((5, 2)),
+            np.zeros(3, dtype=np.int64),
+            np.zeros(0, dtype=np.int32),
+            np.zeros(0),
+            np.zeros(2, dtype=np.int64),
+            np.zeros(0, dtype=np.int32),
+            np.zeros(0),
+            np.full(1, -1, dtype=np.int32),
+            np.zeros((0, 2)),
+            np.zeros((5, 2)),
         )
     with pytest.raises(ValueError, match="dense"):
         _kernels.state_scores(
-            np.zeros(6, dtype=np.int64), np.zeros(0, dtype=np.int32), np.zeros(0),
-            np.zeros(2, dtype=np.int64), np.zeros(0, dtype=np.int32), np.zeros(0),
-            np.full(2, -1, dtype=np.int32), np.zeros((0, 2)), np.zeros((5, 2)),
+            np.zeros(6, dtype=np.int64),
+            np.zeros(0, dtype=np.int32),
+            np.zeros(0),
+            np.zeros(2, dtype=np.int64),
+            np.zeros(0, dtype=np.int32),
+            np.zeros(0),
+            np.full(2, -1, dtype=np.int32),
+            np.zeros((0, 2)),
+            np.zeros((5, 2)),
         )
     with pytest.raises(ValueError, match="inconsistent"):
         _kernels.forward_backward(
-            np.zeros((3, 2)), np.zeros((2, 2)), np.array([2], dtype=np.intp),
-            np.zeros((3, 2)), np.zeros(3), np.zeros((2, 2)), np.zeros((2, 2)),
+            np.zeros((3, 2)),
+            np.zeros((2, 2)),
+            np.array([2], dtype=np.intp),
+            np.zeros((3, 2)),
+            np.zeros(3),
+            np.zeros((2, 2)),
+            np.zeros((2, 2)),
         )

@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 
 from skcrf._objective import select_features
-from skcrf._online import OnlineProblem
 from skcrf._online_train import (
     DEFAULTS,
     OnlineStatus,
@@ -23,8 +22,15 @@ from skcrf._validation import Encoded
 # -- problems -----------------------------------------------------------------
 
 
-def make_problem(seed, n_sequences=8, n_attributes=6, n_labels=3, max_length=4,
-                 separable=False, all_transitions=False):
+def make_problem(
+    seed,
+    n_sequences=8,
+    n_attributes=6,
+    n_labels=3,
+    max_length=4,
+    separable=False,
+    all_transitions=False,
+):
     """Random tiny sequences: Encoded, labels, model; one empty sequence."""
     rng = np.random.RandomState(seed)
     lengths = rng.randint(1, max_length + 1, size=n_sequences)
@@ -43,13 +49,18 @@ def make_problem(seed, n_sequences=8, n_attributes=6, n_labels=3, max_length=4,
             values.extend(rng.choice([0.5, 1.0, 1.5, 2.0], size=len(row)))
             indptr.append(len(ids))
     n_attr = n_attributes + (n_labels if separable else 0)
-    encoded = Encoded(np.array(indptr, dtype=np.int64), np.array(ids, dtype=np.int32),
-                      np.array(values, dtype=np.float64), np.array(lengths, dtype=np.intp))
+    encoded = Encoded(
+        np.array(indptr, dtype=np.int64),
+        np.array(ids, dtype=np.int32),
+        np.array(values, dtype=np.float64),
+        np.array(lengths, dtype=np.intp),
+    )
     labels = np.array(labels, dtype=np.intp)
     classes = np.array([f"L{j}" for j in range(n_labels)], dtype=object)
     attributes = [f"a{i}" for i in range(n_attr)]
-    model, _ = select_features(encoded, labels, classes, attributes,
-                               all_possible_transitions=all_transitions)
+    model, _ = select_features(
+        encoded, labels, classes, attributes, all_possible_transitions=all_transitions
+    )
     return encoded, labels, model
 
 
@@ -65,10 +76,16 @@ class Oracle:
         for start, length in zip(starts, encoded.lengths):
             if length == 0:
                 continue
-            rows = [list(zip(encoded.ids[encoded.indptr[r]:encoded.indptr[r + 1]],
-                             encoded.values[encoded.indptr[r]:encoded.indptr[r + 1]]))
-                    for r in range(start, start + length)]
-            self.sequences.append((rows, tuple(labels[start:start + length])))
+            rows = [
+                list(
+                    zip(
+                        encoded.ids[encoded.indptr[r] : encoded.indptr[r + 1]],
+                        encoded.values[encoded.indptr[r] : encoded.indptr[r + 1]],
+                    )
+                )
+                for r in range(start, start + length)
+            ]
+            self.sequences.append((rows, tuple(labels[start : start + length])))
         self.state = {}
         for a in range(model.n_attributes):
             for k in range(model.state_ptr[a], model.state_ptr[a + 1]):
@@ -137,8 +154,11 @@ def oracle_margin_epochs(algorithm, oracle, params, rs, n_epochs):
                     cost = sv - sc + (np.sqrt(d) if params["error_sensitive"] else 1.0)
                     norm2 = delta @ delta
                     if norm2 > 0:
-                        tau = {0: cost / norm2, 1: min(params["c"], cost / norm2),
-                               2: cost / (norm2 + 0.5 / params["c"])}[params["pa_type"]]
+                        tau = {
+                            0: cost / norm2,
+                            1: min(params["c"], cost / norm2),
+                            2: cost / (norm2 + 0.5 / params["c"]),
+                        }[params["pa_type"]]
                         w += tau * delta
                         ws += tau * c * delta
                     loss += cost
@@ -169,35 +189,53 @@ def oracle_l2sgd_epoch(oracle, order, w, t0, lam, t):
 
 def problem_of(encoded, labels, model):
     from skcrf._online_train import _problem
+
     return _problem(encoded, labels, model)
 
 
 def run(algorithm, data, seed=0, **kwargs):
     encoded, labels, model = data
     settings = dict(DEFAULTS[algorithm], **kwargs.pop("settings", {}))
-    return train_online(algorithm, encoded, labels, model, settings,
-                        random_state=np.random.RandomState(seed), **kwargs)
+    return train_online(
+        algorithm,
+        encoded,
+        labels,
+        model,
+        settings,
+        random_state=np.random.RandomState(seed),
+        **kwargs,
+    )
 
 
 # -- (1) compiled epochs against the oracle ---------------------------------------
 
 
-@pytest.mark.parametrize("algorithm,params", [
-    ("ap", {}),
-    ("pa", {"pa_type": 0, "error_sensitive": True}),
-    ("pa", {"pa_type": 1, "c": 0.3, "error_sensitive": False}),
-    ("pa", {"pa_type": 2, "c": 0.7, "error_sensitive": True, "averaging": False}),
-    ("arow", {"variance": 0.5, "gamma": 2.0}),
-])
+@pytest.mark.parametrize(
+    "algorithm,params",
+    [
+        ("ap", {}),
+        ("pa", {"pa_type": 0, "error_sensitive": True}),
+        ("pa", {"pa_type": 1, "c": 0.3, "error_sensitive": False}),
+        ("pa", {"pa_type": 2, "c": 0.7, "error_sensitive": True, "averaging": False}),
+        ("arow", {"variance": 0.5, "gamma": 2.0}),
+    ],
+)
 @pytest.mark.parametrize("seed", [0, 1])
 def test_margin_epochs_match_oracle(algorithm, params, seed):
     data = make_problem(seed, all_transitions=seed == 1)
     settings = dict(DEFAULTS[algorithm], **params)
     entries = []
-    result = run(algorithm, data, seed=seed, settings=settings, n_epochs=3,
-                 callback=lambda entry, w: entries.append((entry, w.copy())))
-    expected, losses = oracle_margin_epochs(algorithm, Oracle(*data), settings,
-                                            np.random.RandomState(seed), 3)
+    result = run(
+        algorithm,
+        data,
+        seed=seed,
+        settings=settings,
+        n_epochs=3,
+        callback=lambda entry, w: entries.append((entry, w.copy())),
+    )
+    expected, losses = oracle_margin_epochs(
+        algorithm, Oracle(*data), settings, np.random.RandomState(seed), 3
+    )
     state = result.state
     np.testing.assert_allclose(state.weights, expected["w"], rtol=1e-10, atol=1e-10)
     np.testing.assert_allclose([e["loss"] for e, _ in entries], losses, rtol=1e-10, atol=1e-10)
@@ -293,7 +331,7 @@ def expected_counts(problem, data, s, w):
                 k = oracle.state.get((int(a), j))
                 if k is not None:
                     e[k] += v * marg[t, j]
-    e[model.n_states:] = pairs.ravel()[model.transition_index]
+    e[model.n_states :] = pairs.ravel()[model.transition_index]
     return log_z, e
 
 
@@ -368,8 +406,10 @@ def test_fits_separable_problem(algorithm):
     settings = {"max_iterations": 30, "c2": 0.01}
     result = run(algorithm, data, settings=settings)
     oracle = Oracle(*data)
-    errors = sum(oracle.viterbi(result.x, s)[0] != oracle.sequences[s][1]
-                 for s in range(len(oracle.sequences)))
+    errors = sum(
+        oracle.viterbi(result.x, s)[0] != oracle.sequences[s][1]
+        for s in range(len(oracle.sequences))
+    )
     if algorithm == "ap":
         assert errors <= 1  # the average need not separate (as CRFsuite's tests note)
     else:
@@ -386,10 +426,17 @@ def test_resume_equals_uninterrupted(algorithm):
     rs = np.random.RandomState(4)
     settings = dict(DEFAULTS[algorithm])
     encoded, labels, model = data
-    first = train_online(algorithm, encoded, labels, model, settings, random_state=rs,
-                         n_epochs=1)
-    second = train_online(algorithm, encoded, labels, model, settings, random_state=rs,
-                          n_epochs=1, resume=first.state)
+    first = train_online(algorithm, encoded, labels, model, settings, random_state=rs, n_epochs=1)
+    second = train_online(
+        algorithm,
+        encoded,
+        labels,
+        model,
+        settings,
+        random_state=rs,
+        n_epochs=1,
+        resume=first.state,
+    )
     whole = run(algorithm, data, seed=4, n_epochs=2)
     np.testing.assert_array_equal(second.x, whole.x)
     np.testing.assert_array_equal(second.state.weights, whole.state.weights)
@@ -433,8 +480,9 @@ def test_epsilon_stopping():
         assert result.status is OnlineStatus.SMALL_LOSS and result.n_iter == 1
         assert result.status.converged
     entries = []
-    result = run("arow", data, settings={"max_iterations": 50},
-                 callback=lambda e, w: entries.append(e))
+    result = run(
+        "arow", data, settings={"max_iterations": 50}, callback=lambda e, w: entries.append(e)
+    )
     assert result.status is OnlineStatus.SMALL_LOSS and result.n_iter < 50
     assert entries[-1]["loss"] == 0.0 and all(e["loss"] > 0 for e in entries[:-1])
 
@@ -442,13 +490,18 @@ def test_epsilon_stopping():
 def test_l2sgd_stopping():
     data = make_problem(13, n_sequences=10)
     entries = []
-    result = run("l2sgd", data, settings={"period": 3, "delta": 1e9},
-                 callback=lambda e, w: entries.append(e))
+    result = run(
+        "l2sgd",
+        data,
+        settings={"period": 3, "delta": 1e9},
+        callback=lambda e, w: entries.append(e),
+    )
     assert result.status is OnlineStatus.SMALL_IMPROVEMENT and result.status.converged
     assert result.n_iter == 4
     assert "improvement" in entries[3] and "improvement" not in entries[2]
     assert entries[3]["improvement"] == pytest.approx(
-        (entries[0]["loss"] - entries[3]["loss"]) / entries[3]["loss"])
+        (entries[0]["loss"] - entries[3]["loss"]) / entries[3]["loss"]
+    )
     assert {"learning_rate", "total_updates"} <= set(entries[0])
     result = run("l2sgd", data, settings={"period": 3, "delta": -1e9, "max_iterations": 6})
     assert result.status is OnlineStatus.MAX_ITERATIONS and result.n_iter == 6
@@ -459,9 +512,12 @@ def test_l2sgd_stopping():
 def test_l2sgd_returns_best_epoch():
     data = make_problem(21, n_sequences=10)
     entries = []
-    result = run("l2sgd", data, settings={"max_iterations": 5, "calibration_eta": 50.0,
-                                          "calibration_max_trials": 2},
-                 callback=lambda e, w: entries.append((e["loss"], w.copy())))
+    result = run(
+        "l2sgd",
+        data,
+        settings={"max_iterations": 5, "calibration_eta": 50.0, "calibration_max_trials": 2},
+        callback=lambda e, w: entries.append((e["loss"], w.copy())),
+    )
     best = int(np.argmin([loss for loss, _ in entries]))
     np.testing.assert_array_equal(result.x, entries[-1][1])
     if best < len(entries) - 1:
@@ -472,24 +528,43 @@ def test_l2sgd_returns_best_epoch():
 def test_zero_norm_difference_is_safe():
     # two labels with identical features and no transitions: Viterbi can be
     # wrong with F(x, y) - F(x, z) = 0 (no feature tells them apart)
-    encoded = Encoded(np.array([0, 1, 2], dtype=np.int64), np.array([0, 0], dtype=np.int32),
-                      np.array([0.0, 0.0]), np.array([1, 1], dtype=np.intp))
+    encoded = Encoded(
+        np.array([0, 1, 2], dtype=np.int64),
+        np.array([0, 0], dtype=np.int32),
+        np.array([0.0, 0.0]),
+        np.array([1, 1], dtype=np.intp),
+    )
     labels = np.array([0, 1], dtype=np.intp)
     model, _ = select_features(encoded, labels, np.array(["A", "B"], dtype=object), ["a"])
     for algorithm in ("pa", "arow", "ap"):
         for pa_type in (0, 1, 2):
-            result = train_online(algorithm, encoded, labels, model,
-                                  dict(DEFAULTS[algorithm], pa_type=pa_type, max_iterations=3),
-                                  random_state=np.random.RandomState(0))
+            result = train_online(
+                algorithm,
+                encoded,
+                labels,
+                model,
+                dict(DEFAULTS[algorithm], pa_type=pa_type, max_iterations=3),
+                random_state=np.random.RandomState(0),
+            )
             assert np.isfinite(result.x).all()
 
 
 def test_empty_training_set():
-    encoded = Encoded(np.array([0], dtype=np.int64), np.zeros(0, dtype=np.int32),
-                      np.zeros(0), np.array([0], dtype=np.intp))
+    encoded = Encoded(
+        np.array([0], dtype=np.int64),
+        np.zeros(0, dtype=np.int32),
+        np.zeros(0),
+        np.array([0], dtype=np.intp),
+    )
     labels = np.zeros(0, dtype=np.intp)
     model, _ = select_features(encoded, labels, np.array(["A"], dtype=object), [])
     for algorithm in ("l2sgd", "ap", "pa", "arow"):
-        result = train_online(algorithm, encoded, labels, model, DEFAULTS[algorithm],
-                              random_state=np.random.RandomState(0))
+        result = train_online(
+            algorithm,
+            encoded,
+            labels,
+            model,
+            DEFAULTS[algorithm],
+            random_state=np.random.RandomState(0),
+        )
         assert result.x.shape == (model.n_features,)

@@ -17,8 +17,9 @@ pytest.importorskip("skcrf._kernels", reason="compiled extension not built")
 MISSING = "?"
 
 
-def random_data(rng, n_sequences=4, n_attributes=5, n_labels=3, max_length=4, hide=0.4,
-                fuzzy=0.15):
+def random_data(
+    rng, n_sequences=4, n_attributes=5, n_labels=3, max_length=4, hide=0.4, fuzzy=0.15
+):
     lengths = rng.integers(1, max_length + 1, size=n_sequences)
     rows = []
     for _ in range(int(lengths.sum())):

@@ -31,10 +31,10 @@ from scipy.special import logsumexp
 from sklearn.exceptions import ConvergenceWarning
 
 from skcrf import CRFTagger
-from skcrf._inference import forward_backward, viterbi
-from skcrf._packing import pack
-from skcrf._objective import select_features
 from skcrf._featurize import Vocabulary
+from skcrf._inference import forward_backward, viterbi
+from skcrf._objective import select_features
+from skcrf._packing import pack
 from skcrf._validation import check_labels, check_sequences, encode_labels
 
 _SCALE = max(1, int(os.environ.get("SKCRF_HYPOTHESIS_SCALE", "1")))
@@ -75,8 +75,12 @@ sequences = st.lists(tokens, max_size=5)
 label_sets = st.one_of(
     st.lists(text, min_size=1, max_size=4, unique=True),
     st.lists(st.integers(-5, 5), min_size=1, max_size=4, unique=True),
-    st.lists(st.one_of(st.sampled_from(["B", "I", "O", "🙂"]), st.integers(0, 3)),
-             min_size=1, max_size=4, unique=True),
+    st.lists(
+        st.one_of(st.sampled_from(["B", "I", "O", "🙂"]), st.integers(0, 3)),
+        min_size=1,
+        max_size=4,
+        unique=True,
+    ),
 )
 
 
@@ -131,8 +135,12 @@ def _check_predictions(tagger, X):
 
 
 @_settings(40)
-@given(data=training_data(), X_new=st.lists(sequences, max_size=4),
-       c1=st.sampled_from([0.0, 0.1]), c2=st.sampled_from([0.0, 0.01, 1.0]))
+@given(
+    data=training_data(),
+    X_new=st.lists(sequences, max_size=4),
+    c1=st.sampled_from([0.0, 0.1]),
+    c2=st.sampled_from([0.0, 0.01, 1.0]),
+)
 def test_fit_and_predict_never_crash(data, X_new, c1, c2):
     X, y = data
     # (a model without any feature is fitted too, see
@@ -178,8 +186,21 @@ def test_labels_come_back_as_given(labels, data):
         assert tagger.score(X, y) == 1.0
 
 
-_BAD_VALUES = [None, float("nan"), np.nan, np.float32("nan"), math.inf, -math.inf,
-               (1, 2), object(), b"\xff", 1j, 10**400, {1: "x"}, ["x", 3]]
+_BAD_VALUES = [
+    None,
+    float("nan"),
+    np.nan,
+    np.float32("nan"),
+    math.inf,
+    -math.inf,
+    (1, 2),
+    object(),
+    b"\xff",
+    1j,
+    10**400,
+    {1: "x"},
+    ["x", 3],
+]
 
 
 @_settings(60)
@@ -225,8 +246,10 @@ def _rows(encoded, vocabulary):
     """Each token's ``[(attribute name, value), ...]``, in stored order."""
     names = vocabulary.attributes
     return [
-        [(names[a], v) for a, v in zip(encoded.ids[start:stop].tolist(),
-                                        encoded.values[start:stop].tolist())]
+        [
+            (names[a], v)
+            for a, v in zip(encoded.ids[start:stop].tolist(), encoded.values[start:stop].tolist())
+        ]
         for start, stop in zip(encoded.indptr[:-1].tolist(), encoded.indptr[1:].tolist())
     ]
 
@@ -318,13 +341,15 @@ oracle_scalars = st.one_of(
 )
 oracle_keys = st.one_of(keys, st.sampled_from(["a", "a:b", "a=b", ":"]))
 oracle_values = st.recursive(
-    oracle_scalars, lambda inner: st.dictionaries(oracle_keys, inner, max_size=3),
+    oracle_scalars,
+    lambda inner: st.dictionaries(oracle_keys, inner, max_size=3),
     max_leaves=6,
 )
 oracle_tokens = st.one_of(
     st.dictionaries(oracle_keys, oracle_values, max_size=5),
-    st.dictionaries(st.sampled_from(["w", "p", "a"]), st.sampled_from(["a", "b", "b:c"]),
-                    max_size=3),  # few distinct keys and values: the caches are hit
+    st.dictionaries(
+        st.sampled_from(["w", "p", "a"]), st.sampled_from(["a", "b", "b:c"]), max_size=3
+    ),  # few distinct keys and values: the caches are hit
     list_tokens,
     st.tuples(st.sampled_from(["a:b", "w:a", "bias"]), text),
 )
@@ -433,8 +458,6 @@ def test_viterbi_finds_a_best_path(problem):
 @given(problem=packed_problems(scores=moderate_scores))
 def test_forward_backward_matches_brute_force(problem):
     _check_forward_backward(*problem)
-
-
 
 
 @_settings(150)

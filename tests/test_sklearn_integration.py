@@ -46,9 +46,9 @@ import warnings
 from copy import deepcopy
 
 import joblib
-from joblib import parallel_config
 import numpy as np
 import pytest
+from joblib import parallel_config
 from scipy.stats import loguniform
 from sklearn import config_context
 from sklearn.base import clone, is_classifier, is_regressor
@@ -127,8 +127,15 @@ WORDS, Y, GROUPS = make_corpus()
 X = [featurize(sentence) for sentence in WORDS]
 GRID = {"c1": [0.0, 0.5], "c2": [0.01, 1.0, 10.0]}
 FITTED_ATTRIBUTES = (
-    "classes_", "attributes_", "vectorizer_", "coef_", "transition_",
-    "n_features_", "n_iter_", "status_", "training_log_",
+    "classes_",
+    "attributes_",
+    "vectorizer_",
+    "coef_",
+    "transition_",
+    "n_features_",
+    "n_iter_",
+    "status_",
+    "training_log_",
 )
 
 
@@ -150,8 +157,9 @@ def manual_cv_scores(estimator, X, y, splits, scorer=None):
     for train, test in splits:
         fitted = clone(estimator).fit(subset(X, train), subset(y, train))
         X_test, y_test = subset(X, test), subset(y, test)
-        scores.append(fitted.score(X_test, y_test) if scorer is None
-                      else scorer(fitted, X_test, y_test))
+        scores.append(
+            fitted.score(X_test, y_test) if scorer is None else scorer(fitted, X_test, y_test)
+        )
     return np.array(scores)
 
 
@@ -242,8 +250,9 @@ def test_fit_returns_self_and_does_not_change_parameters():
     after = tagger.get_params()
     for name, value in params.items():
         assert joblib.hash(after[name]) == joblib.hash(value), name
-    public_after = {key for key in vars(tagger)
-                    if not key.startswith("_") and not key.endswith("_")}
+    public_after = {
+        key for key in vars(tagger) if not key.startswith("_") and not key.endswith("_")
+    }
     assert public_after == set(dict_before), "fit added a public attribute"
     for key in public_after:
         assert vars(tagger)[key] is dict_before[key], f"fit changed {key}"
@@ -263,9 +272,12 @@ _CACHES = {"_decoder"}
 
 def test_prediction_does_not_change_the_estimator(fitted):
     """check_dict_unchanged, with sequences."""
+
     def state():
-        return {key: value if key in _CACHES else joblib.hash(value)
-                for key, value in vars(fitted).items()}
+        return {
+            key: value if key in _CACHES else joblib.hash(value)
+            for key, value in vars(fitted).items()
+        }
 
     before = state()
     assert "_model" in before
@@ -311,8 +323,12 @@ def test_predictions_follow_sequence_order_and_subsets(fitted):
     for start in range(0, len(X), 7):  # batches of 7, the last one shorter
         batch = slice(start, start + 7)
         assert fitted.predict(X[batch]) == expected[batch]
-        np.testing.assert_allclose(as_array(fitted.predict_marginals(X[batch])),
-                                   as_array(expected_marginals[batch]), rtol=0, atol=1e-12)
+        np.testing.assert_allclose(
+            as_array(fitted.predict_marginals(X[batch])),
+            as_array(expected_marginals[batch]),
+            rtol=0,
+            atol=1e-12,
+        )
     assert fitted.predict_single(X[5]) == expected[5]
 
 
@@ -421,12 +437,12 @@ NOT_APPLICABLE_CHECKS = {
     "check_readonly_memmap_input": "input is lists of dicts, never a (memmapped) array",
     "check_f_contiguous_array_estimator": "input is not an array: no memory layout",
     "check_positive_only_tag_during_fit": "about positive-only numeric arrays "
-                                          "(positive_only tag is False)",
+    "(positive_only tag is False)",
     "check_n_features_in": "n_features_in_ is defined for array input; tokens carry "
-                           "named features, the vocabulary is vectorizer_.feature_names_",
+    "named features, the vocabulary is vectorizer_.feature_names_",
     "check_n_features_in_after_fitting": "same as check_n_features_in",
     "check_fit2d_1feature": "needs a 2-D array with one column; a one-feature token "
-                            "is covered by test_one_sequence_is_enough_to_fit",
+    "is covered by test_one_sequence_is_enough_to_fit",
     "check_estimator_sparse_tag": "sparse input tag is about scipy sparse X (False)",
     "check_estimator_sparse_array": "X cannot be a scipy sparse array",
     "check_estimator_sparse_matrix": "X cannot be a scipy sparse matrix",
@@ -475,8 +491,10 @@ def _base_function(check):
 
 
 def test_every_common_check_is_accounted_for():
-    yielded = {_base_function(check)
-               for _, check in estimator_checks_generator(_ClaimsArrayInput(), mark=None)}
+    yielded = {
+        _base_function(check)
+        for _, check in estimator_checks_generator(_ClaimsArrayInput(), mark=None)
+    }
     accounted = set(SKLEARN_CHECKS) | set(ADAPTED_CHECKS) | set(NOT_APPLICABLE_CHECKS)
     assert not yielded - accounted, f"new scikit-learn checks to classify: {yielded - accounted}"
     # every classified check exists in this scikit-learn
@@ -514,7 +532,10 @@ def test_cross_val_score_default_scoring_is_token_accuracy():
     splits = list(cv.split(X))
     np.testing.assert_allclose(scores, manual_cv_scores(tagger, X, Y, splits), rtol=0, atol=1e-15)
     token_accuracy = manual_cv_scores(
-        tagger, X, Y, splits,
+        tagger,
+        X,
+        Y,
+        splits,
         scorer=lambda est, X_, y_: flat_accuracy_score(y_, est.predict(X_)),
     )
     np.testing.assert_allclose(scores, token_accuracy, rtol=0, atol=1e-15)
@@ -528,11 +549,23 @@ def test_cross_validate_with_several_scorers():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # undefined F1 of a label missing in a fold
         result = cross_validate(
-            tagger, X, Y, cv=cv, scoring=by_name, return_train_score=True,
-            return_indices=True, error_score="raise",
+            tagger,
+            X,
+            Y,
+            cv=cv,
+            scoring=by_name,
+            return_train_score=True,
+            return_indices=True,
+            error_score="raise",
         )
-    for key in ("test_flat_accuracy", "test_flat_f1_macro", "test_sequence_accuracy",
-                "train_flat_accuracy", "fit_time", "score_time"):
+    for key in (
+        "test_flat_accuracy",
+        "test_flat_f1_macro",
+        "test_sequence_accuracy",
+        "train_flat_accuracy",
+        "fit_time",
+        "score_time",
+    ):
         assert result[key].shape == (3,), key
     np.testing.assert_array_equal(
         result["test_flat_accuracy"], cross_val_score(tagger, X, Y, cv=cv)
@@ -540,15 +573,24 @@ def test_cross_validate_with_several_scorers():
     splits = list(zip(result["indices"]["train"], result["indices"]["test"]))
     np.testing.assert_allclose(
         result["test_sequence_accuracy"],
-        manual_cv_scores(tagger, X, Y, splits,
-                         scorer=lambda est, X_, y_: sequence_accuracy_score(y_, est.predict(X_))),
+        manual_cv_scores(
+            tagger,
+            X,
+            Y,
+            splits,
+            scorer=lambda est, X_, y_: sequence_accuracy_score(y_, est.predict(X_)),
+        ),
     )
     assert np.all(result["test_sequence_accuracy"] <= result["test_flat_accuracy"])
     assert np.all(result["train_flat_accuracy"] >= result["test_flat_accuracy"])
 
     # scorer objects from get_scorer, under names of one's choosing
     result2 = cross_validate(
-        tagger, X, Y, cv=cv, error_score="raise",
+        tagger,
+        X,
+        Y,
+        cv=cv,
+        error_score="raise",
         scoring={"acc": get_scorer("flat_accuracy"), "seq": get_scorer("sequence_accuracy")},
     )
     np.testing.assert_array_equal(result2["test_acc"], result["test_flat_accuracy"])
@@ -567,12 +609,17 @@ def test_scorers_accept_list_of_lists_predictions(fitted):
     assert get_scorer("flat_accuracy")(fitted, X, Y) == flat_accuracy_score(Y, predicted)
     assert get_scorer("flat_accuracy")(fitted, X, Y) == fitted.score(X, Y)
     assert get_scorer("flat_f1_weighted")(fitted, X, Y) == pytest.approx(
-        flat_f1_score(Y, predicted, average="weighted"))
+        flat_f1_score(Y, predicted, average="weighted")
+    )
     assert get_scorer("sequence_accuracy")(fitted, X, Y) == sequence_accuracy_score(Y, predicted)
-    values = {name: scorer(fitted, X, Y)
-              for name, scorer in scorers("flat_accuracy", "sequence_accuracy").items()}
-    assert values == {"flat_accuracy": fitted.score(X, Y),
-                      "sequence_accuracy": sequence_accuracy_score(Y, predicted)}
+    values = {
+        name: scorer(fitted, X, Y)
+        for name, scorer in scorers("flat_accuracy", "sequence_accuracy").items()
+    }
+    assert values == {
+        "flat_accuracy": fitted.score(X, Y),
+        "sequence_accuracy": sequence_accuracy_score(Y, predicted),
+    }
 
 
 def test_kfold_and_group_kfold_split_lists_of_sequences():
@@ -613,16 +660,23 @@ def test_grid_search_over_c1_c2_in_parallel():
     assert search.score(X, Y) == search.best_estimator_.score(X, Y)
     # threads instead of processes: no shared state between concurrent fits
     with parallel_config(backend="threading"):
-        threaded = GridSearchCV(CRFTagger(), GRID, cv=KFold(3), n_jobs=2,
-                                error_score="raise").fit(X, Y)
-    np.testing.assert_array_equal(threaded.cv_results_["mean_test_score"],
-                                  results["mean_test_score"])
+        threaded = GridSearchCV(CRFTagger(), GRID, cv=KFold(3), n_jobs=2, error_score="raise").fit(
+            X, Y
+        )
+    np.testing.assert_array_equal(
+        threaded.cv_results_["mean_test_score"], results["mean_test_score"]
+    )
 
 
 def test_grid_search_with_multiple_scorers_refits_on_the_named_one():
     search = GridSearchCV(
-        CRFTagger(), GRID, cv=3, n_jobs=2, error_score="raise",
-        scoring=scorers("flat_accuracy", "sequence_accuracy"), refit="sequence_accuracy",
+        CRFTagger(),
+        GRID,
+        cv=3,
+        n_jobs=2,
+        error_score="raise",
+        scoring=scorers("flat_accuracy", "sequence_accuracy"),
+        refit="sequence_accuracy",
     )
     search.fit(X, Y)
     results = search.cv_results_
@@ -631,13 +685,20 @@ def test_grid_search_with_multiple_scorers_refits_on_the_named_one():
     # default scoring and the flat_accuracy scorer agree
     plain = GridSearchCV(CRFTagger(), GRID, cv=3, n_jobs=2, error_score="raise").fit(X, Y)
     np.testing.assert_array_equal(
-        results["mean_test_flat_accuracy"], plain.cv_results_["mean_test_score"])
+        results["mean_test_flat_accuracy"], plain.cv_results_["mean_test_score"]
+    )
 
 
 def test_randomized_search_over_c1_c2_in_parallel():
     distributions = {"c1": [0.0, 0.1, 0.5], "c2": loguniform(1e-3, 1e1)}
-    kwargs = dict(n_iter=5, cv=KFold(3), n_jobs=2, random_state=0, error_score="raise",
-                  scoring=get_scorer("flat_accuracy"))
+    kwargs = dict(
+        n_iter=5,
+        cv=KFold(3),
+        n_jobs=2,
+        random_state=0,
+        error_score="raise",
+        scoring=get_scorer("flat_accuracy"),
+    )
     search = RandomizedSearchCV(CRFTagger(), distributions, **kwargs).fit(X, Y)
     params = search.cv_results_["params"]
     assert len(params) == 5
@@ -646,18 +707,22 @@ def test_randomized_search_over_c1_c2_in_parallel():
     again = RandomizedSearchCV(CRFTagger(), distributions, **kwargs).fit(X, Y)
     assert again.cv_results_["params"] == params
     np.testing.assert_array_equal(
-        again.cv_results_["mean_test_score"], search.cv_results_["mean_test_score"])
+        again.cv_results_["mean_test_score"], search.cv_results_["mean_test_score"]
+    )
 
 
 def test_validation_and_learning_curves():
     cv = KFold(3)
-    train, test = validation_curve(CRFTagger(), X, Y, param_name="c2",
-                                   param_range=[0.01, 10.0], cv=cv, error_score="raise")
+    train, test = validation_curve(
+        CRFTagger(), X, Y, param_name="c2", param_range=[0.01, 10.0], cv=cv, error_score="raise"
+    )
     assert train.shape == test.shape == (2, 3)
     np.testing.assert_allclose(
-        test[1], manual_cv_scores(CRFTagger(c2=10.0), X, Y, list(cv.split(X))))
-    sizes, train, test = learning_curve(CRFTagger(c2=0.1), X, Y, cv=cv,
-                                        train_sizes=[0.5, 1.0], error_score="raise")
+        test[1], manual_cv_scores(CRFTagger(c2=10.0), X, Y, list(cv.split(X)))
+    )
+    sizes, train, test = learning_curve(
+        CRFTagger(c2=0.1), X, Y, cv=cv, train_sizes=[0.5, 1.0], error_score="raise"
+    )
     assert sizes.tolist() == [16, 32] and test.shape == (2, 3)
 
 
@@ -669,8 +734,12 @@ def test_dev_data_through_search_and_pipeline():
     assert "dev_accuracy" in search.best_estimator_.training_log_.last_iteration
 
     pipe = make_pipeline(SequenceFeaturizer(), CRFTagger(c2=0.1))
-    pipe.fit(WORDS, Y, crftagger__X_dev=SequenceFeaturizer().transform(WORDS[:5]),
-             crftagger__y_dev=Y_dev)
+    pipe.fit(
+        WORDS,
+        Y,
+        crftagger__X_dev=SequenceFeaturizer().transform(WORDS[:5]),
+        crftagger__y_dev=Y_dev,
+    )
     assert "dev_accuracy" in pipe[-1].training_log_.last_iteration
 
     with config_context(enable_metadata_routing=True):
@@ -680,25 +749,40 @@ def test_dev_data_through_search_and_pipeline():
     assert "dev_accuracy" in search.best_estimator_.training_log_.last_iteration
 
 
-@pytest.mark.xfail(raises=ValueError, strict=True, reason=(
-    "scikit-learn limitation: cross_val_predict concatenates the per-fold "
-    "predictions with numpy, which fails on ragged lists of label sequences; "
-    "see test_out_of_fold_predictions_without_cross_val_predict"))
+@pytest.mark.xfail(
+    raises=ValueError,
+    strict=True,
+    reason=(
+        "scikit-learn limitation: cross_val_predict concatenates the per-fold "
+        "predictions with numpy, which fails on ragged lists of label sequences; "
+        "see test_out_of_fold_predictions_without_cross_val_predict"
+    ),
+)
 def test_cross_val_predict_cannot_concatenate_sequences():
     cross_val_predict(CRFTagger(c2=0.1), X, Y, cv=3)
 
 
 def test_out_of_fold_predictions_without_cross_val_predict():
-    result = cross_validate(CRFTagger(c2=0.1), X, Y, cv=KFold(3, shuffle=True, random_state=0),
-                            return_estimator=True, return_indices=True, error_score="raise")
+    result = cross_validate(
+        CRFTagger(c2=0.1),
+        X,
+        Y,
+        cv=KFold(3, shuffle=True, random_state=0),
+        return_estimator=True,
+        return_indices=True,
+        error_score="raise",
+    )
     predicted = [None] * len(X)
     for estimator, test in zip(result["estimator"], result["indices"]["test"]):
         for i, labels in zip(test, estimator.predict(subset(X, test))):
             predicted[i] = labels
     assert [len(p) for p in predicted] == [len(y) for y in Y]
     assert flat_accuracy_score(Y, predicted) == pytest.approx(
-        np.average(result["test_score"], weights=[
-            sum(len(Y[i]) for i in test) for test in result["indices"]["test"]]))
+        np.average(
+            result["test_score"],
+            weights=[sum(len(Y[i]) for i in test) for test in result["indices"]["test"]],
+        )
+    )
 
 
 @pytest.mark.parametrize("output", ["pandas", "polars"])
@@ -758,8 +842,10 @@ def test_grid_search_through_the_pipeline():
     best = search.best_estimator_
     assert isinstance(best, Pipeline)
     assert {k: best.get_params()[k] for k in grid} == search.best_params_
-    assert best.named_steps["sequencefeaturizer"].window == search.best_params_[
-        "sequencefeaturizer__window"]
+    assert (
+        best.named_steps["sequencefeaturizer"].window
+        == search.best_params_["sequencefeaturizer__window"]
+    )
     assert search.predict(WORDS[:3]) == best.predict(WORDS[:3])
 
 
@@ -836,8 +922,15 @@ def test_pickling_leaves_the_estimator_usable():
         assert tagger.predict_single(X[0]) == predicted[0]
 
 
-_TEMPFILE_FUNCTIONS = ("mkstemp", "mkdtemp", "mktemp", "NamedTemporaryFile",
-                       "TemporaryFile", "SpooledTemporaryFile", "TemporaryDirectory")
+_TEMPFILE_FUNCTIONS = (
+    "mkstemp",
+    "mkdtemp",
+    "mktemp",
+    "NamedTemporaryFile",
+    "TemporaryFile",
+    "SpooledTemporaryFile",
+    "TemporaryDirectory",
+)
 
 
 def test_fitted_model_lives_in_memory(monkeypatch, tmp_path):
@@ -912,9 +1005,15 @@ def test_grid_search_on_dask_matches_local_run():
     pytest.importorskip("psutil")
 
     def make_search():
-        return GridSearchCV(CRFTagger(), GRID, cv=KFold(3), n_jobs=2, error_score="raise",
-                            scoring=scorers("flat_accuracy", "sequence_accuracy"),
-                            refit="flat_accuracy")
+        return GridSearchCV(
+            CRFTagger(),
+            GRID,
+            cv=KFold(3),
+            n_jobs=2,
+            error_score="raise",
+            scoring=scorers("flat_accuracy", "sequence_accuracy"),
+            refit="flat_accuracy",
+        )
 
     local = make_search().fit(X, Y)
 
@@ -922,8 +1021,11 @@ def test_grid_search_on_dask_matches_local_run():
     cluster = client = None
     try:
         cluster = distributed.LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=True,
-            dashboard_address=None, silence_logs=40,  # logging.ERROR
+            n_workers=2,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=None,
+            silence_logs=40,  # logging.ERROR
         )
         client = distributed.Client(cluster, timeout="60s")
         client.wait_for_workers(2, timeout=60)
@@ -943,10 +1045,14 @@ def test_grid_search_on_dask_matches_local_run():
         if cluster is not None:
             cluster.close(timeout=30)
 
-    for key in ("mean_test_flat_accuracy", "mean_test_sequence_accuracy",
-                "std_test_flat_accuracy"):
-        np.testing.assert_allclose(remote.cv_results_[key], local.cv_results_[key],
-                                   rtol=1e-12, atol=0)
+    for key in (
+        "mean_test_flat_accuracy",
+        "mean_test_sequence_accuracy",
+        "std_test_flat_accuracy",
+    ):
+        np.testing.assert_allclose(
+            remote.cv_results_[key], local.cv_results_[key], rtol=1e-12, atol=0
+        )
     assert remote.cv_results_["params"] == local.cv_results_["params"]
     assert remote.best_params_ == local.best_params_
     assert remote.predict(X) == local.predict(X)

@@ -96,12 +96,12 @@ def test_encode_data_list_and_generator_agree_with_labels():
     X, y = toy_data()
     a, b = Vocabulary(), Vocabulary()
     enc_list, y_list = encode_data(a, X, y, grow=True)
-    enc_gen, y_gen = encode_data(b, (s for s in X), (l for l in y), grow=True)
+    enc_gen, y_gen = encode_data(b, (s for s in X), (labels for labels in y), grow=True)
     assert_same_encoded(enc_gen, enc_list)
     assert y_gen == y_list == y
     # tuples, arrays and iterators of label sequences
     c = Vocabulary()
-    _, y_tuple = encode_data(c, iter(X), iter([tuple(l) for l in y]), grow=True)
+    _, y_tuple = encode_data(c, iter(X), iter([tuple(labels) for labels in y]), grow=True)
     assert y_tuple == y
 
 
@@ -109,20 +109,29 @@ def test_stream_encoder_grows_buffers():
     # many sequences and tokens: the doubling buffers of indptr, lengths, ids
     X = [[{"w": str(i), "b": 1.0} for _ in range(i % 9)] for i in range(3000)]
     v1, v2 = Vocabulary(), Vocabulary()
-    assert_same_encoded(
-        encode_data(v2, iter(X), grow=True), v1.encode(X, grow=True)
-    )
+    assert_same_encoded(encode_data(v2, iter(X), grow=True), v1.encode(X, grow=True))
 
 
 @pytest.mark.parametrize(
     "X, y, message",
     [
-        ([[{"a": 1}], [{"a": 2}]], [["A"]], r"X has more sequences than y .*y ended after "
-         r"1 label sequence, but X\[1\] exists"),
-        ([[{"a": 1}]], [["A"], ["B"]], r"y has more label sequences than X .*X ended after "
-         r"1 sequence, but y\[1\] exists"),
-        ([[{"a": 1}], [{"a": 1}, {"a": 2}]], [["A"], ["A"]],
-         r"y\[1\] has 1 label but X\[1\] has 2 tokens"),
+        (
+            [[{"a": 1}], [{"a": 2}]],
+            [["A"]],
+            r"X has more sequences than y .*y ended after "
+            r"1 label sequence, but X\[1\] exists",
+        ),
+        (
+            [[{"a": 1}]],
+            [["A"], ["B"]],
+            r"y has more label sequences than X .*X ended after "
+            r"1 sequence, but y\[1\] exists",
+        ),
+        (
+            [[{"a": 1}], [{"a": 1}, {"a": 2}]],
+            [["A"], ["A"]],
+            r"y\[1\] has 1 label but X\[1\] has 2 tokens",
+        ),
         ([[{"a": 1}], [{"a": None}]], [["A"], ["A"]], r"X\[1\]\[0\]: feature 'a'"),
         ([[{"a": 1}], "words"], [["A"], ["A"]], r"X\[1\] is a str"),
         ([[{"a": 1}], [{"a": 1}]], [["A"], "A"], r"y\[1\] is str"),
@@ -132,14 +141,19 @@ def test_stream_encoder_grows_buffers():
 def test_stream_errors_name_the_sequence(X, y, message):
     vocabulary = Vocabulary(["kept"])
     with pytest.raises((ValueError, TypeError), match=message):
-        encode_data(vocabulary, (s for s in X), (l for l in y), grow=True)
+        encode_data(vocabulary, (s for s in X), (labels for labels in y), grow=True)
     # a failed encode leaves the vocabulary as it was
     assert vocabulary.attributes == ["kept"]
 
 
 def test_stream_rejects_non_iterables_and_empty():
-    for bad, fragment in [(None, "NoneType"), (5, "int"), ({"a": 1}, "one token"),
-                          ({1, 2}, "no order"), ("abc", "str")]:
+    for bad, fragment in [
+        (None, "NoneType"),
+        (5, "int"),
+        ({"a": 1}, "one token"),
+        ({1, 2}, "no order"),
+        ("abc", "str"),
+    ]:
         with pytest.raises(TypeError, match=fragment):
             encode_data(Vocabulary(), bad, grow=True)
     with pytest.raises(ValueError, match="X is empty"):
@@ -177,16 +191,18 @@ def test_stream_keeps_no_token_dicts():
 @needs_streaming_fit
 @pytest.mark.parametrize(
     "params",
-    [dict(c2=0.1, max_iterations=30),
-     dict(c1=0.1, c2=0.01, max_iterations=30, min_freq=2, all_possible_transitions=True),
-     dict(algorithm="ap", max_iterations=5, random_state=0),
-     dict(c2=0.1, max_iterations=20, n_jobs=2)],
+    [
+        dict(c2=0.1, max_iterations=30),
+        dict(c1=0.1, c2=0.01, max_iterations=30, min_freq=2, all_possible_transitions=True),
+        dict(algorithm="ap", max_iterations=5, random_state=0),
+        dict(c2=0.1, max_iterations=20, n_jobs=2),
+    ],
     ids=["lbfgs", "owlqn-minfreq", "ap", "threads"],
 )
 def test_generator_fit_is_bit_identical(params):
     X, y = toy_data(200)
     listed = CRFTagger(**params).fit(X, y)
-    streamed = CRFTagger(**params).fit((s for s in X), (l for l in y))
+    streamed = CRFTagger(**params).fit((s for s in X), (labels for labels in y))
     assert streamed.attributes_ == listed.attributes_
     assert streamed.classes_.tolist() == listed.classes_.tolist()
     np.testing.assert_array_equal(streamed._model.weights, listed._model.weights)
@@ -217,8 +233,9 @@ def test_treebank_generator_fit_is_bit_identical(treebank):
     )
     np.testing.assert_array_equal(streamed._model.weights, listed._model.weights)
     assert streamed.attributes_ == listed.attributes_
-    assert streamed.training_log_.iterations[-1]["loss"] == (
-        listed.training_log_.iterations[-1]["loss"]
+    assert (
+        streamed.training_log_.iterations[-1]["loss"]
+        == (listed.training_log_.iterations[-1]["loss"])
     )
 
 
@@ -236,7 +253,7 @@ def test_fit_errors_leave_the_fitted_model(X, y, message):
     tagger = CRFTagger(c2=0.1, max_iterations=5).fit([[{"w": "a"}]], [["B"]])
     model, attributes = tagger._model, tagger.attributes_
     with pytest.raises(ValueError, match=message):
-        tagger.fit((s for s in X), (l for l in y))
+        tagger.fit((s for s in X), (labels for labels in y))
     assert tagger._model is model and tagger.attributes_ is attributes
     assert tagger.predict([[{"w": "a"}]]) == [["B"]]
 
@@ -260,8 +277,11 @@ def test_predict_and_metrics_accept_iterables():
 @needs_streaming_fit
 def test_data_read_twice_must_be_a_list():
     X, y = toy_data(50)
-    with pytest.raises(TypeError, match=r"X_dev must be .*not a one-shot iterator.*"
-                       r"scored at every iteration.*list\(X_dev\)"):
+    with pytest.raises(
+        TypeError,
+        match=r"X_dev must be .*not a one-shot iterator.*"
+        r"scored at every iteration.*list\(X_dev\)",
+    ):
         CRFTagger(max_iterations=3).fit(X, y, X_dev=iter(X), y_dev=y)
     with pytest.raises(TypeError, match=r"y_dev must be .*one-shot"):
         CRFTagger(max_iterations=3).fit(X, y, X_dev=X, y_dev=iter(y))
@@ -278,7 +298,5 @@ def test_data_read_twice_must_be_a_list():
 def test_partial_fit_accepts_generators():
     X, y = toy_data(80)
     a = CRFTagger(algorithm="ap", random_state=0).partial_fit(X, y, classes=["N", "O"])
-    b = CRFTagger(algorithm="ap", random_state=0).partial_fit(
-        iter(X), iter(y), classes=["N", "O"]
-    )
+    b = CRFTagger(algorithm="ap", random_state=0).partial_fit(iter(X), iter(y), classes=["N", "O"])
     np.testing.assert_array_equal(a._model.weights, b._model.weights)

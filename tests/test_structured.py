@@ -191,7 +191,7 @@ def test_nbest_all_labellings_sum_to_one():
         n_all = 3 ** int(lengths.max())
         _, log_proba, found = _structured.nbest(Decoder(model), encoded, n_all)
         np.testing.assert_allclose(np.exp(log_proba).sum(axis=1), 1.0, rtol=1e-10)
-        np.testing.assert_array_equal(found, model.n_labels ** lengths)
+        np.testing.assert_array_equal(found, model.n_labels**lengths)
 
 
 def test_nbest_first_is_viterbi_and_blocks_threads(monkeypatch):
@@ -221,15 +221,15 @@ def test_empty_sequences():
     np.testing.assert_allclose(scores[1], log_proba[1, 0])
 
 
-
 # ---------------------------------------------------------------- the lazy k-best kernel
 # _nbest.kbest_packed (lazy, Huang & Chiang's algorithm 3) against the eager
 # kernel (kbest_packed_eager, the reference) and brute force, on packed
 # blocks with -inf emissions (forbidden labels) and transitions (pairs).
 
 
-def random_block(rng, n_labels, lengths, integer=False, forbid_labels=0.0, forbid_pairs=0.0,
-                 peaked=0.0):
+def random_block(
+    rng, n_labels, lengths, integer=False, forbid_labels=0.0, forbid_pairs=0.0, peaked=0.0
+):
     """Flat emissions, transitions and the packed layout of random sequences."""
     n_tokens = int(np.sum(lengths))
     if integer:  # many ties
@@ -263,8 +263,9 @@ def kbest_lists(emissions, layout, paths, scores, found):
     for sequence in range(len(layout.lengths)):
         column = int(np.flatnonzero(layout.order == sequence)[0])
         a, b = starts[sequence], starts[sequence + 1]
-        out.append([(scores[column, q], tuple(flat[q, a:b].tolist()))
-                    for q in range(found[column])])
+        out.append(
+            [(scores[column, q], tuple(flat[q, a:b].tolist())) for q in range(found[column])]
+        )
     return out
 
 
@@ -275,8 +276,12 @@ def test_lazy_kbest_matches_brute_force_and_eager(seed):
     lengths = rng.integers(1, 7, size=int(rng.integers(1, 5)))
     constrained = seed % 2 == 1
     emissions, transitions, layout = random_block(
-        rng, n_labels, lengths, integer=seed % 4 < 2,
-        forbid_labels=0.15 if constrained else 0.0, forbid_pairs=0.3 if constrained else 0.0,
+        rng,
+        n_labels,
+        lengths,
+        integer=seed % 4 < 2,
+        forbid_labels=0.15 if constrained else 0.0,
+        forbid_pairs=0.3 if constrained else 0.0,
     )
     k = int(rng.integers(1, 20))
     lazy = run_kbest(_nbest.kbest_packed, emissions, transitions, layout, k)
@@ -287,8 +292,11 @@ def test_lazy_kbest_matches_brute_force_and_eager(seed):
     starts = np.concatenate([[0], np.cumsum(lengths)])
     for sequence, (a, b) in enumerate(zip(starts[:-1], starts[1:])):
         allowed = np.isfinite(transitions)
-        expected = [p for p in enumerate_labellings(emissions[a:b], transitions, allowed)
-                    if np.isfinite(p[0])]
+        expected = [
+            p
+            for p in enumerate_labellings(emissions[a:b], transitions, allowed)
+            if np.isfinite(p[0])
+        ]
         expected.sort(key=lambda p: (-p[0], p[1][::-1]))
         assert got[sequence] == expected[:k]  # scores bitwise, labels, tie order
 
@@ -301,8 +309,12 @@ def test_lazy_kbest_matches_eager_on_large_blocks(seed):
     n_labels = int(rng.integers(5, 48))
     lengths = rng.integers(1, 40, size=int(rng.integers(1, 40)))
     emissions, transitions, layout = random_block(
-        rng, n_labels, lengths, integer=seed % 3 == 0,
-        forbid_labels=0.1 if seed % 4 == 1 else 0.0, forbid_pairs=0.4 if seed % 4 >= 2 else 0.0,
+        rng,
+        n_labels,
+        lengths,
+        integer=seed % 3 == 0,
+        forbid_labels=0.1 if seed % 4 == 1 else 0.0,
+        forbid_pairs=0.4 if seed % 4 >= 2 else 0.0,
         peaked=[0.0, 4.0, 10.0][seed % 3],
     )
     for k in (1, 2, 10, 37):
@@ -316,10 +328,10 @@ def test_lazy_kbest_exhausts_every_labelling():
     """k beyond the number of labellings: every one, once, in order."""
     rng = np.random.default_rng(7)
     for integer in (False, True):
-        emissions, transitions, layout = random_block(rng, 3, [5, 3, 1, 4], integer=integer,
-                                                      forbid_pairs=0.2 if integer else 0.0)
-        paths, scores, found = run_kbest(_nbest.kbest_packed, emissions, transitions, layout,
-                                         400)
+        emissions, transitions, layout = random_block(
+            rng, 3, [5, 3, 1, 4], integer=integer, forbid_pairs=0.2 if integer else 0.0
+        )
+        paths, scores, found = run_kbest(_nbest.kbest_packed, emissions, transitions, layout, 400)
         eager = run_kbest(_nbest.kbest_packed_eager, emissions, transitions, layout, 400)
         np.testing.assert_array_equal(found, eager[2])
         np.testing.assert_array_equal(scores, eager[1])
@@ -327,7 +339,7 @@ def test_lazy_kbest_exhausts_every_labelling():
         for lst in kbest_lists(emissions, layout, paths, scores, found):
             assert len(set(y for _, y in lst)) == len(lst)
         if not integer:
-            np.testing.assert_array_equal(found, [3 ** n for n in layout.lengths[layout.order]])
+            np.testing.assert_array_equal(found, [3**n for n in layout.lengths[layout.order]])
 
 
 def test_lazy_kbest_no_allowed_labelling():

@@ -177,8 +177,10 @@ def test_partial_labels(fitted):
     assert single == result[2]
     assert tagger.predict_marginals_single(X[2], partial_labels=partial[2]) == marginals[2]
     with pytest.raises(ValueError, match=r"partial_labels\[2\]\[0\]"):
-        tagger.predict(X[:6], partial_labels=[None, None, ["B-XYZ"] + [None] * (len(X[2]) - 1),
-                                               None, None, None])
+        tagger.predict(
+            X[:6],
+            partial_labels=[None, None, ["B-XYZ"] + [None] * (len(X[2]) - 1), None, None, None],
+        )
     with pytest.raises(ValueError, match=r"partial_labels\[1\] has"):
         tagger.predict(X[:2], partial_labels=[None, ["O"]])
 
@@ -202,9 +204,7 @@ def test_missing_labels_training():
     same = CRFTagger(c2=0.1, missing_label="?").fit(X, y)
     np.testing.assert_array_equal(same.coef_.toarray(), full.coef_.toarray())
     rng = np.random.default_rng(0)
-    hidden = [
-        [tag if rng.random() > 0.5 else "?" for tag in seq] for seq in y
-    ]
+    hidden = [[tag if rng.random() > 0.5 else "?" for tag in seq] for seq in y]
     hidden[0] = [{"B-PER", "B-LOC"} if t.startswith("B") else t for t in y[0]]
     partial = CRFTagger(c2=0.1, missing_label="?").fit(X, hidden)
     assert set(partial.classes_) <= set(full.classes_)
@@ -217,8 +217,11 @@ def test_missing_labels_training():
 
 
 @settings(max_examples=25, deadline=None)
-@given(st.lists(st.lists(st.sampled_from(WORDS), min_size=1, max_size=6), min_size=1,
-                max_size=4), st.integers(1, 6), st.booleans())
+@given(
+    st.lists(st.lists(st.sampled_from(WORDS), min_size=1, max_size=6), min_size=1, max_size=4),
+    st.integers(1, 6),
+    st.booleans(),
+)
 def test_properties(fitted, sentences, n, constrained):
     tagger, _, _ = fitted
     X = [[{"w": w, "prev": s[k - 1] if k else "<s>"} for k, w in enumerate(s)] for s in sentences]

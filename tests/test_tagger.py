@@ -1,8 +1,7 @@
 """CRFTagger: the public API, token formats, labels, logs and warnings."""
 
-import warnings
-
 import threading
+import warnings
 
 import numpy as np
 import pytest
@@ -48,8 +47,15 @@ def test_fit_predict_and_fitted_attributes():
     assert tagger.status_.converged and tagger.training_log_.converged
     assert tagger.n_iter_ == len(tagger.training_log_.iterations) > 0
     entry = tagger.training_log_.last_iteration
-    for key in ("loss", "feature_norm", "error_norm", "active_features",
-                "linesearch_trials", "linesearch_step", "time"):
+    for key in (
+        "loss",
+        "feature_norm",
+        "error_norm",
+        "active_features",
+        "linesearch_trials",
+        "linesearch_step",
+        "time",
+    ):
         assert key in entry
     # only transitions seen in training exist: D->N, N->V
     assert set(tagger.transition_features_) == {("D", "N"), ("N", "V")}
@@ -192,7 +198,7 @@ def test_not_fitted_error_before_fit():
         with pytest.raises(NotFittedError):
             method(X_TOY)
     with pytest.raises(NotFittedError):
-        tagger.state_features_
+        tagger.state_features_  # noqa: B018 - the access is the test
 
 
 def test_unseen_features_and_single_label():
@@ -243,7 +249,7 @@ def test_algorithm_is_the_first_positional_parameter():
 )
 def test_a_parameter_of_another_algorithm_is_an_error(params, owners):
     algorithm = params.get("algorithm", "lbfgs")
-    (name, value), = ((k, v) for k, v in params.items() if k != "algorithm")
+    ((name, value),) = ((k, v) for k, v in params.items() if k != "algorithm")
     message = (
         rf"{name}={value!r} does not apply to algorithm='{algorithm}': it is a "
         rf"parameter of {owners}\."
@@ -254,8 +260,12 @@ def test_a_parameter_of_another_algorithm_is_an_error(params, owners):
 
 @pytest.mark.parametrize("algorithm", ["l2sgd", "ap", "pa", "arow"])
 def test_other_algorithms_train_with_their_own_parameters(algorithm):
-    own = {"l2sgd": {"c2": 0.01}, "ap": {"epsilon": 0.0}, "pa": {"pa_type": 2},
-           "arow": {"gamma": 0.5}}[algorithm]
+    own = {
+        "l2sgd": {"c2": 0.01},
+        "ap": {"epsilon": 0.0},
+        "pa": {"pa_type": 2},
+        "arow": {"gamma": 0.5},
+    }[algorithm]
     tagger = CRFTagger(algorithm=algorithm, random_state=0, **own).fit(X_TOY, Y_TOY)
     assert tagger.predict(X_TOY) == Y_TOY
     assert tagger.n_iter_ >= 1 and len(tagger.training_log_) == tagger.n_iter_
@@ -292,16 +302,22 @@ def test_concurrent_fits_give_the_models_of_sequential_fits(monkeypatch):
     rng = np.random.default_rng(3)
     datasets = []
     for _ in range(2):
-        X = [[{"w": f"w{rng.integers(30)}", "x": float(rng.normal())}
-              for _ in range(rng.integers(1, 12))] for _ in range(150)]
+        X = [
+            [
+                {"w": f"w{rng.integers(30)}", "x": float(rng.normal())}
+                for _ in range(rng.integers(1, 12))
+            ]
+            for _ in range(150)
+        ]
         y = [[f"L{rng.integers(5)}" for _ in seq] for seq in X]
         datasets.append((X, y))
     params = [{"c2": 0.1, "n_jobs": 2}, {"c1": 0.05, "c2": 0.01}]
 
     def fit(k):
         X, y = datasets[k]
-        return fit_quietly(CRFTagger(max_iterations=15, **params[k]), X, y,
-                           X_dev=X[:20], y_dev=y[:20])
+        return fit_quietly(
+            CRFTagger(max_iterations=15, **params[k]), X, y, X_dev=X[:20], y_dev=y[:20]
+        )
 
     before = _blas_threads()
     assert before, "no BLAS library loaded: the test would check nothing"
@@ -378,9 +394,7 @@ def restore_blas():
         clear(force=True)
     for info in before:
         if info["user_api"] == "blas":
-            threadpoolctl.threadpool_limits(
-                limits={info["filepath"]: info["num_threads"]}
-            )
+            threadpoolctl.threadpool_limits(limits={info["filepath"]: info["num_threads"]})
     if clear is not None:
         clear(force=True)
 

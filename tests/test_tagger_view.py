@@ -35,13 +35,19 @@ def _token(word, i, words, style):
     """Token features in each of python-crfsuite's formats."""
     if style == 0:
         return {
-            "w": word.lower(), "suffix": word[-2:], "title": word.istitle(),
-            "len": len(word) / 4, "prev": words[i - 1] if i else "<s>",
+            "w": word.lower(),
+            "suffix": word[-2:],
+            "title": word.istitle(),
+            "len": len(word) / 4,
+            "prev": words[i - 1] if i else "<s>",
         }
     if style == 1:
         return [f"w={word.lower()}", f"suf={word[-1]}"] + (["first"] if i == 0 else [])
-    return {"w": word.lower(), "ctx": {"next": words[i + 1] if i + 1 < len(words) else "</s>"},
-            "tags": [word[:1], word[-1:]]}
+    return {
+        "w": word.lower(),
+        "ctx": {"next": words[i + 1] if i + 1 < len(words) else "</s>"},
+        "tags": [word[:1], word[-1:]],
+    }
 
 
 def _data(n, seed):
@@ -82,7 +88,7 @@ def _model_from_file(path):
     attributes = sorted(info.attributes, key=lambda name: int(info.attributes[name]))
     data = open(path, "rb").read()
     off_features = struct.unpack_from("<I", data, 28)[0]
-    assert data[off_features:off_features + 4] == b"FEAT"
+    assert data[off_features : off_features + 4] == b"FEAT"
     (n_features,) = struct.unpack_from("<I", data, off_features + 8)
     states, transitions = [], {}
     for k in range(n_features):
@@ -246,9 +252,7 @@ def test_skcrf_model_and_its_crfsuite_file(fitted, tmp_path):
         assert view.tag(xseq) == reference.tag(xseq) == fitted.predict_single(xseq)
         reference.set(xseq)
         for yseq in (view.tag(), [rng.choice(LABELS) for _ in xseq]):
-            assert view.probability(yseq) == pytest.approx(
-                reference.probability(yseq), abs=TOL
-            )
+            assert view.probability(yseq) == pytest.approx(reference.probability(yseq), abs=TOL)
         for pos in range(len(xseq)):
             assert view.marginal("VERB", pos) == pytest.approx(
                 reference.marginal("VERB", pos), abs=TOL
@@ -288,9 +292,11 @@ def test_zero_weights_are_not_shown(pair):
     labels = [0] + model.state_labels.tolist() + list(range(n_labels))
     weights = [0.0] + model.state_weights.tolist() + [0.0] * n_labels
     padded = CRFModel(
-        classes=model.classes, attributes=attributes,
+        classes=model.classes,
+        attributes=attributes,
         state_ptr=np.concatenate([[0], np.cumsum(counts)]).astype(np.int64),
-        state_labels=np.array(labels, dtype=np.int32), state_weights=np.array(weights),
+        state_labels=np.array(labels, dtype=np.int32),
+        state_weights=np.array(weights),
         transition_index=np.arange(n_labels * n_labels, dtype=np.int64),
         transition_weights=model.transition_matrix().ravel(),
     )

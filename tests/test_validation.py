@@ -110,8 +110,12 @@ BAD_TOKENS = [
     ("value-neg-inf", {"w": -math.inf}, ValueError, ["'w'", "-inf", "finite"]),
     ("value-np-inf", {"w": np.float64("-inf")}, ValueError, ["'w'", "inf", "finite"]),
     ("value-huge-int", {"w": 10**400}, ValueError, ["'w'", "too large"]),
-    ("value-huge-int-slow-path", {"w": 10**400, "x": np.float64(1)}, ValueError,
-     ["'w'", "too large"]),
+    (
+        "value-huge-int-slow-path",
+        {"w": 10**400, "x": np.float64(1)},
+        ValueError,
+        ["'w'", "too large"],
+    ),
     ("value-tuple", {"w": (1, 2)}, TypeError, ["'w'", "tuple"]),
     ("value-object", {"w": object()}, TypeError, ["'w'", "object"]),
     ("value-bad-utf8", {"w": b"\xff"}, ValueError, ["'w'", "not valid UTF-8"]),
@@ -303,7 +307,19 @@ def test_list_of_sequences_where_one_sequence_is_expected(tagger):
         ([X_TOY[0], (t for t in X_TOY[1])], ["X[1]", "generator", "list(...)"]),
         ([X_TOY[0], {frozenset("a")}], ["X[1]", "set"]),
     ],
-    ids=["str", "bytes", "None", "int", "dict", "0d-array", "list-of-str", "None-sequence", "int-sequence", "generator-sequence", "set-sequence"],
+    ids=[
+        "str",
+        "bytes",
+        "None",
+        "int",
+        "dict",
+        "0d-array",
+        "list-of-str",
+        "None-sequence",
+        "int-sequence",
+        "generator-sequence",
+        "set-sequence",
+    ],
 )
 def test_bad_containers_through_every_entry_point(tagger, X, fragments):
     where = _loc(*fragments)
@@ -395,9 +411,18 @@ def test_none_means_the_algorithms_default():
     # None, CRFsuite's default for the algorithm (c2=1, MoreThuente, ...)
     default = CRFTagger().fit(X_TOY, Y_TOY)
     explicit = CRFTagger(
-        algorithm="lbfgs", min_freq=0.0, all_possible_states=False,
-        all_possible_transitions=False, c1=0.0, c2=1.0, max_iterations=None,
-        num_memories=6, epsilon=1e-5, period=10, delta=1e-5, linesearch="MoreThuente",
+        algorithm="lbfgs",
+        min_freq=0.0,
+        all_possible_states=False,
+        all_possible_transitions=False,
+        c1=0.0,
+        c2=1.0,
+        max_iterations=None,
+        num_memories=6,
+        epsilon=1e-5,
+        period=10,
+        delta=1e-5,
+        linesearch="MoreThuente",
         max_linesearch=20,
     ).fit(X_TOY, Y_TOY)
     assert_same_coef(default.coef_, explicit.coef_)
@@ -487,8 +512,17 @@ def test_unicode_everywhere():
     tagger = CRFTagger(c2=0.01).fit(X, y)
     assert tagger.predict(X) == y
     names = set(tagger.vectorizer_.feature_names_)
-    assert {"wörd:naïve", "😀:🎉", "e\u0301:cafe\u0301", "ключ:да", "ключ:нет", "汉字:子:字",
-            "\u05e9\u05dc\u05d5\u05dd", "\u0000nul", "a=b:c"} == names
+    assert {
+        "wörd:naïve",
+        "😀:🎉",
+        "e\u0301:cafe\u0301",
+        "ключ:да",
+        "ключ:нет",
+        "汉字:子:字",
+        "\u05e9\u05dc\u05d5\u05dd",
+        "\u0000nul",
+        "a=b:c",
+    } == names
     # composed and decomposed forms are different strings: no silent
     # normalization, so the composed one is an unseen feature
     assert "e\u0301:caf\u00e9" not in names
@@ -574,15 +608,15 @@ def test_nested_dicts_zeros_negatives_bools_and_numpy_scalars():
     assert {"n:a", "n:b:c:x", "n:b:d", "z", "f", "t", "g", "h"} == names
     assert tagger.predict(X) == [["A"], ["B"]]
     assert token_attributes({"n": {"a": 1, "b": {"c": "x"}}}, 0, 0) == [
-        ("n:a", 1.0), ("n:b:c:x", 1.0)
+        ("n:a", 1.0),
+        ("n:b:c:x", 1.0),
     ]
     # the same attribute from two routes (a nested key, a key:value string)
     # is one attribute, and its values add up
-    assert token_attributes({"n:a": 1.0, "n": {"a": 2.0}}, 0, 0) == [
-        ("n:a", 1.0), ("n:a", 2.0)
-    ]
+    assert token_attributes({"n:a": 1.0, "n": {"a": 2.0}}, 0, 0) == [("n:a", 1.0), ("n:a", 2.0)]
     assert _row_sums([{"n:a": 1.0, "n": {"a": 2.0}}, {"k:v": 1, "k": "v"}]) == [
-        {"n:a": 3.0}, {"k:v": 2.0}
+        {"n:a": 3.0},
+        {"k:v": 2.0},
     ]
     nested = {"a": 1.0}
     for _ in range(MAX_NESTING - 1):
@@ -647,7 +681,11 @@ def test_plain_dict_fast_path_equals_the_checked_path():
     assert vocabulary.attributes == ["w:x", "b", "i", "f", "z"]
     assert fast.values.tolist() == [1.0, 1.0, 3.0, -1.5, 0.0]
     assert token_attributes(MappingProxyType(token), 0, 0) == [
-        ("w:x", 1.0), ("b", 1.0), ("i", 3.0), ("f", -1.5), ("z", 0.0)
+        ("w:x", 1.0),
+        ("b", 1.0),
+        ("i", 3.0),
+        ("f", -1.5),
+        ("z", 0.0),
     ]
     assert token_attributes({"f": np.float64(2.0)}, 0, 0) == [("f", 2.0)]
     assert _row_sums([{"f": np.float64(2.0), "g": np.int8(-3), "h": np.bool_(False)}]) == [
@@ -682,7 +720,7 @@ def test_training_data_that_gives_no_features(X, y):
 
 
 def test_bytes_values_are_utf8_text_as_in_python_crfsuite():
-    as_bytes = [[{"w": "the".encode(), "солнце".encode(): "не светит".encode()}, ["n".encode()]]]
+    as_bytes = [[{"w": b"the", "солнце".encode(): "не светит".encode()}, [b"n"]]]
     as_text = [[{"w": "the", "солнце": "не светит"}, ["n"]]]
     y = [["D", "N"]]
     a, b = CRFTagger().fit(as_bytes, y), CRFTagger().fit(as_text, y)

@@ -76,8 +76,14 @@ def split(flat, lengths):
     return [flat[a:b] for a, b in zip(starts[:-1], starts[1:])]
 
 
-def check(flat_emissions, transitions, lengths, references=(plain_viterbi,), oracle=True,
-          exact_score=True):
+def check(
+    flat_emissions,
+    transitions,
+    lengths,
+    references=(plain_viterbi,),
+    oracle=True,
+    exact_score=True,
+):
     """Compiled kernel == numpy oracle (exactly) == each reference."""
     flat_emissions = np.asarray(flat_emissions, dtype=np.float64).reshape(
         sum(lengths), transitions.shape[0]
@@ -339,7 +345,6 @@ def test_infinite_scores_do_not_crash():
     flat_path = layout.to_flat(path)
     for em_s, p in zip(split(em, lengths), split(flat_path, lengths)):
         np.testing.assert_array_equal(p, plain_viterbi(em_s, tr)[0])
-
 
 
 @pytest.mark.parametrize("density", [0.1, 0.5, 0.9])

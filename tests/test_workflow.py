@@ -121,8 +121,11 @@ def test_early_stopping_keeps_the_best_iteration_of_the_dev_data():
     scores = [entry["validation_score"] for entry in tagger.training_log_.iterations]
     best = tagger.best_iteration_
     assert scores[best - 1] == max(scores)
-    assert tagger.status_ in (LBFGSStatus.EARLY_STOPPING, LBFGSStatus.CONVERGED,
-                              LBFGSStatus.STOPPED_DELTA)
+    assert tagger.status_ in (
+        LBFGSStatus.EARLY_STOPPING,
+        LBFGSStatus.CONVERGED,
+        LBFGSStatus.STOPPED_DELTA,
+    )
     if tagger.status_ is LBFGSStatus.EARLY_STOPPING:
         assert tagger.n_iter_ - best >= 3
     # L-BFGS is deterministic: the weights are those of a fit stopped at the best iteration
@@ -137,12 +140,14 @@ def test_early_stopping_holds_out_part_of_the_training_data():
     X, y = _corpus(8, n_sequences=50)
     # tag every sequence with its own attribute, to see which ones were trained on
     X = [[{**token, "seq": f"s{i}"} for token in seq] for i, seq in enumerate(X)]
-    tagger = CRFTagger("ap", early_stopping=True, validation_fraction=0.2,
-                       random_state=0, max_iterations=30).fit(X, y)
+    tagger = CRFTagger(
+        "ap", early_stopping=True, validation_fraction=0.2, random_state=0, max_iterations=30
+    ).fit(X, y)
     trained_on = {a for a in tagger.attributes_ if a.startswith("seq:")}
     assert len(trained_on) == 40  # the validation sequences never reach the model
-    again = CRFTagger("ap", early_stopping=True, validation_fraction=0.2,
-                      random_state=0, max_iterations=30).fit(X, y)
+    again = CRFTagger(
+        "ap", early_stopping=True, validation_fraction=0.2, random_state=0, max_iterations=30
+    ).fit(X, y)
     assert again.attributes_ == tagger.attributes_
     assert "validation_score" in tagger.training_log_.last_iteration
     with pytest.raises(ValueError, match="validation_fraction"):
@@ -151,8 +156,13 @@ def test_early_stopping_holds_out_part_of_the_training_data():
 
 def test_early_stopping_with_a_scorer():
     X, y = _corpus(9, n_sequences=40)
-    tagger = CRFTagger(early_stopping=True, scoring="flat_f1_macro", n_iter_no_change=2,
-                       max_iterations=30, random_state=1)
+    tagger = CRFTagger(
+        early_stopping=True,
+        scoring="flat_f1_macro",
+        n_iter_no_change=2,
+        max_iterations=30,
+        random_state=1,
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         tagger.fit(X, y)
@@ -191,7 +201,9 @@ _PROGRESS_SCRIPT = textwrap.dedent(
 
 def test_progress_on_a_plain_pipe_is_a_line_every_few_seconds():
     result = subprocess.run(
-        [sys.executable, "-c", _PROGRESS_SCRIPT, "1000"], capture_output=True, text=True,
+        [sys.executable, "-c", _PROGRESS_SCRIPT, "1000"],
+        capture_output=True,
+        text=True,
         check=True,
     )
     lines = result.stderr.splitlines()
@@ -207,7 +219,8 @@ def test_progress_on_a_terminal_updates_one_line_in_place():
     pty = pytest.importorskip("pty")
     leader, follower = pty.openpty()
     process = subprocess.Popen(
-        [sys.executable, "-c", _PROGRESS_SCRIPT, "1000"], stderr=follower,
+        [sys.executable, "-c", _PROGRESS_SCRIPT, "1000"],
+        stderr=follower,
         stdout=subprocess.DEVNULL,
     )
     os.close(follower)

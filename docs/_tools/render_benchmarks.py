@@ -27,16 +27,31 @@ END = "<!-- benchmark-table:end -->"
 README_ROWS = [
     ("fit, 100 iterations", "n_jobs=1", "fit, n_jobs=1 (s)"),
     ("fit, 100 iterations", "n_jobs=2", "fit, n_jobs=2 (s)"),
-    ("predict, whole test set, first call after fit", "n_jobs=1",
-     "predict, whole test set, first call after fit, n_jobs=1 (s)"),
-    ("predict, whole test set, first call after fit", "n_jobs=2",
-     "predict, whole test set, first call after fit, n_jobs=2 (s)"),
-    ("predict_single, each test sentence alone", "n_jobs=1",
-     "predict_single, each test sentence alone, n_jobs=1 (tokens/s)"),
-    ("fit peak memory above the loaded data", "n_jobs=1",
-     "fit peak memory above the loaded data, n_jobs=1 (MB)"),
-    ("fit peak memory above the loaded data", "n_jobs=2",
-     "fit peak memory above the loaded data, n_jobs=2 (MB)"),
+    (
+        "predict, whole test set, first call after fit",
+        "n_jobs=1",
+        "predict, whole test set, first call after fit, n_jobs=1 (s)",
+    ),
+    (
+        "predict, whole test set, first call after fit",
+        "n_jobs=2",
+        "predict, whole test set, first call after fit, n_jobs=2 (s)",
+    ),
+    (
+        "predict_single, each test sentence alone",
+        "n_jobs=1",
+        "predict_single, each test sentence alone, n_jobs=1 (tokens/s)",
+    ),
+    (
+        "fit peak memory above the loaded data",
+        "n_jobs=1",
+        "fit peak memory above the loaded data, n_jobs=1 (MB)",
+    ),
+    (
+        "fit peak memory above the loaded data",
+        "n_jobs=2",
+        "fit peak memory above the loaded data, n_jobs=2 (MB)",
+    ),
     ("saved model file", "n_jobs=1", "saved model file (kB)"),
     ("test token accuracy", "n_jobs=1", "test token accuracy (%)"),
 ]
@@ -92,7 +107,10 @@ def _machine(result):
         lines.append(f"- thread pools: {pools}")
     if machine.get("skcrf_git"):
         git = machine["skcrf_git"]
-        lines.append(f"- skcrf commit {git['commit'][:10]}" + (" (with local changes)" if git["dirty"] else ""))
+        lines.append(
+            f"- skcrf commit {git['commit'][:10]}"
+            + (" (with local changes)" if git["dirty"] else "")
+        )
     other = machine.get("other_processes_cores")
     if other is not None:
         lines.append(f"- other processes used {other:.2f} cores on average during the run")
@@ -100,9 +118,11 @@ def _machine(result):
 
 
 def _data_line(data):
-    return (f"{data['train_sentences']:,} training sentences ({data['train_tokens']:,} tokens), "
-            f"{data['test_sentences']:,} test sentences ({data['test_tokens']:,} tokens), "
-            f"{data['labels']} labels")
+    return (
+        f"{data['train_sentences']:,} training sentences ({data['train_tokens']:,} tokens), "
+        f"{data['test_sentences']:,} test sentences ({data['test_tokens']:,} tokens), "
+        f"{data['labels']} labels"
+    )
 
 
 def _settings(settings):
@@ -113,8 +133,9 @@ def readme_table(result=None):
     """The README's summary table (Markdown) with the lines around it."""
     result = result or load("treebank")
     tasks = [t for t in ("seed", "window") if t in result["rows"]]
-    header = "| measure | " + " | ".join(
-        f"{t}: CRFsuite | {t}: skcrf | ratio" for t in tasks) + " |"
+    header = (
+        "| measure | " + " | ".join(f"{t}: CRFsuite | {t}: skcrf | ratio" for t in tasks) + " |"
+    )
     lines = [header, "|---|" + "--:|--:|--:|" * len(tasks)]
     for prefix, config, label in README_ROWS:
         cells = []
@@ -126,7 +147,9 @@ def readme_table(result=None):
     losses = []
     for task in tasks:
         row = _find(result["rows"][task], "final loss after 100 iterations", "n_jobs=1")
-        losses.append(f"{task} {_fmt(row, 'crfsuite')} (CRFsuite) and {_fmt(row, 'skcrf')} (skcrf)")
+        losses.append(
+            f"{task} {_fmt(row, 'crfsuite')} (CRFsuite) and {_fmt(row, 'skcrf')} (skcrf)"
+        )
     machine = result["machine"]
     intro = (
         f"Treebank POS tasks: {_data_line(data)}; "
@@ -146,60 +169,90 @@ def update_readme(text, result=None):
 
 
 def _task_table(rows):
-    lines = ["| measure | unit | sklearn-crfsuite | skcrf | ratio | target | met |",
-             "|---|---|--:|--:|--:|---|---|"]
+    lines = [
+        "| measure | unit | sklearn-crfsuite | skcrf | ratio | target | met |",
+        "|---|---|--:|--:|--:|---|---|",
+    ]
     for row in rows:
         met = {True: "met", False: "**not met**", None: "—"}[row["met"]]
         ratio = "—" if row["ratio"] is None else row["ratio_format"].format(row["ratio"])
-        lines.append(f"| {row['label']} | {row['unit']} | {_fmt(row, 'crfsuite')} | "
-                     f"{_fmt(row, 'skcrf')} | {ratio} | {row['target'] or '—'} | {met} |")
+        lines.append(
+            f"| {row['label']} | {row['unit']} | {_fmt(row, 'crfsuite')} | "
+            f"{_fmt(row, 'skcrf')} | {ratio} | {row['target'] or '—'} | {met} |"
+        )
     return "\n".join(lines)
 
 
 def docs_tables():
     """The benchmarks page's generated part (Markdown)."""
     result = load("treebank")
-    out = ["## skcrf and sklearn-crfsuite on the Treebank POS tasks", "",
-           _machine(result), "",
-           f"Fit settings (both engines): {_settings(result['settings']['fit'])}. "
-           "sklearn-crfsuite (CRFsuite's C code) always runs on one thread.", ""]
+    out = [
+        "## skcrf and sklearn-crfsuite on the Treebank POS tasks",
+        "",
+        _machine(result),
+        "",
+        f"Fit settings (both engines): {_settings(result['settings']['fit'])}. "
+        "sklearn-crfsuite (CRFsuite's C code) always runs on one thread.",
+        "",
+    ]
     for task in ("seed", "window"):
         if task in result["rows"]:
-            out += [f"### {task} features", "", _data_line(result["data"][task]) + ".", "",
-                    _task_table(result["rows"][task]), ""]
+            out += [
+                f"### {task} features",
+                "",
+                _data_line(result["data"][task]) + ".",
+                "",
+                _task_table(result["rows"][task]),
+                "",
+            ]
     if result["rows"].get("scaling"):
         factors = ", ".join(f"×{f}" for f in result["settings"]["scaling_factors"])
-        out += ["### Scaling with the data (window task)", "",
-                f"The window training set repeated {factors}; "
-                f"{_settings(result['settings']['scaling'])}. Time per iteration per token.",
-                "", _task_table(result["rows"]["scaling"]), ""]
+        out += [
+            "### Scaling with the data (window task)",
+            "",
+            f"The window training set repeated {factors}; "
+            f"{_settings(result['settings']['scaling'])}. Time per iteration per token.",
+            "",
+            _task_table(result["rows"]["scaling"]),
+            "",
+        ]
     for task, rows in (result["rows"].get("convergence") or {}).items():
         out += [f"### Time to CRFsuite's converged objective ({task})", "", _task_table(rows), ""]
 
     nltk = load("nltk_tagger")
-    out += ["## `skcrf.nltk.CRFTagger` and NLTK's `CRFTagger`", "",
-            f"- run on {nltk['created']}, medians of {nltk['repeats']}, NLTK's default "
-            f"features, training options {nltk['training_opt'] or 'NLTK defaults'}",
-            f"- machine: {nltk['machine']['cpu_model']}, "
-            f"{nltk['machine']['logical_cores']} logical cores; versions: "
-            + ", ".join(f"{k} {v}" for k, v in nltk["machine"]["versions"].items()),
-            f"- other processes used {nltk['other_load_cores']:.2f} cores on average during "
-            "the run" + (" (timings noisy)" if nltk["other_load_cores"] > 0.1 else ""), "",
-            "| measure | unit | NLTK | skcrf | ratio | target | met |",
-            "|---|---|--:|--:|--:|---|---|"]
+    out += [
+        "## `skcrf.nltk.CRFTagger` and NLTK's `CRFTagger`",
+        "",
+        f"- run on {nltk['created']}, medians of {nltk['repeats']}, NLTK's default "
+        f"features, training options {nltk['training_opt'] or 'NLTK defaults'}",
+        f"- machine: {nltk['machine']['cpu_model']}, "
+        f"{nltk['machine']['logical_cores']} logical cores; versions: "
+        + ", ".join(f"{k} {v}" for k, v in nltk["machine"]["versions"].items()),
+        f"- other processes used {nltk['other_load_cores']:.2f} cores on average during "
+        "the run" + (" (timings noisy)" if nltk["other_load_cores"] > 0.1 else ""),
+        "",
+        "| measure | unit | NLTK | skcrf | ratio | target | met |",
+        "|---|---|--:|--:|--:|---|---|",
+    ]
     for row in nltk["rows"]:
         met = {True: "met", False: "**not met**", None: "—"}[row["met"]]
         fmt = "{:,.2f}" if row["unit"] != "kB" else "{:,.0f}"
-        out.append(f"| {row['label']} | {row['unit']} | {fmt.format(row['nltk'])} | "
-                   f"{fmt.format(row['skcrf'])} | {row['ratio']} | {row['target'] or '—'} | {met} |")
+        out.append(
+            f"| {row['label']} | {row['unit']} | {fmt.format(row['nltk'])} | "
+            f"{fmt.format(row['skcrf'])} | {row['ratio']} | {row['target'] or '—'} | {met} |"
+        )
     out.append("")
 
-    out += ["## CRFsuite model files, both ways", "",
-            "A model trained by one engine, written as a CRFsuite file and read by the other "
-            "(`CRFTagger.from_crfsuite`, `CRFTagger.to_crfsuite`), on the test set:", "",
-            "| task | direction | identical sequences | token agreement | "
-            "max marginal difference | seconds | features |",
-            "|---|---|--:|--:|--:|--:|--:|"]
+    out += [
+        "## CRFsuite model files, both ways",
+        "",
+        "A model trained by one engine, written as a CRFsuite file and read by the other "
+        "(`CRFTagger.from_crfsuite`, `CRFTagger.to_crfsuite`), on the test set:",
+        "",
+        "| task | direction | identical sequences | token agreement | "
+        "max marginal difference | seconds | features |",
+        "|---|---|--:|--:|--:|--:|--:|",
+    ]
     for name in ("roundtrip", "roundtrip_window"):
         path = RESULTS / f"{name}.json"
         if not path.is_file():
@@ -207,9 +260,11 @@ def docs_tables():
         trip = load(name)
         for direction, row in trip["rows"].items():
             seconds = row.get("read_seconds", row.get("write_seconds"))
-            out.append(f"| {trip['task']} | {direction} | {row['identical_sequences']:.2%} | "
-                       f"{row['token_agreement']:.2%} | {row['max_marginal_difference']:.1e} | "
-                       f"{seconds:.3f} | {row['n_features']:,} |")
+            out.append(
+                f"| {trip['task']} | {direction} | {row['identical_sequences']:.2%} | "
+                f"{row['token_agreement']:.2%} | {row['max_marginal_difference']:.1e} | "
+                f"{seconds:.3f} | {row['n_features']:,} |"
+            )
     out.append("")
     return "\n".join(out)
 
@@ -225,8 +280,9 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     group = parser.add_mutually_exclusive_group(required=True)
     group.add_argument("--readme", action="store_true", help="rewrite README.md's table")
-    group.add_argument("--check-readme", action="store_true",
-                       help="exit 1 if README.md's table is not the JSON's")
+    group.add_argument(
+        "--check-readme", action="store_true", help="exit 1 if README.md's table is not the JSON's"
+    )
     group.add_argument("--docs", metavar="PATH", help="write the docs tables to PATH")
     args = parser.parse_args(argv)
     if args.docs:
@@ -236,8 +292,11 @@ def main(argv=None):
     new = update_readme(text)
     if args.check_readme:
         if new != text:
-            print("README.md's benchmark table is stale: run "
-                  "python docs/_tools/render_benchmarks.py --readme", file=sys.stderr)
+            print(
+                "README.md's benchmark table is stale: run "
+                "python docs/_tools/render_benchmarks.py --readme",
+                file=sys.stderr,
+            )
             return 1
         return 0
     README.write_text(new, encoding="utf-8")

@@ -31,16 +31,30 @@ X_TRAIN = [
     [{"w": "a", "is_short": True}, {"w": "cat", "shape": {"cap": False, "kind": "x"}}],
     [{"w": "cats"}, {"w": "sleep", "n": 2.5}, {"w": "quietly", "suffix": ["ly", "y"]}],
     [["w=a", "bias"], ["w=dog", "noun"], ["w=sleeps", "verb", "verb"]],
-    [{"w": "The", "shape": {"cap": True, "kind": "X"}}, {"w": "dogs", "len": 4},
-     {"w": "run", "is_short": False}, {"w": "fast", "suffix": ["st", "t"]}],
+    [
+        {"w": "The", "shape": {"cap": True, "kind": "X"}},
+        {"w": "dogs", "len": 4},
+        {"w": "run", "is_short": False},
+        {"w": "fast", "suffix": ["st", "t"]},
+    ],
     [{"w": "birds", "prev": {"w": "<s>"}}, {"w": "sing", "prev": {"w": "birds"}}],
     [{"w": "run"}, {"w": "quietly"}],
-    [{"w": "a"}, {"w": "bird", "prev": {"w": "a"}}, {"w": "sings", "suffix": ["gs", "s"]},
-     {"w": "loudly", "suffix": ["ly", "y"]}],
+    [
+        {"w": "a"},
+        {"w": "bird", "prev": {"w": "a"}},
+        {"w": "sings", "suffix": ["gs", "s"]},
+        {"w": "loudly", "suffix": ["ly", "y"]},
+    ],
 ]
 Y_TRAIN = [
-    ["D", "N", "V"], ["D", "N"], ["N", "V", "A"], ["D", "N", "V"], ["D", "N", "V", "A"],
-    ["N", "V"], ["V", "A"], ["D", "N", "V", "A"],
+    ["D", "N", "V"],
+    ["D", "N"],
+    ["N", "V", "A"],
+    ["D", "N", "V"],
+    ["D", "N", "V", "A"],
+    ["N", "V"],
+    ["V", "A"],
+    ["D", "N", "V", "A"],
 ]
 X_TEST = X_TRAIN + [
     [{"w": "a"}, {"w": "cat"}, {"w": "barks"}, {"w": "quietly"}],
