@@ -18,7 +18,7 @@ Conventions
   skips everything up to it (the previous block's last sequence) and reads
   on past its end up to the next boundary, so every sequence is read exactly
   once, whatever the block size. Blocks need an ASCII-compatible encoding
-  (a newline is the byte ``\\n``).
+  (a newline is the byte ``\n``).
 """
 
 import glob

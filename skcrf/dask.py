@@ -136,7 +136,7 @@ def read_conll(
     comment : str or None, default='#'
         Lines starting with it are skipped. None: no comment lines.
     delimiter : str or None, default=None
-        Field separator; None splits on runs of whitespace (use ``'\\t'``
+        Field separator; None splits on runs of whitespace (use ``'\t'``
         when a field may hold spaces, as in CoNLL-U).
     encoding : str, default='utf-8'
         ASCII-compatible when ``blocksize`` is given.
@@ -163,7 +163,7 @@ def read_conll(
     --------
     >>> import os, tempfile
     >>> path = os.path.join(tempfile.mkdtemp(), "a.conll")
-    >>> _ = open(path, "w").write("# doc 1\\nThe DT\\ndog NN\\n\\nRuns VBZ\\n")
+    >>> _ = open(path, "w").write("# doc 1\nThe DT\ndog NN\n\nRuns VBZ\n")
     >>> list(read_conll(path, columns=("word", "tag"), label_column="tag", bag=False))
     [([{'word': 'The'}, {'word': 'dog'}], ['DT', 'NN']), ([{'word': 'Runs'}], ['VBZ'])]
     """
@@ -199,7 +199,7 @@ class DaskCRFTagger(CRFTagger):
     Every parameter of :class:`skcrf.CRFTagger`, with the same meaning, and
     ``client``. Only ``algorithm='lbfgs'`` (the default) is supported: the
     other trainers are online methods that visit one sequence after another.
-    ``fit`` takes ``dask.bag.Bag``\\ s of sequences and of label sequences
+    ``fit`` takes ``dask.bag.Bag``\ s of sequences and of label sequences
     with the same partitions (or lists, made into bags); the fitted
     estimator predicts locally like a ``CRFTagger``, and on a ``Bag``
     returns a ``Bag``. See the module's docstring for how a fit runs, and
