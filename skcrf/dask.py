@@ -221,8 +221,7 @@ class DaskCRFTagger(CRFTagger):
 
     Attributes
     ----------
-    classes_, attributes_, coef_, transition_, n_iter_, training_log_, status_, \
-n_features_
+    classes_, attributes_, coef_, transition_, n_iter_, training_log_, status_, n_features_
         As :class:`skcrf.CRFTagger`.
     fit_info_ : dict
         Figures of the last fit: ``n_partitions``, ``n_workers``,
