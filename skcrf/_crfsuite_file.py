@@ -111,7 +111,15 @@ import tempfile
 import numpy as np
 
 from ._model import CRFModel, FittedState
-from .io import _NUMPY_NAMES, _check_model_arrays, _decode_value, _encode_value, _umask
+from .io import (
+    _NUMPY_NAMES,
+    _check_model_arrays,
+    _decode_value,
+    _encode_value,
+    _no_duplicate_keys,
+    _reject_constant,
+    _umask,
+)
 
 __all__ = ["read_crfsuite", "write_crfsuite", "crfsuite_bytes"]
 
@@ -741,19 +749,6 @@ def _read_labels_chunk(data, offset, n_labels):
     if len(set(labels)) != len(labels):
         raise ValueError("the labels chunk holds the same label twice.")
     return labels
-
-
-def _no_duplicate_keys(pairs):
-    result = {}
-    for key, value in pairs:
-        if key in result:
-            raise ValueError(f"duplicate JSON key {key!r:.100}.")
-        result[key] = value
-    return result
-
-
-def _reject_constant(name):
-    raise ValueError(f"invalid JSON constant {name}.")
 
 
 def _storable_label(label):
