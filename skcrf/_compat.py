@@ -4,7 +4,18 @@ scikit-learn does not promise these across releases; keeping them here means a
 rename upstream is a one-line fix.
 """
 
-from sklearn.base import _fit_context
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeVar
+
 from sklearn.utils._param_validation import Interval, StrOptions
+
+if TYPE_CHECKING:
+    _F = TypeVar("_F", bound=Callable[..., object])
+
+    # scikit-learn is untyped: without this, every fit it decorates is Any
+    def _fit_context(*, prefer_skip_nested_validation: bool) -> Callable[[_F], _F]: ...
+
+else:
+    from sklearn.base import _fit_context
 
 __all__ = ["Interval", "StrOptions", "_fit_context"]

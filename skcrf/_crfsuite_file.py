@@ -106,7 +106,6 @@ Conventions
 import json
 import os
 import struct
-import tempfile
 
 import numpy as np
 
@@ -118,7 +117,7 @@ from .io import (
     _encode_value,
     _no_duplicate_keys,
     _reject_constant,
-    _umask,
+    _write_atomically,
 )
 
 __all__ = ["read_crfsuite", "write_crfsuite", "crfsuite_bytes"]
@@ -1246,43 +1245,6 @@ def crfsuite_bytes(model, *, labels=None):
     return b"".join(parts)
 
 
-def _write_bytes_atomically(path, content):
-    """Write ``content`` at ``path``: temp file in the same directory, fsync, rename.
-
-    The file gets the permissions of a new file (``0o666`` less the umask),
-    not the temp file's ``0o600``.
-    """
-    path = os.fsdecode(path)
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp_path = tempfile.mkstemp(
-        prefix=f".{os.path.basename(path)[:100]}.", suffix=".tmp", dir=directory
-    )
-    try:
-        with os.fdopen(fd, "wb") as file:
-            if hasattr(os, "fchmod"):
-                os.fchmod(file.fileno(), 0o666 & ~_umask())
-            file.write(content)
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(tmp_path, path)
-    except BaseException:
-        try:
-            os.unlink(tmp_path)
-        except OSError:
-            pass
-        raise
-    try:  # make the rename durable (best effort; POSIX only)
-        dir_fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(dir_fd)
-    except OSError:  # pragma: no cover - file systems without directory fsync
-        pass
-    finally:
-        os.close(dir_fd)
-
-
 def write_crfsuite(model, path, *, labels=None):
     """Write ``model`` as a CRFsuite model file (atomically).
 
@@ -1313,4 +1275,5 @@ def write_crfsuite(model, path, *, labels=None):
         If a label cannot be kept (see the module docstring) or ``labels``
         holds something other than strings.
     """
-    _write_bytes_atomically(path, crfsuite_bytes(model, labels=labels))
+    content = crfsuite_bytes(model, labels=labels)
+    _write_atomically(path, lambda file: file.write(content))

@@ -19,19 +19,24 @@ Conventions
   first candidate in ``cv_results_`` order.
 """
 
+from __future__ import annotations
+
 import copy
 import time
+from collections.abc import Callable, Iterable, Sequence
 from numbers import Integral, Real
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator, clone
-from sklearn.model_selection import check_cv
+from sklearn.model_selection import BaseCrossValidator, check_cv
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import check_is_fitted
 
 from ._compat import Interval, _fit_context
-from ._tagger import CRFTagger
+from ._tagger import CRFTagger, LabelSequencesLike, SequenceLike, SequencesLike
 from .metrics import get_scorer
 
 #: Bounds of the log grids made when ``c1`` or ``c2`` is a number of values.
@@ -295,16 +300,16 @@ class CRFTaggerCV(BaseEstimator):
 
     def __init__(
         self,
-        estimator=None,
+        estimator: CRFTagger | None = None,
         *,
-        c1=4,
-        c2=4,
-        cv=None,
-        scoring=None,
-        n_jobs=None,
-        refit=True,
-        verbose=0,
-    ):
+        c1: int | Sequence[float] | None = 4,
+        c2: int | Sequence[float] | None = 4,
+        cv: int | BaseCrossValidator | Iterable[Any] | None = None,
+        scoring: str | Callable[..., float] | None = None,
+        n_jobs: int | None = None,
+        refit: bool = True,
+        verbose: int = 0,
+    ) -> None:
         self.estimator = estimator
         self.c1 = c1
         self.c2 = c2
@@ -342,7 +347,12 @@ class CRFTaggerCV(BaseEstimator):
         return grids
 
     @_fit_context(prefer_skip_nested_validation=False)
-    def fit(self, X, y, groups=None):
+    def fit(
+        self,
+        X: Sequence[SequenceLike],
+        y: Sequence[Sequence[Any]],
+        groups: ArrayLike | None = None,
+    ) -> CRFTaggerCV:
         """Cross-validate the grid, choose ``(c1, c2)`` and refit.
 
         Parameters
@@ -464,27 +474,27 @@ class CRFTaggerCV(BaseEstimator):
         return self.best_estimator_
 
     @available_if(_refit_enabled)
-    def predict(self, X):
+    def predict(self, X: SequencesLike) -> list[list[Any]]:
         """Labels of each sequence, by ``best_estimator_`` (see :meth:`CRFTagger.predict`)."""
         return self._best().predict(X)
 
     @available_if(_refit_enabled)
-    def predict_single(self, xseq):
+    def predict_single(self, xseq: SequenceLike) -> list[Any]:
         """Labels of one sequence, by ``best_estimator_``."""
         return self._best().predict_single(xseq)
 
     @available_if(_refit_enabled)
-    def predict_marginals(self, X):
+    def predict_marginals(self, X: SequencesLike) -> list[list[dict[Any, float]]]:
         """Label marginals of every token, by ``best_estimator_``."""
         return self._best().predict_marginals(X)
 
     @available_if(_refit_enabled)
-    def predict_marginals_single(self, xseq):
+    def predict_marginals_single(self, xseq: SequenceLike) -> list[dict[Any, float]]:
         """Label marginals of one sequence, by ``best_estimator_``."""
         return self._best().predict_marginals_single(xseq)
 
     @available_if(_refit_enabled)
-    def score(self, X, y):
+    def score(self, X: SequencesLike, y: LabelSequencesLike) -> float:
         """Score of ``best_estimator_`` on ``X, y``: ``scoring``, or its own score.
 
         As ``GridSearchCV.score``: with a ``scoring``, that scorer; without,
@@ -494,7 +504,7 @@ class CRFTaggerCV(BaseEstimator):
         return best.score(X, y) if self.scorer_ is None else float(self.scorer_(best, X, y))
 
     @property
-    def classes_(self):
+    def classes_(self) -> np.ndarray:
         """The labels of ``best_estimator_``."""
         return self._best().classes_
 

@@ -23,17 +23,26 @@ Conventions
 
 import glob
 import os
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any
 
 __all__ = ["conll_blocks", "iter_conll", "read_block"]
 
 DOCSTART = "-DOCSTART-"
+
+#: What ``paths`` of :func:`skcrf.dask.read_conll` takes: a path, a glob or a
+#: URL, or a list of them.
+PathsLike = str | bytes | os.PathLike[str] | Iterable[str | bytes | os.PathLike[str]]
+
+#: A block of a file: ``(path, start, end)``, ``end`` None for the last block.
+Block = tuple[str, int, int | None]
 
 
 def _is_url(path):
     return "://" in path
 
 
-def expand_paths(paths):
+def expand_paths(paths: PathsLike) -> list[str]:
     """The files named by ``paths`` (a path, a glob or a list of them), in order.
 
     Globs are expanded and sorted; a path or glob that names no file is an
@@ -41,9 +50,9 @@ def expand_paths(paths):
     """
     if isinstance(paths, (str, bytes, os.PathLike)):
         paths = [paths]
-    files = []
-    for path in paths:
-        path = os.fsdecode(path)
+    files: list[str] = []
+    for item in paths:
+        path = os.fsdecode(item)
         if _is_url(path):
             import fsspec  # optional: only for remote files
 
@@ -79,21 +88,22 @@ def _size(path):
     return os.path.getsize(path)
 
 
-def conll_blocks(paths, blocksize=None):
+def conll_blocks(paths: PathsLike, blocksize: int | None = None) -> list[Block]:
     """``(path, start, end)`` of every block: one per file, or per ``blocksize`` bytes.
 
     ``end`` is None for the last block of a file.
     """
     if blocksize is not None and (not isinstance(blocksize, int) or blocksize < 1):
         raise ValueError(f"blocksize must be a positive int or None; got {blocksize!r}.")
-    blocks = []
+    blocks: list[Block] = []
     for path in expand_paths(paths):
         if blocksize is None:
             blocks.append((path, 0, None))
             continue
         size = _size(path)
         starts = list(range(0, max(size, 1), blocksize))
-        for start, stop in zip(starts, starts[1:] + [None]):
+        stops: list[int | None] = [*starts[1:], None]
+        for start, stop in zip(starts, stops):
             blocks.append((path, start, stop))
     return blocks
 
@@ -113,17 +123,17 @@ def _check_options(columns, label_column):
 
 
 def read_block(
-    path,
-    start,
-    end,
-    columns,
+    path: str,
+    start: int,
+    end: int | None,
+    columns: Sequence[str],
     *,
-    label_column=None,
-    feature_func=None,
-    comment="#",
-    delimiter=None,
-    encoding="utf-8",
-):
+    label_column: str | None = None,
+    feature_func: Callable[[list[dict[str, str]]], Any] | None = None,
+    comment: str | None = "#",
+    delimiter: str | None = None,
+    encoding: str = "utf-8",
+) -> Iterator[Any]:
     """The sequences of one block (see the module's conventions), one at a time.
 
     Yields
@@ -147,7 +157,8 @@ def read_block(
                     return  # no boundary in this block: it owns no sequence
                 if not line.strip():
                     break
-        rows, where = [], None
+        rows: list[dict[str, str]] = []
+        where: str | None = None
         while True:
             position = f.tell()
             line = f.readline()
@@ -192,21 +203,21 @@ def _sequence(rows, where, label_column, feature_func):
     return x if labels is None else (x, labels)
 
 
-def read_blocks(blocks, **options):
+def read_blocks(blocks: Iterable[Block], **options: Any) -> list[Any]:
     """All the sequences of some blocks, as a list (a Dask partition)."""
     return [item for block in blocks for item in read_block(*block, **options)]
 
 
 def iter_conll(
-    paths,
-    columns,
+    paths: PathsLike,
+    columns: Sequence[str],
     *,
-    label_column=None,
-    feature_func=None,
-    comment="#",
-    delimiter=None,
-    encoding="utf-8",
-):
+    label_column: str | None = None,
+    feature_func: Callable[[list[dict[str, str]]], Any] | None = None,
+    comment: str | None = "#",
+    delimiter: str | None = None,
+    encoding: str = "utf-8",
+) -> Iterator[Any]:
     """Sequences of CoNLL-style files, one at a time, without Dask: a generator.
 
     Parameters and items as :func:`skcrf.dask.read_conll`. The paths and
@@ -214,7 +225,7 @@ def iter_conll(
     """
     columns = _check_options(columns, label_column)
     files = expand_paths(paths)
-    options = dict(
+    options: dict[str, Any] = dict(
         label_column=label_column,
         feature_func=feature_func,
         comment=comment,

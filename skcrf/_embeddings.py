@@ -9,9 +9,24 @@ the same object for the same word (cached), which the encoder keeps once per
 distinct vector.
 """
 
+from collections.abc import Mapping
+from typing import Any, Protocol
+
 import numpy as np
+from numpy.typing import ArrayLike
 
 __all__ = ["Embeddings"]
+
+
+class _KeyedVectorsLike(Protocol):
+    """What :class:`Embeddings` needs of word vectors that are not a dict (gensim's)."""
+
+    @property
+    def vector_size(self) -> int: ...
+
+    def __getitem__(self, word: str, /) -> ArrayLike: ...
+
+    def __contains__(self, word: object, /) -> bool: ...
 
 
 class Embeddings:
@@ -43,48 +58,53 @@ class Embeddings:
     True
     """
 
-    def __init__(self, vectors, *, lowercase_fallback=True):
-        if isinstance(vectors, Embeddings):
-            vectors = vectors.vectors
-        if not (hasattr(vectors, "__getitem__") and hasattr(vectors, "__contains__")):
+    def __init__(
+        self,
+        vectors: "Embeddings | Mapping[str, ArrayLike] | _KeyedVectorsLike",
+        *,
+        lowercase_fallback: bool = True,
+    ) -> None:
+        # typed loosely: a dict, or a KeyedVectors-like object (duck-typed below)
+        source: Any = vectors.vectors if isinstance(vectors, Embeddings) else vectors
+        if not (hasattr(source, "__getitem__") and hasattr(source, "__contains__")):
             raise TypeError(
                 "embeddings must map words to vectors (a dict, or an object with "
-                f"__getitem__, __contains__ and vector_size); got {type(vectors).__name__}."
+                f"__getitem__, __contains__ and vector_size); got {type(source).__name__}."
             )
-        size = getattr(vectors, "vector_size", None)
+        size = getattr(source, "vector_size", None)
         if size is None:
-            if not hasattr(vectors, "values"):
+            if not hasattr(source, "values"):
                 raise TypeError(
                     "embeddings without a vector_size attribute must be a mapping (with "
-                    f"values()); got {type(vectors).__name__}."
+                    f"values()); got {type(source).__name__}."
                 )
-            first = next(iter(vectors.values()), None)
+            first = next(iter(source.values()), None)
             if first is None:
                 raise ValueError("embeddings is empty: no word has a vector.")
             size = len(first)
-        self.vectors = vectors
-        self.vector_size = int(size)
-        self.lowercase_fallback = bool(lowercase_fallback)
-        self._cache = {}
-        self.zeros = np.zeros(self.vector_size)
+        self.vectors: Mapping[str, ArrayLike] | _KeyedVectorsLike = source
+        self.vector_size: int = int(size)
+        self.lowercase_fallback: bool = bool(lowercase_fallback)
+        self._cache: dict[str, np.ndarray | None] = {}
+        self.zeros: np.ndarray = np.zeros(self.vector_size)
         self.zeros.flags.writeable = False
 
-    def __deepcopy__(self, memo):
+    def __deepcopy__(self, memo: dict[int, Any]) -> "Embeddings":
         return self  # shared: clone and get_params must not copy the vectors
 
-    def __copy__(self):
+    def __copy__(self) -> "Embeddings":
         return self
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Any, ...]:
         return (Embeddings, (self.vectors,), {"lowercase_fallback": self.lowercase_fallback})
 
-    def __setstate__(self, state):
+    def __setstate__(self, state: dict[str, Any]) -> None:
         self.lowercase_fallback = state["lowercase_fallback"]
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"Embeddings(<{type(self.vectors).__name__}>, vector_size={self.vector_size})"
 
-    def lookup(self, word):
+    def lookup(self, word: str) -> np.ndarray | None:
         """The vector of ``word`` (float64, read-only), or None when unknown."""
         cache = self._cache
         found = cache.get(word)

@@ -7,9 +7,11 @@ tagger expects.
 """
 
 import numbers
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator, TransformerMixin
 
 from ._compat import Interval, _fit_context
@@ -19,7 +21,7 @@ from ._validation import check_sequences
 __all__ = ["SequenceFeaturizer", "word_shape"]
 
 
-def word_shape(word, *, collapse=False):
+def word_shape(word: str, *, collapse: bool = False) -> str:
     """Return the orthographic shape of ``word``.
 
     Upper-case letters map to ``'X'``, other letters to ``'x'``, digits to
@@ -48,7 +50,7 @@ def word_shape(word, *, collapse=False):
     ('X.X.-xxxx', 'Xxxxx')
     """
     max_run = 1 if collapse else 4
-    out = []
+    out: list[str] = []
     last = None
     run = 0
     for ch in word:
@@ -252,13 +254,13 @@ class SequenceFeaturizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
     def __init__(
         self,
         *,
-        feature_func=None,
-        window=1,
-        affix_length=3,
-        lowercase=True,
-        embeddings=None,
-        embedding_window=0,
-    ):
+        feature_func: Callable[[Sequence[Any], int], Mapping[str, Any]] | None = None,
+        window: int = 1,
+        affix_length: int = 3,
+        lowercase: bool = True,
+        embeddings: Embeddings | Mapping[str, ArrayLike] | None = None,
+        embedding_window: int = 0,
+    ) -> None:
         self.feature_func = feature_func
         self.window = window
         self.affix_length = affix_length
@@ -275,7 +277,7 @@ class SequenceFeaturizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
         return tags
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y=None):
+    def fit(self, X: Sequence[Sequence[Any]], y: Any = None) -> "SequenceFeaturizer":
         """Validate the parameters and the structure of ``X``.
 
         The featurizer learns nothing from the data.
@@ -296,7 +298,7 @@ class SequenceFeaturizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
         _check_X(X)
         return self
 
-    def transform(self, X):
+    def transform(self, X: Sequence[Sequence[Any]]) -> list[list[dict[str, Any]]]:
         """Map every token of every sequence to a feature dict.
 
         Parameters
@@ -314,7 +316,9 @@ class SequenceFeaturizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
         self._validate_params()
         return self._transform(X)
 
-    def fit_transform(self, X, y=None, **fit_params):
+    def fit_transform(
+        self, X: Sequence[Sequence[Any]], y: Any = None, **fit_params: Any
+    ) -> list[list[dict[str, Any]]]:
         """Validate the parameters and transform ``X``.
 
         Parameters

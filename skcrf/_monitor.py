@@ -6,10 +6,17 @@ online trainers call :meth:`~TrainingMonitor.online_epoch` with their epoch
 entry. Both return True to ask the trainer to stop (its ``CALLBACK_STOP``).
 """
 
+from __future__ import annotations
+
 import time
-from typing import NamedTuple
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from ._lbfgs import IterationInfo
+    from ._training_log import TrainingLog
 
 
 class CallbackInfo(NamedTuple):
@@ -59,8 +66,15 @@ class TrainingMonitor:
     """
 
     def __init__(
-        self, log, *, holdout=None, validation=None, n_iter_no_change=10, tol=1e-7, callback=None
-    ):
+        self,
+        log: TrainingLog,
+        *,
+        holdout: Callable[[np.ndarray], Mapping[str, Any]] | None = None,
+        validation: Callable[[np.ndarray], float] | None = None,
+        n_iter_no_change: int = 10,
+        tol: float = 1e-7,
+        callback: Callable[[CallbackInfo], Any] | None = None,
+    ) -> None:
         self.log = log
         self.holdout = holdout
         self.validation = validation
@@ -68,18 +82,18 @@ class TrainingMonitor:
         self.tol = tol
         self.callback = callback
         self.best_score = -np.inf
-        self.best_iteration = None
-        self.best_weights = None
+        self.best_iteration: int | None = None
+        self.best_weights: np.ndarray | None = None
         self.early_stopped = False
         self.user_stopped = False
         self._since_best = 0
         self._start = time.perf_counter()
 
-    def lbfgs_iteration(self, info):
+    def lbfgs_iteration(self, info: IterationInfo) -> bool:
         """After an L-BFGS iteration (an ``IterationInfo``); True stops."""
         return self._after(self.log.iteration_entry(info), info.x, info.k, info.fun, info.gnorm)
 
-    def online_epoch(self, entry, weights):
+    def online_epoch(self, entry: Mapping[str, Any], weights: np.ndarray) -> bool:
         """After an epoch of an online trainer; True stops."""
         # numbered within this fit (a resumed trainer counts its epochs on)
         entry = {**entry, "num": len(self.log.iterations) + 1}

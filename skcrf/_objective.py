@@ -147,19 +147,54 @@ def select_features(
             min_freq=min_freq,
         )
 
-    lengths = np.asarray(encoded.lengths, dtype=np.intp)
+    follows = _following_tokens(encoded.lengths, len(labels))
     transition_sum = np.zeros(n_labels * n_labels)
-    follows = np.ones(len(labels), dtype=bool)
-    follows[(np.cumsum(lengths) - lengths)[lengths > 0]] = False
-    follows = np.flatnonzero(follows)
     np.add.at(transition_sum, labels[follows - 1] * n_labels + labels[follows], 1.0)
+    model = _unfitted_model(
+        classes,
+        attributes,
+        value_separator,
+        state_ptr,
+        state_labels,
+        transition_sum,
+        all_possible_transitions=all_possible_transitions,
+        min_freq=min_freq,
+    )
+    observed = np.concatenate([state_sum, transition_sum[model.transition_index]])
+    return model, observed
+
+
+def _following_tokens(lengths, n_tokens):
+    """Positions of the tokens that follow another one in their sequence."""
+    lengths = np.asarray(lengths, dtype=np.intp)
+    follows = np.ones(n_tokens, dtype=bool)
+    follows[(np.cumsum(lengths) - lengths)[lengths > 0]] = False
+    return np.flatnonzero(follows)
+
+
+def _unfitted_model(
+    classes,
+    attributes,
+    value_separator,
+    state_ptr,
+    state_labels,
+    transition_sum,
+    *,
+    all_possible_transitions,
+    min_freq,
+):
+    """The model of the selected features, weights 0.
+
+    Transitions: every label pair with ``all_possible_transitions``, else
+    those seen; either way only those seen ``min_freq`` times or more
+    (``transition_sum`` counts them, flat ``from * n_labels + to``).
+    """
     if all_possible_transitions:
-        transition_exists = np.ones(n_labels * n_labels, dtype=bool)
+        transition_exists = np.ones(transition_sum.size, dtype=bool)
     else:
         transition_exists = transition_sum > 0
     transition_index = np.flatnonzero(transition_exists & (transition_sum >= min_freq))
-
-    model = CRFModel(
+    return CRFModel(
         classes=classes,
         attributes=attributes,
         state_ptr=state_ptr,
@@ -169,8 +204,6 @@ def select_features(
         transition_weights=np.zeros(len(transition_index)),
         value_separator=value_separator,
     )
-    observed = np.concatenate([state_sum, transition_sum[transition_index]])
-    return model, observed
 
 
 def _select_partial_features(
@@ -227,9 +260,7 @@ def _select_partial_features(
     state_observed = np.zeros(len(keys))
     state_observed[position[found]] = c_sum[found]
 
-    follows = np.ones(len(labels), dtype=bool)
-    follows[(np.cumsum(lengths) - lengths)[lengths > 0]] = False
-    follows = np.flatnonzero(follows)
+    follows = _following_tokens(lengths, len(labels))
     both = follows[(labels[follows - 1] >= 0) & (labels[follows] >= 0)]
     pair = labels[both - 1] * n_labels + labels[both]
     transition_sum = np.bincount(pair, minlength=n_labels * n_labels).astype(np.float64)
@@ -238,22 +269,17 @@ def _select_partial_features(
     transition_observed = np.bincount(observed_pairs, minlength=n_labels * n_labels).astype(
         np.float64
     )
-    if all_possible_transitions:
-        transition_exists = np.ones(n_labels * n_labels, dtype=bool)
-    else:
-        transition_exists = transition_sum > 0
-    transition_index = np.flatnonzero(transition_exists & (transition_sum >= min_freq))
-    model = CRFModel(
-        classes=classes,
-        attributes=attributes,
-        state_ptr=state_ptr,
-        state_labels=state_labels,
-        state_weights=np.zeros(len(state_labels)),
-        transition_index=transition_index.astype(np.int64),
-        transition_weights=np.zeros(len(transition_index)),
-        value_separator=value_separator,
+    model = _unfitted_model(
+        classes,
+        attributes,
+        value_separator,
+        state_ptr,
+        state_labels,
+        transition_sum,
+        all_possible_transitions=all_possible_transitions,
+        min_freq=min_freq,
     )
-    observed = np.concatenate([state_observed, transition_observed[transition_index]])
+    observed = np.concatenate([state_observed, transition_observed[model.transition_index]])
     return model, observed
 
 

@@ -101,7 +101,7 @@ class OnlineStatus(enum.Enum):
     improve for ``n_iter_no_change`` epochs (the best epoch's weights are kept)."""
 
     @property
-    def converged(self):
+    def converged(self) -> bool:
         """Whether a stopping rule was met (not merely an epoch budget spent)."""
         return self in (
             OnlineStatus.SMALL_LOSS,
@@ -110,7 +110,7 @@ class OnlineStatus(enum.Enum):
         )
 
     @property
-    def description(self):
+    def description(self) -> str:
         """A one-sentence explanation."""
         return _DESCRIPTIONS[self]
 

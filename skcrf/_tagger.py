@@ -24,6 +24,7 @@ from ._lbfgs import LBFGSResult, LBFGSStatus, minimize_lbfgs
 from ._model import FittedState, merge_features
 from ._monitor import CallbackInfo, TrainingMonitor
 from ._objective import CRFObjective, select_features
+from ._online_train import DEFAULTS as ONLINE_DEFAULTS
 from ._online_train import OnlineStatus, train_online
 from ._stream import encode_data
 from ._structured import nbest, sequence_scores, transition_marginals
@@ -56,27 +57,7 @@ ALGORITHM_DEFAULTS: dict[str, dict[str, Any]] = {
         "linesearch": "MoreThuente",
         "max_linesearch": 20,
     },
-    "l2sgd": {
-        "c2": 1.0,
-        "max_iterations": 1000,
-        "period": 10,
-        "delta": 1e-6,
-        "calibration_eta": 0.1,
-        "calibration_rate": 2.0,
-        "calibration_samples": 1000,
-        "calibration_candidates": 10,
-        "calibration_max_trials": 20,
-    },
-    "ap": {"max_iterations": 100, "epsilon": 0.0},
-    "pa": {
-        "pa_type": 1,
-        "c": 1.0,
-        "error_sensitive": True,
-        "averaging": True,
-        "max_iterations": 100,
-        "epsilon": 0.0,
-    },
-    "arow": {"variance": 1.0, "gamma": 1.0, "max_iterations": 100, "epsilon": 0.0},
+    **ONLINE_DEFAULTS,
 }
 
 #: Feature-generation parameters, common to every algorithm, with defaults.
@@ -438,7 +419,7 @@ calibration_candidates, calibration_max_trials : default=None
         scoring=None,
         allowed_transitions=None,
         missing_label=None,
-    ):
+    ) -> None:
         # Positional order is sklearn_crfsuite.CRF's, so that its scripts
         # (``CRF('lbfgs', ...)``) run unchanged; skcrf's own are keyword-only.
         self.algorithm = algorithm

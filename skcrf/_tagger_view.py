@@ -28,10 +28,15 @@ Conventions
   several threads.
 """
 
+from __future__ import annotations
+
 import math
 import operator
+import os
 import struct
 import sys
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, NoReturn, SupportsIndex
 
 import numpy as np
 
@@ -40,6 +45,10 @@ from ._decode import Decoder
 from ._featurize import Vocabulary
 from ._inference import forward_backward
 from ._validation import check_emissions, check_sequences
+
+if TYPE_CHECKING:
+    from ._model import CRFModel
+    from ._tagger import SequenceLike  # _tagger imports this module
 
 __all__ = ["CRFsuiteTagger", "ParsedDump", "UnknownLabelError"]
 
@@ -77,14 +86,14 @@ class ParsedDump:
         ``{(attribute, label): weight}``, nonzero weights only.
     """
 
-    def __init__(self):
-        self.header = {}
-        self.labels = {}
-        self.attributes = {}
-        self.transitions = {}
-        self.state_features = {}
+    def __init__(self) -> None:
+        self.header: dict[str, str] = {}
+        self.labels: dict[Any, str] = {}
+        self.attributes: dict[str, str] = {}
+        self.transitions: dict[tuple[Any, Any], float] = {}
+        self.state_features: dict[tuple[str, Any], float] = {}
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (
             f"<ParsedDump: {len(self.labels)} labels, {len(self.attributes)} attributes, "
             f"{len(self.transitions)} transitions, {len(self.state_features)} state features>"
@@ -147,7 +156,9 @@ class CRFsuiteTagger:
     '1'
     """
 
-    def __init__(self, model, vocabulary=None, decoder=None):
+    def __init__(
+        self, model: CRFModel, vocabulary: Vocabulary | None = None, decoder: Decoder | None = None
+    ) -> None:
         self._model = model
         if vocabulary is None:
             vocabulary = Vocabulary(model.attributes, model.value_separator)
@@ -155,17 +166,17 @@ class CRFsuiteTagger:
         self._decoder = Decoder(model) if decoder is None else decoder
         self._classes = list(model.classes.tolist())
         self._label_index = {label: k for k, label in enumerate(self._classes)}
-        self._current = None
-        self._info = None
-        self._header_fields = None
-        self._stored_model = None
+        self._current: _SetSequence | None = None
+        self._info: ParsedDump | None = None
+        self._header_fields: dict[str, str] | None = None
+        self._stored_model: CRFModel | None = None
 
     @property
-    def model(self):
+    def model(self) -> CRFModel:
         """The :class:`~skcrf._model.CRFModel` this view shows."""
         return self._model
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (
             f"<{type(self).__name__}: {len(self._classes)} labels, "
             f"{self._model.n_attributes} attributes>"
@@ -173,7 +184,7 @@ class CRFsuiteTagger:
 
     # -- what pycrfsuite opens from files ----------------------------------
 
-    def open(self, name):
+    def open(self, name: str | os.PathLike[str]) -> NoReturn:
         """Not supported: the view shows a fitted estimator's model.
 
         Raises
@@ -188,7 +199,7 @@ class CRFsuiteTagger:
             "skcrf.CRFTagger.from_crfsuite(path) and use its tagger_."
         )
 
-    def open_inmemory(self, value):
+    def open_inmemory(self, value: bytes) -> NoReturn:
         """Not supported; see :meth:`open`.
 
         Raises
@@ -203,12 +214,12 @@ class CRFsuiteTagger:
             "load it with skcrf.CRFTagger.from_crfsuite(path)."
         )
 
-    def close(self):
+    def close(self) -> None:
         """Do nothing: the view holds no file (kept so cleanup code runs)."""
 
     # -- the model -----------------------------------------------------------
 
-    def labels(self):
+    def labels(self) -> list[Any]:
         """The labels of the model.
 
         Returns
@@ -218,7 +229,7 @@ class CRFsuiteTagger:
         """
         return list(self._classes)
 
-    def info(self):
+    def info(self) -> ParsedDump:
         """The model's parameters, as the parsed text dump.
 
         Returns
@@ -234,7 +245,7 @@ class CRFsuiteTagger:
             setattr(info, name, dict(getattr(self._info, name)))
         return info
 
-    def dump(self, filename=None):
+    def dump(self, filename: str | os.PathLike[str] | None = None) -> None:
         """Write the model in CRFsuite's plain-text dump format.
 
         Parameters
@@ -252,7 +263,7 @@ class CRFsuiteTagger:
 
     # -- one sequence ----------------------------------------------------------
 
-    def set(self, xseq):
+    def set(self, xseq: SequenceLike) -> None:
         """Set the sequence that the other methods work on.
 
         :meth:`tag`, :meth:`probability` and :meth:`marginal` read it.
@@ -276,7 +287,7 @@ class CRFsuiteTagger:
         check_emissions(emissions, encoded.lengths, name="xseq")
         self._current = _SetSequence(encoded, emissions)
 
-    def tag(self, xseq=None):
+    def tag(self, xseq: SequenceLike | None = None) -> list[Any]:
         """The most probable labels (Viterbi) of a sequence.
 
         Parameters
@@ -300,7 +311,7 @@ class CRFsuiteTagger:
                 current.path = np.zeros(0, dtype=np.intp)
         return [self._classes[k] for k in current.path.tolist()]
 
-    def probability(self, yseq):
+    def probability(self, yseq: Iterable[Any]) -> float:
         """``P(yseq | xseq)`` of a label sequence, for the sequence set last.
 
         Parameters
@@ -335,7 +346,7 @@ class CRFsuiteTagger:
         score += transitions[path[:-1], path[1:]].sum()
         return math.exp(score - self._log_partition(current))
 
-    def marginal(self, y, pos):
+    def marginal(self, y: Any, pos: SupportsIndex) -> float:
         """``P(y_pos = y | xseq)`` for the sequence set last.
 
         Parameters

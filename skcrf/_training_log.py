@@ -1,13 +1,20 @@
 """The training trace of a CRF fit."""
 
+from __future__ import annotations
+
 import sys
 import time
+from collections.abc import Callable, Mapping
 from fractions import Fraction
-from typing import NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
 from ._progress import ProgressDisplay
+
+if TYPE_CHECKING:
+    from ._lbfgs import IterationInfo, LBFGSStatus
+    from ._online_train import OnlineStatus
 
 
 class LabelScore(NamedTuple):
@@ -27,7 +34,13 @@ class LabelScore(NamedTuple):
     f1: float | None
 
 
-def holdout_scores(truth, predicted, sequence_ends, classes, unseen=None):
+def holdout_scores(
+    truth: np.ndarray,
+    predicted: np.ndarray,
+    sequence_ends: np.ndarray,
+    classes: np.ndarray,
+    unseen: Mapping[Any, int] | None = None,
+) -> dict[str, Any]:
     """CRFsuite's held-out evaluation of one iteration, as log entries.
 
     Parameters
@@ -150,21 +163,25 @@ class TrainingLog:
     _progress = None
     _total = None
 
-    def __init__(self, verbose=False, total=None):
+    def __init__(self, verbose: bool | int = False, total: int | None = None) -> None:
         self.verbose = verbose
-        self.iterations = []
-        self.status = None
+        self.iterations: list[dict[str, Any]] = []
+        self.status: LBFGSStatus | OnlineStatus | None = None
         self.message = ""
         self._total = total
         self._progress = None
         self._tick = time.perf_counter()
 
-    def __getstate__(self):
+    def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         state["_progress"] = None  # a display belongs to the fit that made it
         return state
 
-    def record_iteration(self, info, holdout=None):
+    def record_iteration(
+        self,
+        info: IterationInfo,
+        holdout: Callable[[np.ndarray], Mapping[str, Any]] | None = None,
+    ) -> None:
         """Record an optimizer iteration (an ``IterationInfo``).
 
         ``time`` is the time since the previous record, not counting the
@@ -173,7 +190,7 @@ class TrainingLog:
         """
         self.record_epoch(self.iteration_entry(info), info.x, holdout)
 
-    def iteration_entry(self, info):
+    def iteration_entry(self, info: IterationInfo) -> dict[str, Any]:
         """The log entry of an L-BFGS iteration (an ``IterationInfo``)."""
         return {
             "num": info.k,
@@ -187,15 +204,20 @@ class TrainingLog:
             "time": time.perf_counter() - self._tick,
         }
 
-    def record_epoch(self, entry, weights, holdout=None):
+    def record_epoch(
+        self,
+        entry: Mapping[str, Any],
+        weights: np.ndarray,
+        holdout: Callable[[np.ndarray], Mapping[str, Any]] | None = None,
+    ) -> None:
         """Record a trainer's own entry; held-out entries added when given."""
-        entry = {"scores": {}, **entry}
+        record: dict[str, Any] = {"scores": {}, **entry}
         if holdout is not None:
-            entry.update(holdout(weights))
-        self.record(entry)
+            record.update(holdout(weights))
+        self.record(record)
         self._tick = time.perf_counter()
 
-    def record(self, entry):
+    def record(self, entry: dict[str, Any]) -> None:
         """Append one iteration's dict (and print it when verbose)."""
         self.iterations.append(entry)
         if self.verbose == 1:
@@ -210,7 +232,8 @@ class TrainingLog:
             )
             print(f"[skcrf] iteration {fields}", file=sys.stderr)
 
-    def finish(self, status, message):
+    def finish(self, status: LBFGSStatus | OnlineStatus, message: str) -> None:
+        """Set how the optimizer stopped, and close the progress display."""
         self.status = status
         self.message = message
         if self._progress is not None:
@@ -220,17 +243,18 @@ class TrainingLog:
             print(f"[skcrf] stopped: {status.name}: {message}", file=sys.stderr)
 
     @property
-    def last_iteration(self):
+    def last_iteration(self) -> dict[str, Any]:
         """The last iteration's dict (``{}`` before the first)."""
         return self.iterations[-1] if self.iterations else {}
 
     @property
-    def converged(self):
+    def converged(self) -> bool:
+        """Whether the optimizer stopped on a convergence test (False before the end)."""
         return self.status is not None and self.status.converged
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self.iterations)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         status = self.status.name if self.status is not None else None
         return f"TrainingLog(n_iterations={len(self)}, status={status})"

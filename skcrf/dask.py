@@ -52,7 +52,8 @@ import inspect
 import time
 import uuid
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Literal, NoReturn, overload
 
 import numpy as np
 from sklearn.base import clone
@@ -61,13 +62,22 @@ from sklearn.exceptions import ConvergenceWarning
 from . import __version__
 from . import _dask_tasks as tasks
 from ._compat import _fit_context
-from ._dask_conll import conll_blocks, iter_conll, read_blocks
+from ._dask_conll import PathsLike, conll_blocks, iter_conll, read_blocks
 from ._featurize import Vocabulary
 from ._lbfgs import LBFGSResult, LBFGSStatus, minimize_lbfgs
 from ._model import FittedState
-from ._monitor import TrainingMonitor
-from ._tagger import CRFTagger, _DevEvaluator
+from ._monitor import CallbackInfo, TrainingMonitor
+from ._tagger import (
+    CRFTagger,
+    LabelSequencesLike,
+    SequencesLike,
+    _DevEvaluator,
+)
 from ._training_log import TrainingLog
+
+if TYPE_CHECKING:  # optional dependencies: imported when used
+    from dask.bag import Bag
+    from distributed import Client
 
 __all__ = ["DaskCRFTagger", "iter_conll", "read_conll"]
 
@@ -98,18 +108,63 @@ def _is_bag(obj):
 # -- reading corpora ------------------------------------------------------------
 
 
+@overload
 def read_conll(
-    paths,
-    columns,
+    paths: PathsLike,
+    columns: Sequence[str],
     *,
-    label_column=None,
-    feature_func=None,
-    comment="#",
-    delimiter=None,
-    encoding="utf-8",
-    blocksize=None,
-    bag=True,
-):
+    label_column: str | None = ...,
+    feature_func: Callable[[list[dict[str, str]]], Any] | None = ...,
+    comment: str | None = ...,
+    delimiter: str | None = ...,
+    encoding: str = ...,
+    blocksize: int | None = ...,
+    bag: Literal[True] = ...,
+) -> "Bag": ...
+
+
+@overload
+def read_conll(
+    paths: PathsLike,
+    columns: Sequence[str],
+    *,
+    label_column: str | None = ...,
+    feature_func: Callable[[list[dict[str, str]]], Any] | None = ...,
+    comment: str | None = ...,
+    delimiter: str | None = ...,
+    encoding: str = ...,
+    blocksize: int | None = ...,
+    bag: Literal[False],
+) -> Iterator[Any]: ...
+
+
+@overload
+def read_conll(
+    paths: PathsLike,
+    columns: Sequence[str],
+    *,
+    label_column: str | None = ...,
+    feature_func: Callable[[list[dict[str, str]]], Any] | None = ...,
+    comment: str | None = ...,
+    delimiter: str | None = ...,
+    encoding: str = ...,
+    blocksize: int | None = ...,
+    bag: bool = ...,
+) -> "Bag | Iterator[Any]": ...
+
+
+def read_conll(
+    paths: PathsLike,
+    columns: Sequence[str],
+    *,
+    label_column: str | None = None,
+    feature_func: Callable[[list[dict[str, str]]], Any] | None = None,
+    comment: str | None = "#",
+    delimiter: str | None = None,
+    encoding: str = "utf-8",
+    blocksize: int | None = None,
+    bag: bool = True,
+) -> "Bag | Iterator[Any]":
     r"""Sequences of CoNLL-style column files, as a ``dask.bag.Bag`` (or a generator).
 
     One token per line, its fields separated by whitespace; a blank line
@@ -167,7 +222,7 @@ def read_conll(
     >>> list(read_conll(path, columns=("word", "tag"), label_column="tag", bag=False))
     [([{'word': 'The'}, {'word': 'dog'}], ['DT', 'NN']), ([{'word': 'Runs'}], ['VBZ'])]
     """
-    options = dict(
+    options: dict[str, Any] = dict(
         label_column=label_column,
         feature_func=feature_func,
         comment=comment,
@@ -242,7 +297,7 @@ class DaskCRFTagger(CRFTagger):
         "client": "no_validation",
     }
 
-    def __init__(self, *args, client=None, **kwargs):
+    def __init__(self, *args: Any, client: "Client | str | None" = None, **kwargs: Any) -> None:
         # Every CRFTagger parameter, whatever they are now: the signature
         # scikit-learn reads (get_params, clone) is CRFTagger's plus `client`.
         super().__init__(*args, **kwargs)
@@ -267,7 +322,7 @@ class DaskCRFTagger(CRFTagger):
         state.params.pop("client", None)
         return state
 
-    def to_local(self):
+    def to_local(self) -> CRFTagger:
         """The fitted model as a :class:`skcrf.CRFTagger` (no Dask needed to use it).
 
         Returns
@@ -286,7 +341,9 @@ class DaskCRFTagger(CRFTagger):
             )
         )
 
-    def partial_fit(self, X, y, classes=None):
+    def partial_fit(
+        self, X: SequencesLike, y: LabelSequencesLike, classes: Iterable[Any] | None = None
+    ) -> NoReturn:
         """Not supported: DaskCRFTagger trains with L-BFGS over all the data (use fit)."""
         raise ValueError(
             "DaskCRFTagger has no partial_fit: it trains with L-BFGS ('lbfgs') over all "
@@ -296,7 +353,16 @@ class DaskCRFTagger(CRFTagger):
     # -- fit ---------------------------------------------------------------------------
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, X_dev=None, y_dev=None, *, callback=None, npartitions=None):
+    def fit(
+        self,
+        X: "Bag | SequencesLike",
+        y: "Bag | LabelSequencesLike",
+        X_dev: SequencesLike | None = None,
+        y_dev: LabelSequencesLike | None = None,
+        *,
+        callback: Callable[[CallbackInfo], Any] | None = None,
+        npartitions: int | None = None,
+    ) -> "DaskCRFTagger":
         """Train the CRF on the cluster.
 
         Parameters
@@ -457,7 +523,13 @@ class DaskCRFTagger(CRFTagger):
         local = dask.delayed(self.to_local(), name=f"skcrf-model-{uuid.uuid4().hex}")
         return X.map_partitions(_predict_partition, local, method)
 
-    def predict(self, X):
+    @overload  # type: ignore[override]
+    def predict(self, X: "Bag") -> "Bag": ...
+
+    @overload
+    def predict(self, X: SequencesLike) -> list[list[Any]]: ...
+
+    def predict(self, X: "Bag | SequencesLike") -> "Bag | list[list[Any]]":
         """Most likely label sequences; a Bag of them for a Bag of sequences.
 
         Parameters
@@ -473,13 +545,19 @@ class DaskCRFTagger(CRFTagger):
             return self._on_bag(X, "predict")
         return super().predict(X)
 
-    def predict_marginals(self, X):
+    @overload  # type: ignore[override]
+    def predict_marginals(self, X: "Bag") -> "Bag": ...
+
+    @overload
+    def predict_marginals(self, X: SequencesLike) -> list[list[dict[Any, float]]]: ...
+
+    def predict_marginals(self, X: "Bag | SequencesLike") -> "Bag | list[list[dict[Any, float]]]":
         """Label marginals of every token; a Bag of them for a Bag of sequences."""
         if _is_bag(X):
             return self._on_bag(X, "predict_marginals")
         return super().predict_marginals(X)
 
-    def score(self, X, y):
+    def score(self, X: "Bag | SequencesLike", y: "Bag | LabelSequencesLike") -> float:
         """Token accuracy; with Bags, computed on the workers.
 
         Parameters
@@ -511,7 +589,7 @@ def _signature_with_client():
     return signature.replace(parameters=[*signature.parameters.values(), client])
 
 
-DaskCRFTagger.__init__.__signature__ = _signature_with_client()
+DaskCRFTagger.__init__.__signature__ = _signature_with_client()  # type: ignore[attr-defined]
 
 
 def _predict_partition(sequences, tagger, method):
@@ -540,7 +618,7 @@ def _score_partition(X_part, y_part, tagger):
 # -- the fit's pieces -----------------------------------------------------------------
 
 
-def check_worker_versions(client):
+def check_worker_versions(client: "Client") -> None:
     """Raise unless every worker imports the driver's skcrf version.
 
     The partition tasks check it again, for workers that join later.

@@ -739,8 +739,13 @@ def _umask():
     return mask  # pragma: no cover
 
 
-def _write_atomically(path, arrays):
-    """Write ``arrays`` as a compressed npz at ``path``: temp file, fsync, rename."""
+def _write_atomically(path, write):
+    """Call ``write(file)`` on a temp file next to ``path``, fsync it, rename it to ``path``.
+
+    A reader never sees a half-written file, and a failed write leaves the
+    old file. The file gets the permissions of a new file (``0o666`` less
+    the umask), not the temp file's ``0o600``.
+    """
     path = os.fsdecode(path)
     directory = os.path.dirname(os.path.abspath(path))
     fd, tmp_path = tempfile.mkstemp(
@@ -750,7 +755,7 @@ def _write_atomically(path, arrays):
         with os.fdopen(fd, "wb") as file:
             if hasattr(os, "fchmod"):
                 os.fchmod(file.fileno(), 0o666 & ~_umask())
-            np.savez_compressed(file, **arrays)
+            write(file)
             file.flush()
             os.fsync(file.fileno())
         os.replace(tmp_path, path)
@@ -810,7 +815,7 @@ def save_state(state: FittedState, path: str | os.PathLike[str], *, estimator: A
     save_model : Save an estimator.
     """
     arrays = _state_document(state, estimator)
-    _write_atomically(path, arrays)
+    _write_atomically(path, lambda file: np.savez_compressed(file, **arrays))
 
 
 def save_model(estimator: Any, path: str | os.PathLike[str]) -> None:

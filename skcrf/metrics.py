@@ -28,11 +28,15 @@ The ``flat_*`` functions keep the signatures of their ``sklearn_crfsuite``
 counterparts, so they are drop-in replacements.
 """
 
+from __future__ import annotations
+
 import copy
 import math
 import numbers
 import warnings
 from collections import Counter
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 import numpy as np
 from sklearn import metrics as _skmetrics
@@ -40,6 +44,9 @@ from sklearn.exceptions import UndefinedMetricWarning
 from sklearn.metrics import make_scorer
 
 from ._validation import check_label_sequence_pair
+
+if TYPE_CHECKING:  # _tagger imports this module
+    from ._tagger import LabelSequencesLike
 
 __all__ = [
     "SCORERS",
@@ -66,7 +73,7 @@ __all__ = [
 # ---------------------------------------------------------------------------
 
 
-def _check_sequences(y_true, y_pred):
+def _check_sequences(y_true: Any, y_pred: Any) -> tuple[list[list[Any]], list[list[Any]]]:
     """Validate a pair of lists of sequences and return them as lists of lists.
 
     The rules are the estimator's: lists, tuples, arrays and any iterable of
@@ -85,7 +92,7 @@ def _check_sequences(y_true, y_pred):
     return check_label_sequence_pair(y_true, y_pred, iterables=True)
 
 
-def flatten(sequences):
+def flatten(sequences: Iterable[Iterable[Any]]) -> list[Any]:
     """Concatenate sequences into one flat list (sklearn-crfsuite's ``flatten``).
 
     Parameters
@@ -107,7 +114,7 @@ def flatten(sequences):
             f"flatten takes a list of sequences; got {type(sequences).__name__} "
             f"{sequences[:20]!r}."
         )
-    flat = []
+    flat: list[Any] = []
     for i, seq in enumerate(sequences):
         if isinstance(seq, (str, bytes)) or not hasattr(seq, "__iter__"):
             raise TypeError(
@@ -137,7 +144,9 @@ def _flatten(y_true, y_pred):
 # ---------------------------------------------------------------------------
 
 
-def flat_accuracy_score(y_true, y_pred, **kwargs):
+def flat_accuracy_score(
+    y_true: LabelSequencesLike, y_pred: LabelSequencesLike, **kwargs: Any
+) -> float:
     """Token-level accuracy: ``accuracy_score`` on the flattened sequences.
 
     Parameters
@@ -166,7 +175,9 @@ def flat_accuracy_score(y_true, y_pred, **kwargs):
     return _skmetrics.accuracy_score(y_true=flat_true, y_pred=flat_pred, **kwargs)
 
 
-def flat_precision_score(y_true, y_pred, **kwargs):
+def flat_precision_score(
+    y_true: LabelSequencesLike, y_pred: LabelSequencesLike, **kwargs: Any
+) -> float | np.ndarray:
     """Token-level precision: ``precision_score`` on the flattened sequences.
 
     Parameters
@@ -201,7 +212,9 @@ def flat_precision_score(y_true, y_pred, **kwargs):
     return _skmetrics.precision_score(y_true=flat_true, y_pred=flat_pred, **kwargs)
 
 
-def flat_recall_score(y_true, y_pred, **kwargs):
+def flat_recall_score(
+    y_true: LabelSequencesLike, y_pred: LabelSequencesLike, **kwargs: Any
+) -> float | np.ndarray:
     """Token-level recall: ``recall_score`` on the flattened sequences.
 
     Parameters
@@ -231,7 +244,9 @@ def flat_recall_score(y_true, y_pred, **kwargs):
     return _skmetrics.recall_score(y_true=flat_true, y_pred=flat_pred, **kwargs)
 
 
-def flat_f1_score(y_true, y_pred, **kwargs):
+def flat_f1_score(
+    y_true: LabelSequencesLike, y_pred: LabelSequencesLike, **kwargs: Any
+) -> float | np.ndarray:
     """Token-level F1: ``f1_score`` on the flattened sequences.
 
     Parameters
@@ -260,7 +275,9 @@ def flat_f1_score(y_true, y_pred, **kwargs):
     return _skmetrics.f1_score(y_true=flat_true, y_pred=flat_pred, **kwargs)
 
 
-def flat_fbeta_score(y_true, y_pred, beta, **kwargs):
+def flat_fbeta_score(
+    y_true: LabelSequencesLike, y_pred: LabelSequencesLike, beta: float, **kwargs: Any
+) -> float | np.ndarray:
     """Token-level F-beta: ``fbeta_score`` on the flattened sequences.
 
     Parameters
@@ -292,7 +309,12 @@ def flat_fbeta_score(y_true, y_pred, beta, **kwargs):
     return _skmetrics.fbeta_score(y_true=flat_true, y_pred=flat_pred, beta=beta, **kwargs)
 
 
-def flat_classification_report(y_true, y_pred, labels=None, **kwargs):
+def flat_classification_report(
+    y_true: LabelSequencesLike,
+    y_pred: LabelSequencesLike,
+    labels: Iterable[Any] | None = None,
+    **kwargs: Any,
+) -> str | dict[str, Any]:
     """Token-level ``classification_report`` on the flattened sequences.
 
     Parameters
@@ -333,7 +355,7 @@ def flat_classification_report(y_true, y_pred, labels=None, **kwargs):
 # ---------------------------------------------------------------------------
 
 
-def sequence_accuracy_score(y_true, y_pred):
+def sequence_accuracy_score(y_true: LabelSequencesLike, y_pred: LabelSequencesLike) -> float:
     """Fraction of sequences whose labels are all predicted correctly.
 
     Unlike ``sklearn_crfsuite.metrics.sequence_accuracy_score``, the result is
@@ -670,8 +692,13 @@ _ENTITY_PARAMS_DOC = """
 
 
 def entity_precision_score(
-    y_true, y_pred, *, scheme="IOB2", average="micro", zero_division="warn"
-):
+    y_true: LabelSequencesLike,
+    y_pred: LabelSequencesLike,
+    *,
+    scheme: str = "IOB2",
+    average: Literal["micro", "macro", "weighted"] = "micro",
+    zero_division: Literal["warn"] | float = "warn",
+) -> float:
     """Entity-level precision: correct chunks / predicted chunks.
 
     A predicted chunk is correct only when a true chunk has the same type and
@@ -693,7 +720,14 @@ def entity_precision_score(
     return _entity_score("precision", y_true, y_pred, scheme, average, zero_division)
 
 
-def entity_recall_score(y_true, y_pred, *, scheme="IOB2", average="micro", zero_division="warn"):
+def entity_recall_score(
+    y_true: LabelSequencesLike,
+    y_pred: LabelSequencesLike,
+    *,
+    scheme: str = "IOB2",
+    average: Literal["micro", "macro", "weighted"] = "micro",
+    zero_division: Literal["warn"] | float = "warn",
+) -> float:
     """Entity-level recall: correct chunks / true chunks.
 
     A true chunk is found only when a predicted chunk has the same type and
@@ -715,7 +749,14 @@ def entity_recall_score(y_true, y_pred, *, scheme="IOB2", average="micro", zero_
     return _entity_score("recall", y_true, y_pred, scheme, average, zero_division)
 
 
-def entity_f1_score(y_true, y_pred, *, scheme="IOB2", average="micro", zero_division="warn"):
+def entity_f1_score(
+    y_true: LabelSequencesLike,
+    y_pred: LabelSequencesLike,
+    *,
+    scheme: str = "IOB2",
+    average: Literal["micro", "macro", "weighted"] = "micro",
+    zero_division: Literal["warn"] | float = "warn",
+) -> float:
     """Entity-level F1: harmonic mean of entity precision and recall.
 
     Computed as ``2 * correct / (predicted + true)`` chunks, the FB1 score of
@@ -748,15 +789,51 @@ for _func in (entity_precision_score, entity_recall_score, entity_f1_score):
 del _func
 
 
+@overload
 def entity_classification_report(
-    y_true,
-    y_pred,
+    y_true: LabelSequencesLike,
+    y_pred: LabelSequencesLike,
     *,
-    scheme="IOB2",
-    digits=2,
-    output_dict=False,
-    zero_division="warn",
-):
+    scheme: str = ...,
+    digits: int = ...,
+    output_dict: Literal[False] = ...,
+    zero_division: Literal["warn"] | float = ...,
+) -> str: ...
+
+
+@overload
+def entity_classification_report(
+    y_true: LabelSequencesLike,
+    y_pred: LabelSequencesLike,
+    *,
+    scheme: str = ...,
+    digits: int = ...,
+    output_dict: Literal[True],
+    zero_division: Literal["warn"] | float = ...,
+) -> dict[str, dict[str, float]]: ...
+
+
+@overload
+def entity_classification_report(
+    y_true: LabelSequencesLike,
+    y_pred: LabelSequencesLike,
+    *,
+    scheme: str = ...,
+    digits: int = ...,
+    output_dict: bool = ...,
+    zero_division: Literal["warn"] | float = ...,
+) -> str | dict[str, dict[str, float]]: ...
+
+
+def entity_classification_report(
+    y_true: LabelSequencesLike,
+    y_pred: LabelSequencesLike,
+    *,
+    scheme: str = "IOB2",
+    digits: int = 2,
+    output_dict: bool = False,
+    zero_division: Literal["warn"] | float = "warn",
+) -> str | dict[str, dict[str, float]]:
     """Per-type entity precision, recall, F1 and support, with averages.
 
     Chunks are decoded and matched as in :func:`entity_f1_score`. The rows are
@@ -813,20 +890,20 @@ def entity_classification_report(
     warn = isinstance(zero_division, str)
     metrics = ("precision", "recall", "f1-score")
 
-    per_type = {}
+    per_type: dict[str, np.ndarray] = {}
     for metric in metrics:
         values, undefined = _metric_values(metric, n_correct, n_pred, n_true, zero_division)
         if warn and undefined.any():
             _warn_undefined(metric, per_type=True, stacklevel=3)
         per_type[metric] = values
 
-    report = {}
+    report: dict[str, dict[str, float]] = {}
     for i, chunk_type in enumerate(types):
         report[chunk_type] = {m: float(per_type[m][i]) for m in metrics}
         report[chunk_type]["support"] = int(n_true[i])
 
     total_support = int(n_true.sum())
-    micro = {}
+    micro: dict[str, float] = {}
     for metric in metrics:
         value, undefined = _metric_values(
             metric, n_correct.sum(), n_pred.sum(), n_true.sum(), zero_division
@@ -873,7 +950,7 @@ def entity_classification_report(
 #: :func:`get_scorer`, which returns a copy. Entity scorers use the IOB2
 #: scheme; for IOBES build one with
 #: ``make_scorer(entity_f1_score, scheme="IOBES")``.
-SCORERS = {
+SCORERS: dict[str, Callable[..., float]] = {
     "flat_accuracy": make_scorer(flat_accuracy_score),
     "flat_f1_macro": make_scorer(flat_f1_score, average="macro"),
     "flat_f1_micro": make_scorer(flat_f1_score, average="micro"),
@@ -894,7 +971,7 @@ SCORERS = {
 }
 
 
-def get_scorer_names():
+def get_scorer_names() -> list[str]:
     """Return the names accepted by :func:`get_scorer`.
 
     Returns
@@ -911,7 +988,22 @@ def get_scorer_names():
     return sorted(SCORERS)
 
 
-def get_scorer(scoring):
+_ScorerT = TypeVar("_ScorerT", bound=Callable[..., Any])
+
+
+@overload
+def get_scorer(scoring: str) -> Callable[..., float]: ...
+
+
+@overload
+def get_scorer(scoring: None) -> None: ...
+
+
+@overload
+def get_scorer(scoring: _ScorerT) -> _ScorerT: ...
+
+
+def get_scorer(scoring: str | Callable[..., Any] | None) -> Callable[..., Any] | None:
     """Return a scorer for sequence labelling from its name.
 
     Parameters
@@ -952,7 +1044,7 @@ def get_scorer(scoring):
     return _skmetrics.get_scorer(scoring)
 
 
-def scorers(*names):
+def scorers(*names: str) -> dict[str, Callable[..., float]]:
     """Return a ``{name: scorer}`` dict for multi-metric evaluation.
 
     Parameters
@@ -975,6 +1067,5 @@ def scorers(*names):
     >>> sorted(scorers("entity_f1", "flat_accuracy"))
     ['entity_f1', 'flat_accuracy']
     """
-    if not names:
-        names = get_scorer_names()
-    return {name: get_scorer(name) for name in names}
+    selected: Iterable[str] = names if names else get_scorer_names()
+    return {name: get_scorer(name) for name in selected}
