@@ -585,7 +585,12 @@ class DaskCRFTagger(CRFTagger):
 
 def _signature_with_client():
     signature = inspect.signature(CRFTagger.__init__)
-    client = inspect.Parameter("client", inspect.Parameter.KEYWORD_ONLY, default=None)
+    client = inspect.Parameter(
+        "client",
+        inspect.Parameter.KEYWORD_ONLY,
+        default=None,
+        annotation="Client | str | None",
+    )
     return signature.replace(parameters=[*signature.parameters.values(), client])
 
 

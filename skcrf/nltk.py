@@ -32,7 +32,7 @@ Differences from NLTK's tagger, all deliberate:
 import re
 import unicodedata
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 try:
@@ -225,8 +225,15 @@ class CRFTagger(TaggerI):
     1.0
     """
 
-    def __init__(self, feature_func=None, verbose=False, training_opt=None, *, n_jobs=None):
-        self._model_file = ""
+    def __init__(
+        self,
+        feature_func: Callable[[list[str], int], list[str]] | None = None,
+        verbose: bool = False,
+        training_opt: Mapping[str, Any] | None = None,
+        *,
+        n_jobs: int | None = None,
+    ) -> None:
+        self._model_file: str | None = ""
         self._estimator = None  # the fitted skcrf.CRFTagger
         self._tagger = None  # its pycrfsuite-like view (NLTK's _tagger is a pycrfsuite.Tagger)
         self._feature_func = self._get_features if feature_func is None else feature_func
@@ -235,7 +242,7 @@ class CRFTagger(TaggerI):
         self._training_options = {} if training_opt is None else dict(training_opt)
         self._estimator_params = estimator_params(self._training_options)
         self._n_jobs = n_jobs
-        self._feature_cache = {}
+        self._feature_cache: dict[Any, Any] = {}  # per token: its features
 
     # -- features ------------------------------------------------------------
 
