@@ -49,7 +49,8 @@ cdef void viterbi_work_free(ViterbiWork* work) noexcept nogil
 # Best labelling of one sequence of ``length`` tokens (1 <= length <=
 # work.max_length; 0 returns 0.0 and writes nothing). Token ``t`` lives at row
 # ``offsets[t] + column`` (``offsets == NULL``: row ``t``) of ``emissions``;
-# its label is written to ``path[row]``. Returns the best score.
+# its label is written to ``path[row]``. Returns the best score (-inf when no
+# path has a finite score; the path is then unspecified).
 cdef double viterbi_sequence(ViterbiWork* work, const double* emissions,
                              const intp* offsets, intp column, intp length,
                              intp* path) noexcept nogil

@@ -22,10 +22,13 @@ win nor tie at any ``j``, since ``prev[i] + T[i, j] <= prev[i] + max T <
 max(prev) + min T``. A small margin covers the rounding of the sums (it is
 relative to the size of the scores and of the transitions, so the rounded
 sums keep the exact order); pruning less is always safe. With trained
-(peaked) emissions only a handful of labels remain per step.
+(peaked) emissions only a handful of labels remain per step. Forbidden pairs
+(``-inf`` transitions, from constraints) keep the tight per-label bound
+exact: a pair ``i -> j`` that is forbidden cannot win at ``j``, and one the
+best label cannot take keeps ``i`` in the running.
 """
 
-from libc.math cimport fabs
+from libc.math cimport INFINITY, fabs
 from libc.stdint cimport int32_t, INT32_MAX
 from libc.stdlib cimport free, malloc
 
@@ -126,6 +129,7 @@ cdef int viterbi_work_init(ViterbiWork* work, const double* transitions,
                            intp n_labels, intp max_length, bint tight) noexcept nogil:
     cdef intp a, i, j, n = n_labels * n_labels
     cdef double lo = 0.0, hi = 0.0, nonfinite = 0.0, absmax, ta, d
+    cdef bint forbidden
     cdef double* transposed
     cdef double* row
     cdef const double* column
@@ -138,9 +142,14 @@ cdef int viterbi_work_init(ViterbiWork* work, const double* transitions,
     work.bound = NULL
     if n > 0:
         skcrf_minmax(transitions, n, &lo, &hi, &nonfinite)
+    forbidden = nonfinite != 0.0 and _finite_or_forbidden(transitions, n, &lo, &hi)
+    if forbidden:
+        # -inf transitions (forbidden pairs): the tight bound stays exact
+        # (see the loop below); the spread bound cannot prune
+        nonfinite = 0.0
     absmax = fabs(lo) if fabs(lo) > fabs(hi) else fabs(hi)
-    # non-finite transitions give a NaN margin: no pruning at all
-    work.spread = (hi - lo) + nonfinite
+    # NaN or +inf transitions give a NaN margin: no pruning at all
+    work.spread = INFINITY if forbidden else (hi - lo) + nonfinite
     work.margin = _PRUNE_RELATIVE_MARGIN * (1.0 + absmax) + nonfinite
     if n_labels < 1:
         n_labels = 1
@@ -162,13 +171,15 @@ cdef int viterbi_work_init(ViterbiWork* work, const double* transitions,
         for i in range(n_labels):
             for j in range(n_labels):
                 transposed[j * n_labels + i] = transitions[i * n_labels + j]
-        # bound[a, i] = max_j T[i, j] - T[a, j], vectorized over i
+        # bound[a, i] = max_j T[i, j] - T[a, j], vectorized over i. With
+        # forbidden pairs: j with T[i, j] = -inf is not reachable from i and
+        # does not count (-inf, or NaN when T[a, j] = -inf too, which the
+        # strict > skips); T[a, j] = -inf alone gives +inf (never pruned).
         for a in range(n_labels):
             row = work.bound + a * n_labels
-            ta = transitions[a * n_labels]
             for i in range(n_labels):
-                row[i] = transposed[i] - ta
-            for j in range(1, n_labels):
+                row[i] = -INFINITY
+            for j in range(n_labels):
                 ta = transitions[a * n_labels + j]
                 column = transposed + j * n_labels
                 for i in range(n_labels):
@@ -176,6 +187,26 @@ cdef int viterbi_work_init(ViterbiWork* work, const double* transitions,
                     row[i] = d if d > row[i] else row[i]
         free(transposed)
     return 0
+
+
+cdef bint _finite_or_forbidden(const double* transitions, intp n, double* lo,
+                               double* hi) noexcept nogil:
+    """True if every transition is finite or -inf; then lo, hi span the finite ones."""
+    cdef intp k
+    cdef double v, low = INFINITY, high = -INFINITY
+    for k in range(n):
+        v = transitions[k]
+        if v == -INFINITY:
+            continue
+        if not fabs(v) < INFINITY:  # NaN or +inf
+            return False
+        low = v if v < low else low
+        high = v if v > high else high
+    if low > high:  # every pair forbidden
+        low = high = 0.0
+    lo[0] = low
+    hi[0] = high
+    return True
 
 
 cdef void viterbi_work_free(ViterbiWork* work) noexcept nogil:

@@ -351,10 +351,10 @@ def test_infinite_scores_do_not_crash():
 @pytest.mark.parametrize("integer", [False, True])
 @pytest.mark.parametrize("seed", range(4))
 def test_forbidden_pairs_match_unpruned(density, integer, seed):
-    # -inf transitions take the column walk (exact pruning over the allowed
-    # pairs only): paths and scores equal the unpruned dynamic programme,
-    # ties (integer scores) included, and so do sequences with no allowed
-    # labelling (score -inf).
+    # -inf transitions keep exact pruning over the allowed pairs: paths and
+    # scores equal the unpruned dynamic programme, ties (integer scores)
+    # included. A sequence with no allowed labelling scores -inf there too;
+    # its path is unspecified (the callers raise NoValidLabelling).
     rng = np.random.default_rng(seed)
     n_labels = int(rng.integers(2, 30))
     lengths = list(rng.integers(1, 12, size=60))
@@ -373,6 +373,8 @@ def test_forbidden_pairs_match_unpruned(density, integer, seed):
     for s, (em_s, p) in enumerate(zip(split(em, lengths), split(flat_path, lengths))):
         ref_path, ref_score = plain_viterbi(em_s, tr)
         assert sequence_score[s] == ref_score
+        if ref_score == -np.inf:
+            continue
         np.testing.assert_array_equal(p, ref_path, err_msg=f"sequence {s}")
         np.testing.assert_array_equal(
             viterbi_single(np.ascontiguousarray(em_s), np.ascontiguousarray(tr)), p
