@@ -116,7 +116,8 @@ def test_pipeline(treebank):
 
 
 @pytest.mark.parametrize(
-    "name", ["treebank_pos.py", "grid_search.py", "pipeline.py", "cv_treebank.py"]
+    "name",
+    ["treebank_pos.py", "grid_search.py", "pipeline.py", "cv_treebank.py", "early_stopping.py"],
 )
 def test_help(name):
     stdout = run_example(name, "--help")
@@ -159,3 +160,67 @@ def test_cv_treebank(treebank, tmp_path):
     )
     assert 0.5 < accuracy(stdout) <= 1.0
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def early_stopping_rows(stdout):
+    """{early_stopping: (iterations, best, status)} from the example's table."""
+    rows = re.findall(
+        r"^early_stopping=(True|False)\s+(\d+)\s+(\d+|-)\s+(\w+)\s+[0-9.]+\s+([0-9.]+)$",
+        stdout,
+        flags=re.MULTILINE,
+    )
+    assert len(rows) == 2, f"no table of the two fits in:\n{stdout}"
+    for *_, test_accuracy in rows:
+        assert 0.5 < float(test_accuracy) <= 1.0
+    return {flag == "True": (int(n), best, status) for flag, n, best, status, _ in rows}
+
+
+@pytest.mark.treebank
+def test_early_stopping(treebank, tmp_path):
+    pytest.importorskip("matplotlib")
+    plot = tmp_path / "early_stopping.png"
+    stdout = run_example(
+        "early_stopping.py",
+        "--max-sentences",
+        "60",
+        "--max-iterations",
+        "40",
+        "--n-iter-no-change",
+        "3",
+        "--n-jobs",
+        "1",
+        "--plot",
+        str(plot),
+    )
+    assert "train: 60 sentences" in stdout
+    rows = early_stopping_rows(stdout)
+    n_iter, best, status = rows[True]
+    # 3 iterations without improvement after the best one stop the fit
+    assert status == "EARLY_STOPPING" and n_iter == int(best) + 3 < 40
+    assert rows[False][1] == "-" and rows[False][0] <= 40  # no early stopping: no best
+    match = re.search(r"^best iteration (\d+): validation accuracy ([0-9.]+) ", stdout, re.M)
+    assert match and match.group(1) == best and 0.5 < float(match.group(2)) <= 1.0
+    assert re.search(rf"^  [0-9.]+ at iteration {n_iter} \(where", stdout, flags=re.M)
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.treebank
+def test_early_stopping_online_trainer(treebank):
+    stdout = run_example(
+        "early_stopping.py",
+        "--algorithm",
+        "ap",
+        "--max-sentences",
+        "60",
+        "--max-iterations",
+        "10",
+        "--n-iter-no-change",
+        "2",
+        "--n-jobs",
+        "1",
+    )
+    rows = early_stopping_rows(stdout)
+    n_iter, best, status = rows[True]
+    assert best != "-" and int(best) <= n_iter <= 10
+    assert status in ("EARLY_STOPPING", "MAX_ITERATIONS")
+    assert rows[False][1] == "-" and "saved" not in stdout
