@@ -134,7 +134,10 @@ class TrainingLog:
       (macro averages over the model's labels, as CRFsuite prints them),
       ``item_accuracy`` and ``instance_accuracy`` (``Fraction``: correct
       tokens and correct sequences), their ``*_float`` values, and
-      ``dev_accuracy`` (= ``item_accuracy_float``).
+      ``dev_accuracy`` (= ``item_accuracy_float``);
+    - with ``early_stopping``: ``validation_score``, the score (``scoring``,
+      token accuracy by default) of this iteration's weights on the
+      validation data.
 
     The L-BFGS keys ``error_norm`` and ``linesearch_*`` are absent for the
     online trainers, which log ``loss`` (their epoch loss, CRFsuite's),
