@@ -22,10 +22,13 @@ win nor tie at any ``j``, since ``prev[i] + T[i, j] <= prev[i] + max T <
 max(prev) + min T``. A small margin covers the rounding of the sums (it is
 relative to the size of the scores and of the transitions, so the rounded
 sums keep the exact order); pruning less is always safe. With trained
-(peaked) emissions only a handful of labels remain per step. Forbidden pairs
-(``-inf`` transitions, from constraints) keep the tight per-label bound
-exact: a pair ``i -> j`` that is forbidden cannot win at ``j``, and one the
-best label cannot take keeps ``i`` in the running.
+(peaked) emissions only a handful of labels remain per step.
+
+Forbidden pairs (``-inf`` transitions, from constraints) defeat that bound:
+the best label cannot bound the columns it may not precede. Then each step
+is a column walk: previous labels best first, each column settled as soon
+as no label still to come can reach its score (``prev[i] + max_i T[i, j]``
+below it), so a column is decided by the best labels that may precede it.
 """
 
 from libc.math cimport INFINITY, fabs
