@@ -14,7 +14,8 @@ Conventions
   its smallest, starting from that c2's spine solution. Every fit but the
   first of each fold's spine is warm-started from the previous solution of
   its walk (``warm_start=True``). The spines (one task per fold) run first,
-  then the rows (one task per fold and c2), each phase in parallel.
+  then the rows (one task per fold and c2, the weakest c2 first: they take
+  longest), each phase in parallel.
 - Ties in the mean score are broken as ``GridSearchCV`` breaks them: the
   first candidate in ``cv_results_`` order.
 """
@@ -412,11 +413,13 @@ class CRFTaggerCV(BaseEstimator):
             delayed(_walk)(clone(base), *folds[f], spine, scorer, True, self.verbose, f)
             for f in range(n_splits)
         )
+        # Weakest c2 first: those rows take the most iterations, and a long
+        # task dispatched last would run alone while the other workers idle.
         rows = (
             [
                 ((f, pos), [((int(i), int(j)), params(int(i), int(j))) for i in c1_walk[1:]])
+                for pos, j in reversed(list(enumerate(c2_walk)))
                 for f in range(n_splits)
-                for pos, j in enumerate(c2_walk)
             ]
             if n_c1 > 1
             else []

@@ -243,6 +243,9 @@ def docs_tables():
         )
     out.append("")
 
+    if (RESULTS / "cv.json").is_file():
+        out += _cv_section(load("cv"))
+
     out += [
         "## CRFsuite model files, both ways",
         "",
@@ -267,6 +270,50 @@ def docs_tables():
             )
     out.append("")
     return "\n".join(out)
+
+
+def _cv_section(result):
+    """CRFTaggerCV against GridSearchCV (benchmarks/cv.py)."""
+    settings = result["settings"]
+    grid = settings["grid"]
+    busy = result["machine"].get("mean_busy_cores")
+    out = [
+        "## `CRFTaggerCV` and `GridSearchCV` (seed task)",
+        "",
+        f"- run on {result['created']}, {result['repeats']} repetition(s), each search in "
+        f"its own process; grid c1={grid['c1']} × c2={grid['c2']}, {settings['cv']}, "
+        f"n_jobs={settings['n_jobs']} for both, scoring: {settings['scoring']}; estimator "
+        f"{_settings(settings['estimator'])}",
+        f"- {result['data']['train_sentences']:,} training sentences "
+        f"({result['data']['train_tokens']:,} tokens) split into the folds"
+        + (
+            ""
+            if busy is None
+            else f"; busy cores on average during the run (all processes): {busy:.2f} of "
+            f"{result['machine']['cpu_count']}"
+        ),
+        "",
+        "| measure | unit | GridSearchCV | CRFTaggerCV | ratio | target | met |",
+        "|---|---|--:|--:|--:|---|---|",
+    ]
+
+    def cell(value):
+        if value is None:
+            return "—"
+        if isinstance(value, str):
+            return value
+        whole = abs(value) >= 1000 or float(value).is_integer()
+        return f"{value:,.0f}" if whole else f"{value:.2f}"
+
+    for row in result["rows"]:
+        met = {True: "met", False: "**not met**", None: "—"}[row.get("met")]
+        ratio = "—" if row["ratio"] is None else f"{row['ratio']:.2f}×"
+        out.append(
+            f"| {row['measure']} | {row['unit'] or '—'} | {cell(row['GridSearchCV'])} | "
+            f"{cell(row['CRFTaggerCV'])} | {ratio} | {row.get('target') or '—'} | {met} |"
+        )
+    out.append("")
+    return out
 
 
 def write_docs_tables(path):
