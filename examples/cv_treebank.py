@@ -5,8 +5,10 @@ Choosing c1 and c2 by cross-validation on the NLTK Penn Treebank sample
 Cross-validates a CRF tagger over a grid of L1 (c1) and L2 (c2) coefficients
 with :class:`~skcrf.CRFTaggerCV` on the training sentences of the Treebank
 task: for every fold the grid is walked from strong to weak regularization,
-each fit warm-started from the previous solution, which is much cheaper than
-training every point from zero as GridSearchCV does. It prints the mean CV
+each fit warm-started from the previous solution, which takes fewer
+iterations than training every point from zero as GridSearchCV does (on
+this 4 x 4 grid with 3 folds, 9,352 L-BFGS iterations instead of 15,083;
+see the benchmarks page for the time). It prints the mean CV
 accuracy of every (c1, c2), the chosen pair and the test accuracy of the
 model refitted on all the training data; ``--plot PATH`` saves a heatmap of
 the mean CV scores over the grid::
