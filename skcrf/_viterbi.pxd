@@ -35,11 +35,6 @@ cdef struct ViterbiWork:
     double* scores           # 2 * n_labels: previous and current step
     int32_t* candidates      # n_labels
     int32_t* backpointers    # max_length * n_labels
-    # forbidden pairs (-inf transitions, and only those): NULL otherwise, or
-    # colmax[j] = max_i T[i, j] (-inf: no label may precede j) and a flag per
-    # label, for the column walk
-    double* colmax
-    unsigned char* taken
 
 
 # Fill ``work`` (one scan of the transitions, then malloc; with ``tight``

@@ -22,13 +22,10 @@ win nor tie at any ``j``, since ``prev[i] + T[i, j] <= prev[i] + max T <
 max(prev) + min T``. A small margin covers the rounding of the sums (it is
 relative to the size of the scores and of the transitions, so the rounded
 sums keep the exact order); pruning less is always safe. With trained
-(peaked) emissions only a handful of labels remain per step.
-
-Forbidden pairs (``-inf`` transitions, from constraints) defeat that bound:
-the best label cannot bound the columns it may not precede. Then each step
-is a column walk: previous labels best first, each column settled as soon
-as no label still to come can reach its score (``prev[i] + max_i T[i, j]``
-below it), so a column is decided by the best labels that may precede it.
+(peaked) emissions only a handful of labels remain per step. Forbidden pairs
+(``-inf`` transitions, from constraints) keep the tight per-label bound
+exact: a pair ``i -> j`` that is forbidden cannot win at ``j``, and one the
+best label cannot take keeps ``i`` in the running.
 """
 
 from libc.math cimport INFINITY, fabs
@@ -143,8 +140,6 @@ cdef int viterbi_work_init(ViterbiWork* work, const double* transitions,
     work.candidates = NULL
     work.backpointers = NULL
     work.bound = NULL
-    work.colmax = NULL
-    work.taken = NULL
     if n > 0:
         skcrf_minmax(transitions, n, &lo, &hi, &nonfinite)
     forbidden = nonfinite != 0.0 and _finite_or_forbidden(transitions, n, &lo, &hi)
@@ -166,18 +161,6 @@ cdef int viterbi_work_init(ViterbiWork* work, const double* transitions,
     if work.scores == NULL or work.candidates == NULL or work.backpointers == NULL:
         viterbi_work_free(work)
         return -1
-    if forbidden:
-        work.colmax = <double*>malloc(n_labels * sizeof(double))
-        work.taken = <unsigned char*>malloc(n_labels)
-        if work.colmax == NULL or work.taken == NULL:
-            viterbi_work_free(work)
-            return -1
-        for j in range(n_labels):
-            work.colmax[j] = -INFINITY
-        for i in range(work.n_labels):
-            for j in range(work.n_labels):
-                d = transitions[i * work.n_labels + j]
-                work.colmax[j] = d if d > work.colmax[j] else work.colmax[j]
     if tight and n > 0 and nonfinite == 0.0:
         work.bound = <double*>malloc(n * sizeof(double))
         transposed = <double*>malloc(n * sizeof(double))
@@ -231,11 +214,7 @@ cdef void viterbi_work_free(ViterbiWork* work) noexcept nogil:
     free(work.candidates)
     free(work.backpointers)
     free(work.bound)
-    free(work.colmax)
-    free(work.taken)
     work.bound = NULL
-    work.colmax = NULL
-    work.taken = NULL
     work.scores = NULL
     work.candidates = NULL
     work.backpointers = NULL
@@ -247,116 +226,22 @@ cdef inline intp _row(const intp* offsets, intp column, intp t) noexcept nogil:
     return offsets[t] + column
 
 
-cdef void _column_walk(ViterbiWork* work, const double* prev, double* cur,
-                       int32_t* backpointer) noexcept nogil:
-    """``cur[j], backpointer[j] = max, argmax_i prev[i] + T[i, j]`` with forbidden pairs.
-
-    The previous labels are taken best first (lowest label on ties); a
-    column leaves the walk as soon as no label still to come can reach its
-    score (``prev[i] + colmax[j]`` below it, with the rounding margin), and
-    the walk ends when no column is left. With -inf transitions the
-    per-label bound of the best label rarely prunes (it cannot bound the
-    columns that label may not precede), but a column is settled by the
-    best labels that may precede it. Ties keep the lowest label, as the
-    sweep in label order does.
-    """
-    cdef intp n_labels = work.n_labels
-    cdef const double* colmax = work.colmax
-    cdef unsigned char* taken = work.taken
-    cdef int32_t* active = work.candidates
-    cdef const double* trow
-    cdef intp a, j, k, n_active = 0
-    cdef int32_t i, best
-    cdef double p, v, c
-    for j in range(n_labels):
-        cur[j] = -INFINITY
-        backpointer[j] = 0
-        taken[j] = 0
-        if colmax[j] > -INFINITY:
-            active[n_active] = <int32_t>j
-            n_active += 1
-    while n_active > 0:
-        best = -1
-        p = -INFINITY
-        for j in range(n_labels):
-            if not taken[j] and prev[j] > p:
-                p = prev[j]
-                best = <int32_t>j
-        if best < 0:  # every label left scores -inf: no column can improve
-            break
-        i = best
-        taken[i] = 1
-        trow = work.transitions + i * n_labels
-        k = 0
-        for a in range(n_active):
-            j = active[a]
-            c = cur[j]
-            if p + colmax[j] < c - (work.margin + _PRUNE_RELATIVE_MARGIN * fabs(c)):
-                continue  # settled: neither i nor any label after it wins or ties
-            v = p + trow[j]
-            if v > c or (v == c and i < backpointer[j]):
-                cur[j] = v
-                backpointer[j] = i
-            active[k] = <int32_t>j
-            k += 1
-        n_active = k
-
-
-cdef inline void _pruned_sweep(ViterbiWork* work, const double* prev, double* cur,
-                               int32_t* backpointer, double top, intp top_label) noexcept nogil:
-    """``cur[j], backpointer[j] = max, argmax_i prev[i] + T[i, j]`` over the unpruned ``i``.
-
-    ``top``, ``top_label``: the best previous score and its label.
-    """
-    cdef intp n_labels = work.n_labels
-    cdef const double* transitions = work.transitions
-    cdef int32_t* candidates = work.candidates
-    cdef const double* trow
-    cdef const double* bound
-    cdef intp j, c, n_candidates = 0
-    cdef int32_t i
-    cdef double threshold, p
-    # previous labels still in the running, in increasing order
-    # (branch-free); a NaN threshold (infinite scores) prunes nothing
-    if work.bound == NULL:
-        threshold = top - (work.spread + work.margin + _PRUNE_RELATIVE_MARGIN * fabs(top))
-        for j in range(n_labels):
-            candidates[n_candidates] = <int32_t>j
-            n_candidates += not (prev[j] < threshold)
-    else:
-        threshold = top - (work.margin + _PRUNE_RELATIVE_MARGIN * fabs(top))
-        bound = work.bound + top_label * n_labels
-        for j in range(n_labels):
-            candidates[n_candidates] = <int32_t>j
-            n_candidates += not (prev[j] < threshold - bound[j])
-    if n_candidates == 0:  # cannot happen (the top label passes); be safe
-        for j in range(n_labels):
-            candidates[j] = <int32_t>j
-        n_candidates = n_labels
-
-    i = candidates[0]
-    p = prev[i]
-    trow = transitions + i * n_labels
-    for j in range(n_labels):
-        cur[j] = p + trow[j]
-        backpointer[j] = i
-    for c in range(1, n_candidates):
-        i = candidates[c]
-        skcrf_maxplus_update(cur, backpointer, transitions + i * n_labels,
-                             prev[i], i, n_labels)
-
-
 cdef double viterbi_sequence(ViterbiWork* work, const double* emissions,
                              const intp* offsets, intp column, intp length,
                              intp* path) noexcept nogil:
     cdef intp n_labels = work.n_labels
+    cdef const double* transitions = work.transitions
     cdef double* prev = work.scores
     cdef double* cur = work.scores + n_labels
     cdef double* swap
+    cdef int32_t* candidates = work.candidates
     cdef int32_t* backpointer
     cdef const double* em
-    cdef intp t, j, top_label
-    cdef double top, s
+    cdef const double* trow
+    cdef const double* bound
+    cdef intp t, j, c, n_candidates, top_label
+    cdef int32_t i
+    cdef double top, threshold, p, s
 
     if length <= 0:
         return 0.0
@@ -372,11 +257,36 @@ cdef double viterbi_sequence(ViterbiWork* work, const double* emissions,
             top_label = j
 
     for t in range(1, length):
-        backpointer = work.backpointers + t * n_labels
-        if work.colmax != NULL:
-            _column_walk(work, prev, cur, backpointer)
+        # previous labels still in the running, in increasing order
+        # (branch-free); a NaN threshold (infinite scores) prunes nothing
+        n_candidates = 0
+        if work.bound == NULL:
+            threshold = top - (work.spread + work.margin + _PRUNE_RELATIVE_MARGIN * fabs(top))
+            for j in range(n_labels):
+                candidates[n_candidates] = <int32_t>j
+                n_candidates += not (prev[j] < threshold)
         else:
-            _pruned_sweep(work, prev, cur, backpointer, top, top_label)
+            threshold = top - (work.margin + _PRUNE_RELATIVE_MARGIN * fabs(top))
+            bound = work.bound + top_label * n_labels
+            for j in range(n_labels):
+                candidates[n_candidates] = <int32_t>j
+                n_candidates += not (prev[j] < threshold - bound[j])
+        if n_candidates == 0:  # cannot happen (the top label passes); be safe
+            for j in range(n_labels):
+                candidates[j] = <int32_t>j
+            n_candidates = n_labels
+
+        backpointer = work.backpointers + t * n_labels
+        i = candidates[0]
+        p = prev[i]
+        trow = transitions + i * n_labels
+        for j in range(n_labels):
+            cur[j] = p + trow[j]
+            backpointer[j] = i
+        for c in range(1, n_candidates):
+            i = candidates[c]
+            skcrf_maxplus_update(cur, backpointer, transitions + i * n_labels,
+                                 prev[i], i, n_labels)
 
         em = emissions + _row(offsets, column, t) * n_labels
         top = cur[0] + em[0]
