@@ -350,10 +350,11 @@ def exp_shifted(double[:, ::1] scores, double[::1] out_max):
 
 
 from libc.math cimport isfinite
-from libc.stdlib cimport free, realloc
+from libc.stdlib cimport free, malloc
 from skcrf._viterbi cimport (
     intp,
-    ViterbiWork, viterbi_sequence, viterbi_work_free, viterbi_work_init,
+    ViterbiWork, viterbi_bound_new, viterbi_sequence, viterbi_work_free,
+    viterbi_work_init, viterbi_work_share,
 )
 
 
@@ -362,9 +363,15 @@ cdef class SequenceDecoder:
 
     The prediction path of ``predict_single``: a 25-token sentence is a
     short chain, so the per-call cost is what matters. The model's arrays
-    are converted once here, the Viterbi workspace (with its per-label
-    pruning bound) is built once and grown as needed, and one call computes
-    the state scores and the path.
+    are converted once here and one call computes the state scores and the
+    path. A decoder is shared by the threads that serve one model: what it
+    holds is read-only once published, and every call allocates its own
+    scores and backpointers.
+
+    The per-label pruning bound costs O(n_labels ** 3) once; it is built,
+    outside the GIL, by the call after which the tokens decoded so far
+    number ``8 * n_labels`` (so its cost stays below the O(n * n_labels ** 2)
+    work already done), and used by every later call.
 
     Parameters
     ----------
@@ -378,13 +385,18 @@ cdef class SequenceDecoder:
     cdef const double[::1] state_weights
     cdef const double[:, ::1] transitions
     cdef Py_ssize_t n_labels
-    cdef ViterbiWork work
-    cdef bint has_work
-    cdef double* scores
-    cdef Py_ssize_t capacity
+    cdef ViterbiWork model       # transitions, spread and margin (its scratch is unused)
+    cdef bint has_model
+    # Touched only with the GIL held: the bound (NULL until built, then
+    # read-only until the decoder is freed) and what decides to build it.
+    cdef double* bound
+    cdef Py_ssize_t tokens_seen
+    cdef bint building
 
     def __cinit__(self, const long long[::1] state_ptr, const int[::1] state_labels,
                   const double[::1] state_weights, const double[:, ::1] transitions):
+        self.has_model = False
+        self.bound = NULL
         if state_labels.shape[0] != state_weights.shape[0] or state_ptr.shape[0] == 0:
             raise ValueError("inconsistent state feature arrays")
         if transitions.shape[0] != transitions.shape[1]:
@@ -394,33 +406,17 @@ cdef class SequenceDecoder:
         self.state_weights = state_weights
         self.transitions = transitions
         self.n_labels = transitions.shape[0]
-        self.has_work = False
-        self.scores = NULL
-        self.capacity = 0
+        self.tokens_seen = 0
+        self.building = False
+        if viterbi_work_init(&self.model, &self.transitions[0, 0] if self.n_labels else NULL,
+                             self.n_labels, 1, False) != 0:
+            raise MemoryError()
+        self.has_model = True
 
     def __dealloc__(self):
-        if self.has_work:
-            viterbi_work_free(&self.work)
-        free(self.scores)
-
-    cdef int _reserve(self, Py_ssize_t length) except -1:
-        cdef double* grown
-        if length <= self.capacity:
-            return 0
-        length = max(length, 2 * self.capacity, 64)
-        if self.has_work:
-            viterbi_work_free(&self.work)
-            self.has_work = False
-        grown = <double*> realloc(self.scores, length * max(self.n_labels, 1) * sizeof(double))
-        if grown == NULL:
-            raise MemoryError()
-        self.scores = grown
-        if viterbi_work_init(&self.work, &self.transitions[0, 0] if self.n_labels else NULL,
-                             self.n_labels, length, True) != 0:
-            raise MemoryError()
-        self.has_work = True
-        self.capacity = length
-        return 0
+        if self.has_model:
+            viterbi_work_free(&self.model)
+        free(self.bound)
 
     def decode(self, const long long[::1] indptr, const int[::1] ids,
                const double[::1] values):
@@ -433,29 +429,53 @@ cdef class SequenceDecoder:
         cdef Py_ssize_t n_labels = self.n_labels, bad = -1
         cdef double v
         cdef double* row
+        cdef double* scores
+        cdef double* new_bound = NULL
+        cdef const double* bound
+        cdef ViterbiWork work
+        cdef int status = 0
+        cdef bint build
         path = np.empty(max(length, 0), dtype=np.intp)
         cdef Py_ssize_t[::1] path_view = path
         if length <= 0 or n_labels == 0:
             return path
-        self._reserve(length)
+        # with the GIL: one thread takes the build, the others go on without
+        self.tokens_seen += length
+        bound = self.bound
+        build = bound == NULL and not self.building and self.tokens_seen >= 8 * n_labels
+        if build:
+            self.building = True
         with nogil:
-            for r in range(length):
-                row = self.scores + r * n_labels
-                for j in range(n_labels):
-                    row[j] = 0.0
-                for p in range(indptr[r], indptr[r + 1]):
-                    a = ids[p]
-                    v = values[p]
-                    for k in range(self.state_ptr[a], self.state_ptr[a + 1]):
-                        row[self.state_labels[k]] += v * self.state_weights[k]
-                for j in range(n_labels):
-                    if not isfinite(row[j]):
-                        bad = r
+            scores = <double*> malloc(length * n_labels * sizeof(double))
+            if scores == NULL or viterbi_work_share(&work, &self.model, bound, length) != 0:
+                status = -1
+            else:
+                for r in range(length):
+                    row = scores + r * n_labels
+                    for j in range(n_labels):
+                        row[j] = 0.0
+                    for p in range(indptr[r], indptr[r + 1]):
+                        a = ids[p]
+                        v = values[p]
+                        for k in range(self.state_ptr[a], self.state_ptr[a + 1]):
+                            row[self.state_labels[k]] += v * self.state_weights[k]
+                    for j in range(n_labels):
+                        if not isfinite(row[j]):
+                            bad = r
+                            break
+                    if bad >= 0:
                         break
-                if bad >= 0:
-                    break
-            if bad < 0:
-                viterbi_sequence(&self.work, self.scores, NULL, 0, length, <intp*> &path_view[0])
+                if bad < 0:
+                    viterbi_sequence(&work, scores, NULL, 0, length, <intp*> &path_view[0])
+                viterbi_work_free(&work)
+            free(scores)
+            if build:
+                new_bound = viterbi_bound_new(&self.model)
+        if build:
+            # published once; NULL (no bound possible, or no memory) is final
+            self.bound = new_bound
+        if status != 0:
+            raise MemoryError()
         if bad >= 0:
             raise OverflowError(bad)
         return path

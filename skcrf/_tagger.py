@@ -1,6 +1,7 @@
 """The public estimator: a linear-chain CRF tagger with scikit-learn's API."""
 
 import os
+import threading
 import warnings
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -42,6 +43,9 @@ from ._validation import (
     locate_row,
 )
 from .metrics import get_scorer
+
+# Guards the creation of ``tagger_``'s view, which threads share.
+_TAGGER_VIEW_LOCK = threading.Lock()
 
 #: The parameters of each training algorithm (CRFsuite's), with CRFsuite's
 #: defaults; ``None`` for a parameter means the algorithm's default.
@@ -1427,11 +1431,12 @@ calibration_candidates, calibration_max_trials : default=None
     def tagger_(self) -> CRFsuiteTagger:
         """A ``pycrfsuite.Tagger`` look-alike of the model (sklearn-crfsuite's ``tagger_``)."""
         model = self._fitted_model()
-        view = self.__dict__.get("_tagger_view")
-        if view is None or view.model is not model:
-            # kept: users call tagger_.set(x), then tagger_.marginal(...)
-            view = CRFsuiteTagger(model, self._vocabulary, self._decoder)
-            self._tagger_view = view
+        with _TAGGER_VIEW_LOCK:  # one view for all threads (each keeps its set())
+            view = self.__dict__.get("_tagger_view")
+            if view is None or view.model is not model:
+                # kept: users call tagger_.set(x), then tagger_.marginal(...)
+                view = CRFsuiteTagger(model, self._vocabulary, self._decoder)
+                self._tagger_view = view
         return view
 
     @property

@@ -35,6 +35,7 @@ import operator
 import os
 import struct
 import sys
+import threading
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, NoReturn, SupportsIndex
 
@@ -166,7 +167,8 @@ class CRFsuiteTagger:
         self._decoder = Decoder(model) if decoder is None else decoder
         self._classes = list(model.classes.tolist())
         self._label_index = {label: k for k, label in enumerate(self._classes)}
-        self._current: _SetSequence | None = None
+        # the sequence given to set(), one per thread: threads share a view
+        self._local = threading.local()
         self._info: ParsedDump | None = None
         self._header_fields: dict[str, str] | None = None
         self._stored_model: CRFModel | None = None
@@ -267,6 +269,8 @@ class CRFsuiteTagger:
         """Set the sequence that the other methods work on.
 
         :meth:`tag`, :meth:`probability` and :meth:`marginal` read it.
+        Each thread has its own: threads that share this tagger do not see
+        each other's sequence (pycrfsuite's ``Tagger`` keeps one for all).
 
         Parameters
         ----------
@@ -285,7 +289,7 @@ class CRFsuiteTagger:
         emissions = np.zeros((n_tokens, len(self._classes)))
         state_scores(encoded.indptr, encoded.ids, encoded.values, self._decoder.arrays, emissions)
         check_emissions(emissions, encoded.lengths, name="xseq")
-        self._current = _SetSequence(encoded, emissions)
+        self._local.current = _SetSequence(encoded, emissions)
 
     def tag(self, xseq: SequenceLike | None = None) -> list[Any]:
         """The most probable labels (Viterbi) of a sequence.
@@ -381,9 +385,12 @@ class CRFsuiteTagger:
     # -- helpers ---------------------------------------------------------------
 
     def _require_set(self, method):
-        if self._current is None:
-            raise ValueError(f"{method}: no sequence is set. Call set(xseq) or tag(xseq) first.")
-        return self._current
+        current = getattr(self._local, "current", None)
+        if current is None:
+            raise ValueError(
+                f"{method}: no sequence is set in this thread. Call set(xseq) or tag(xseq) first."
+            )
+        return current
 
     def _label_id(self, label, where):
         try:

@@ -32,6 +32,7 @@ cdef struct ViterbiWork:
     # NULL, or bound[a * n_labels + i] = max_j T[i, j] - T[a, j] (<= spread):
     # a per-label pruning bound relative to the best previous label a
     double* bound
+    bint owns_bound          # False: ``bound`` belongs to another work (shared, read-only)
     double* scores           # 2 * n_labels: previous and current step
     int32_t* candidates      # n_labels
     int32_t* backpointers    # max_length * n_labels
@@ -45,6 +46,19 @@ cdef int viterbi_work_init(ViterbiWork* work, const double* transitions,
                            intp n_labels, intp max_length, bint tight) noexcept nogil
 
 cdef void viterbi_work_free(ViterbiWork* work) noexcept nogil
+
+# The per-label bound of ``work``'s transitions (see viterbi_work_init), in
+# new memory the caller owns (free it); NULL when out of memory or when the
+# transitions (NaN, +inf) admit no bound. O(n_labels ** 3).
+cdef double* viterbi_bound_new(const ViterbiWork* work) noexcept nogil
+
+# A work for one call that shares ``model``'s read-only part (transitions,
+# spread, margin and ``bound``, which may be NULL and is not freed with this
+# work) and has scratch space of its own for ``max_length`` tokens: threads
+# decoding with one model each take their own. Returns 0, or -1 when out of
+# memory. Free with viterbi_work_free.
+cdef int viterbi_work_share(ViterbiWork* work, const ViterbiWork* model,
+                            const double* bound, intp max_length) noexcept nogil
 
 # Best labelling of one sequence of ``length`` tokens (1 <= length <=
 # work.max_length; 0 returns 0.0 and writes nothing). Token ``t`` lives at row

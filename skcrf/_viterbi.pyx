@@ -127,12 +127,9 @@ cdef double _PRUNE_RELATIVE_MARGIN = 1e-9
 
 cdef int viterbi_work_init(ViterbiWork* work, const double* transitions,
                            intp n_labels, intp max_length, bint tight) noexcept nogil:
-    cdef intp a, i, j, n = n_labels * n_labels
-    cdef double lo = 0.0, hi = 0.0, nonfinite = 0.0, absmax, ta, d
+    cdef intp n = n_labels * n_labels
+    cdef double lo = 0.0, hi = 0.0, nonfinite = 0.0, absmax
     cdef bint forbidden
-    cdef double* transposed
-    cdef double* row
-    cdef const double* column
     work.n_labels = n_labels
     work.max_length = max_length
     work.transitions = transitions
@@ -140,53 +137,88 @@ cdef int viterbi_work_init(ViterbiWork* work, const double* transitions,
     work.candidates = NULL
     work.backpointers = NULL
     work.bound = NULL
+    work.owns_bound = True
     if n > 0:
         skcrf_minmax(transitions, n, &lo, &hi, &nonfinite)
     forbidden = nonfinite != 0.0 and _finite_or_forbidden(transitions, n, &lo, &hi)
     if forbidden:
         # -inf transitions (forbidden pairs): the tight bound stays exact
-        # (see the loop below); the spread bound cannot prune
+        # (see viterbi_bound_new); the spread bound cannot prune
         nonfinite = 0.0
     absmax = fabs(lo) if fabs(lo) > fabs(hi) else fabs(hi)
     # NaN or +inf transitions give a NaN margin: no pruning at all
     work.spread = INFINITY if forbidden else (hi - lo) + nonfinite
     work.margin = _PRUNE_RELATIVE_MARGIN * (1.0 + absmax) + nonfinite
-    if n_labels < 1:
-        n_labels = 1
-    if max_length < 1:
-        max_length = 1
+    if _alloc_scratch(work) != 0:
+        return -1
+    if tight and n > 0 and nonfinite == 0.0:
+        work.bound = viterbi_bound_new(work)
+        if work.bound == NULL:
+            viterbi_work_free(work)
+            return -1
+    return 0
+
+
+cdef int viterbi_work_share(ViterbiWork* work, const ViterbiWork* model,
+                            const double* bound, intp max_length) noexcept nogil:
+    work.n_labels = model.n_labels
+    work.max_length = max_length
+    work.transitions = model.transitions
+    work.spread = model.spread
+    work.margin = model.margin
+    work.bound = <double*> bound
+    work.owns_bound = False
+    return _alloc_scratch(work)
+
+
+cdef int _alloc_scratch(ViterbiWork* work) noexcept nogil:
+    """The per-call part of ``work``; -1 (``work`` then owns nothing) when out of memory."""
+    cdef intp n_labels = work.n_labels if work.n_labels > 1 else 1
+    cdef intp max_length = work.max_length if work.max_length > 1 else 1
     work.scores = <double*>malloc(2 * n_labels * sizeof(double))
     work.candidates = <int32_t*>malloc(n_labels * sizeof(int32_t))
     work.backpointers = <int32_t*>malloc(max_length * n_labels * sizeof(int32_t))
     if work.scores == NULL or work.candidates == NULL or work.backpointers == NULL:
         viterbi_work_free(work)
         return -1
-    if tight and n > 0 and nonfinite == 0.0:
-        work.bound = <double*>malloc(n * sizeof(double))
-        transposed = <double*>malloc(n * sizeof(double))
-        if work.bound == NULL or transposed == NULL:
-            free(transposed)
-            viterbi_work_free(work)
-            return -1
-        for i in range(n_labels):
-            for j in range(n_labels):
-                transposed[j * n_labels + i] = transitions[i * n_labels + j]
-        # bound[a, i] = max_j T[i, j] - T[a, j], vectorized over i. With
-        # forbidden pairs: j with T[i, j] = -inf is not reachable from i and
-        # does not count (-inf, or NaN when T[a, j] = -inf too, which the
-        # strict > skips); T[a, j] = -inf alone gives +inf (never pruned).
-        for a in range(n_labels):
-            row = work.bound + a * n_labels
-            for i in range(n_labels):
-                row[i] = -INFINITY
-            for j in range(n_labels):
-                ta = transitions[a * n_labels + j]
-                column = transposed + j * n_labels
-                for i in range(n_labels):
-                    d = column[i] - ta
-                    row[i] = d if d > row[i] else row[i]
-        free(transposed)
     return 0
+
+
+cdef double* viterbi_bound_new(const ViterbiWork* work) noexcept nogil:
+    cdef intp a, i, j, n_labels = work.n_labels, n = n_labels * n_labels
+    cdef const double* transitions = work.transitions
+    cdef double ta, d
+    cdef double* bound
+    cdef double* transposed
+    cdef double* row
+    cdef const double* column
+    if n == 0 or not work.margin == work.margin:  # NaN margin: NaN or +inf transitions
+        return NULL
+    bound = <double*>malloc(n * sizeof(double))
+    transposed = <double*>malloc(n * sizeof(double))
+    if bound == NULL or transposed == NULL:
+        free(bound)
+        free(transposed)
+        return NULL
+    for i in range(n_labels):
+        for j in range(n_labels):
+            transposed[j * n_labels + i] = transitions[i * n_labels + j]
+    # bound[a, i] = max_j T[i, j] - T[a, j], vectorized over i. With
+    # forbidden pairs: j with T[i, j] = -inf is not reachable from i and
+    # does not count (-inf, or NaN when T[a, j] = -inf too, which the
+    # strict > skips); T[a, j] = -inf alone gives +inf (never pruned).
+    for a in range(n_labels):
+        row = bound + a * n_labels
+        for i in range(n_labels):
+            row[i] = -INFINITY
+        for j in range(n_labels):
+            ta = transitions[a * n_labels + j]
+            column = transposed + j * n_labels
+            for i in range(n_labels):
+                d = column[i] - ta
+                row[i] = d if d > row[i] else row[i]
+    free(transposed)
+    return bound
 
 
 cdef bint _finite_or_forbidden(const double* transitions, intp n, double* lo,
@@ -213,7 +245,8 @@ cdef void viterbi_work_free(ViterbiWork* work) noexcept nogil:
     free(work.scores)
     free(work.candidates)
     free(work.backpointers)
-    free(work.bound)
+    if work.owns_bound:
+        free(work.bound)
     work.bound = NULL
     work.scores = NULL
     work.candidates = NULL

@@ -1,0 +1,156 @@
+"""One fitted model served from many threads at once.
+
+Every public prediction method, called from 8 threads on sequences of 1 to
+20,000 tokens, must give exactly the answers of sequential calls: no shared
+workspace, no shared "current sequence", never a crash.
+"""
+
+import random
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+
+from skcrf import CRFTagger
+
+N_THREADS = 8
+LENGTHS = [1, 2, 3, 7, 20, 50, 200, 1000, 20000]
+
+
+def _tokens(rng, n):
+    return [
+        {"w": f"w{rng.randrange(60)}", "s": str(rng.randrange(4)), "x": rng.random()}
+        for _ in range(n)
+    ]
+
+
+def _labels(tokens):
+    return [f"L{int(t['w'][1:]) % 9}" if t["x"] > 0.1 else "RARE" for t in tokens]
+
+
+@pytest.fixture(scope="module")
+def served():
+    rng = random.Random(0)
+    X = [_tokens(rng, rng.randrange(1, 25)) for _ in range(400)]
+    y = [_labels(s) for s in X]
+    tagger = CRFTagger(c1=0.05, c2=0.01, max_iterations=40, all_possible_transitions=True)
+    tagger.fit(X, y)
+    queries = [_tokens(rng, n) for n in LENGTHS]
+    rng.shuffle(queries)
+    return tagger, queries
+
+
+def _as_comparable(value):
+    if isinstance(value, np.ndarray):
+        return ("array", value.shape, value.tobytes())
+    if isinstance(value, (list, tuple)):
+        return [_as_comparable(v) for v in value]
+    return value
+
+
+def _calls(tagger, xseq):
+    """(name, thunk) for every method that takes the sequence it decodes."""
+    n = len(xseq)
+    labels = tagger.classes_
+    partial = [labels[k % len(labels)] if k % 5 == 0 else None for k in range(n)]
+    allowed = [(a, b) for a in labels for b in labels if (a, b) != ("RARE", "RARE")]
+    view = tagger.tagger_
+
+    def view_set_then_read():
+        view.set(xseq)
+        path = view.tag()
+        return (path, view.probability(path), view.marginal(path[0], 0))
+
+    calls = [
+        ("predict_single", lambda: tagger.predict_single(xseq)),
+        ("predict_marginals_single", lambda: tagger.predict_marginals_single(xseq)),
+        ("predict", lambda: tagger.predict([xseq, xseq[: max(1, n // 2)]])),
+        ("predict_marginals", lambda: tagger.predict_marginals([xseq])),
+        ("predict_single partial", lambda: tagger.predict_single(xseq, partial_labels=partial)),
+        ("predict allowed", lambda: tagger.predict([xseq], allowed_transitions=allowed)),
+        ("tagger_.tag(xseq)", lambda: view.tag(xseq)),
+        ("tagger_ set/tag/probability/marginal", view_set_then_read),
+    ]
+    if n <= 1000:  # the structured methods cost more per token
+        calls += [
+            ("predict_nbest", lambda: tagger.predict_nbest([xseq], n=3)),
+            ("sequence_log_proba", lambda: tagger.sequence_log_proba([xseq])),
+            ("predict_transition_marginals", lambda: tagger.predict_transition_marginals([xseq])),
+        ]
+    return calls
+
+
+def _run_all(tagger, queries, offset):
+    results = {}
+    for q in range(len(queries)):
+        k = (q + offset) % len(queries)
+        for name, call in _calls(tagger, queries[k]):
+            results[k, name] = _as_comparable(call())
+    return results
+
+
+def _check_threads(tagger, queries, repeats=1):
+    expected = _run_all(tagger, queries, 0)
+    for _ in range(repeats):
+        with ThreadPoolExecutor(N_THREADS) as pool:
+            # each thread walks the queries from another start: all overlap
+            outcomes = list(pool.map(lambda i: _run_all(tagger, queries, 3 * i), range(N_THREADS)))
+        for outcome in outcomes:
+            assert outcome.keys() == expected.keys()
+            wrong = [key for key in expected if outcome[key] != expected[key]]
+            assert not wrong, f"threads disagree with the sequential answers: {wrong[:5]}"
+
+
+def test_fitted_model_shared_by_threads(served):
+    tagger, queries = served
+    _check_threads(tagger, queries, repeats=2)
+
+
+def test_loaded_model_shared_by_threads(served, tmp_path):
+    # a freshly loaded model starts with empty encoder caches, filled while
+    # the threads run
+    tagger, queries = served
+    tagger.to_crfsuite(tmp_path / "m.crfsuite")
+    _check_threads(CRFTagger.from_crfsuite(tmp_path / "m.crfsuite"), queries)
+
+
+def test_set_sequence_is_per_thread(served):
+    tagger, queries = served
+    view = tagger.tagger_
+    short, long_ = queries[0], max(queries, key=len)
+    view.set(short)
+    with ThreadPoolExecutor(1) as pool:
+        # another thread has set nothing yet, then sets its own
+        with pytest.raises(ValueError, match="no sequence is set in this thread"):
+            pool.submit(view.tag).result()
+        pool.submit(view.set, long_).result()
+        assert len(pool.submit(view.tag).result()) == len(long_)
+    assert len(view.tag()) == len(short)
+    assert tagger.tagger_ is view
+
+
+def test_single_decoder_bound_built_once_under_threads():
+    # many labels: the pruning bound is built by some call while other
+    # threads decode without it; every answer equals the sequential one
+    rng = np.random.default_rng(3)
+    n_labels = 120
+    X = [[{"w": f"w{rng.integers(300)}"} for _ in range(rng.integers(1, 6))] for _ in range(600)]
+    y = [[f"L{rng.integers(n_labels)}" for _ in s] for s in X]
+    tagger = CRFTagger(max_iterations=5, all_possible_transitions=True).fit(X, y)
+    queries = [[{"w": f"w{rng.integers(300)}"} for _ in range(n)] for n in (1, 4, 30, 300) * 8]
+    expected = [tagger.predict([q])[0] for q in queries]  # the batched kernel
+    fresh = CRFTagger.from_crfsuite(_crfsuite_bytes(tagger))
+    with ThreadPoolExecutor(N_THREADS) as pool:
+        got = list(pool.map(fresh.predict_single, queries * 2))
+    assert got == expected * 2
+
+
+def _crfsuite_bytes(tagger):
+    import os
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "m.crfsuite")
+        tagger.to_crfsuite(path)
+        with open(path, "rb") as f:
+            return f.read()
