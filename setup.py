@@ -1,4 +1,4 @@
-"""Build the compiled kernels (every ``skcrf/*.pyx``) with Cython.
+"""Build the compiled kernels (every ``.pyx`` under ``skcrf/``) with Cython.
 
 The metadata lives in pyproject.toml; this file only declares the extension
 modules. Default compiler flags (no ``-march``): the wheels must run on any
@@ -14,12 +14,13 @@ from setuptools import Extension, setup
 
 extensions = [
     Extension(
-        f"skcrf.{path.stem}",
+        ".".join(path.with_suffix("").parts),
         [str(path)],
-        include_dirs=[np.get_include()],
+        # numpy's headers, and the C headers every kernel may share
+        include_dirs=[np.get_include(), "skcrf/_utils"],
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_9_API_VERSION")],
     )
-    for path in sorted(Path("skcrf").glob("*.pyx"))
+    for path in sorted(Path("skcrf").rglob("*.pyx"))
     # for development: SKCRF_BUILD_ONLY=_kernels,_viterbi builds just those
     if path.stem in os.environ.get("SKCRF_BUILD_ONLY", path.stem).split(",")
 ]
@@ -27,6 +28,7 @@ extensions = [
 setup(
     ext_modules=cythonize(
         extensions,
+        # the one place the kernels' directives are set (no per-file headers)
         compiler_directives={
             "language_level": 3,
             "boundscheck": False,

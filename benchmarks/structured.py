@@ -58,7 +58,7 @@ def median_time(fn, repeats):
 
 def eager_nbest(tagger, X, n):
     """``predict_nbest`` through the eager k-best kernel (the lazy one's reference)."""
-    from skcrf import _nbest, _structured
+    from skcrf._inference import _nbest, _structured
 
     lazy = _structured.kbest_packed
     _structured.kbest_packed = _nbest.kbest_packed_eager

@@ -15,33 +15,30 @@ from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.feature_extraction import DictVectorizer
 from sklearn.utils import check_random_state
 
-from . import io
 from ._compat import Interval, StrOptions, _fit_context
-from ._constraints import Constraints, transition_constraints
-from ._crfsuite_file import crfsuite_bytes, read_crfsuite, write_crfsuite
-from ._decode import Decoder
-from ._featurize import Vocabulary
-from ._lbfgs import LBFGSResult, LBFGSStatus, minimize_lbfgs
+from ._inference._constraints import Constraints, transition_constraints
+from ._persist._npz import load_state, save_state
+from ._persist._crfsuite_file import crfsuite_bytes, read_crfsuite, write_crfsuite
+from ._inference._decode import Decoder
+from ._featurize._vocabulary import Vocabulary
+from ._training._lbfgs import LBFGSResult, LBFGSStatus, minimize_lbfgs
 from ._model import FittedState, merge_features
-from ._monitor import CallbackInfo, TrainingMonitor
-from ._objective import CRFObjective, select_features
-from ._online_train import DEFAULTS as ONLINE_DEFAULTS
-from ._online_train import OnlineStatus, train_online
-from ._stream import encode_data
-from ._structured import nbest, sequence_scores, transition_marginals
+from ._training._monitor import CallbackInfo, TrainingMonitor
+from ._training._objective import CRFObjective, select_features
+from ._training._online_train import DEFAULTS as ONLINE_DEFAULTS
+from ._training._online_train import OnlineStatus, train_online
+from ._featurize._stream import encode_data
+from ._inference._structured import nbest, sequence_scores, transition_marginals
 from ._tagger_view import CRFsuiteTagger
-from ._threads import effective_n_threads
-from ._training_log import TrainingLog, holdout_scores
-from ._validation import (
+from ._utils._threads import effective_n_threads
+from ._training._training_log import TrainingLog, holdout_scores
+from ._featurize._labels import (
     check_classes,
     check_labels,
     check_partial_training_labels,
-    check_reusable,
-    check_sequences,
-    check_sums,
     encode_labels,
-    locate_row,
 )
+from ._featurize._validation import check_reusable, check_sequences, check_sums, locate_row
 from .metrics import get_scorer
 
 # Guards the creation of ``tagger_``'s view, which threads share.
@@ -1081,12 +1078,12 @@ calibration_candidates, calibration_max_trials : default=None
 
         See :func:`skcrf.io.save_model` for the format; the write is atomic.
         """
-        io.save_state(self._get_fitted_state(), path)
+        save_state(self._get_fitted_state(), path)
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> "CRFTagger":
         """Load a model saved by :meth:`save` (never unpickles)."""
-        return cls._from_fitted_state(io.load_state(path))
+        return cls._from_fitted_state(load_state(path))
 
     def to_crfsuite(self, path: str | os.PathLike[str]) -> None:
         """Write the model as a CRFsuite model file.
@@ -1534,5 +1531,3 @@ def _scatter(values, index, size):
     out[index] = values
     return out
 
-
-io.register_default_estimator(CRFTagger)

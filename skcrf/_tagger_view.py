@@ -4,8 +4,8 @@ sklearn-crfsuite's ``CRF.tagger_`` is a ``pycrfsuite.Tagger``; code written
 for it calls ``labels()``, ``info()``, ``set(xseq)``, ``tag()``,
 ``probability(yseq)``, ``marginal(y, pos)`` and ``dump()``.
 :class:`CRFsuiteTagger` answers those calls from skcrf's own model and
-kernels: the :class:`~skcrf._decode.Decoder` for Viterbi paths and marginals,
-the numpy forward pass of :mod:`skcrf._inference` for ``log Z``. Nothing here
+kernels: the :class:`~skcrf._inference._decode.Decoder` for Viterbi paths and marginals,
+the numpy forward pass of :mod:`skcrf._inference._logspace` for ``log Z``. Nothing here
 imports the estimator or pycrfsuite.
 
 Conventions
@@ -41,11 +41,11 @@ from typing import TYPE_CHECKING, Any, NoReturn, SupportsIndex
 
 import numpy as np
 
-from ._blocks import state_scores
-from ._decode import Decoder
-from ._featurize import Vocabulary
-from ._inference import forward_backward
-from ._validation import check_emissions, check_sequences
+from ._inference._blocks import state_scores
+from ._inference._decode import Decoder
+from ._featurize._vocabulary import Vocabulary
+from ._inference._logspace import forward_backward
+from ._featurize._validation import check_emissions, check_sequences
 
 if TYPE_CHECKING:
     from ._model import CRFModel
@@ -511,11 +511,11 @@ def _written_header(model):
     """Header fields of ``model`` written as a CRFsuite file; None without a writer.
 
     The size and the offsets are those of the file
-    :func:`skcrf._crfsuite_file.write_crfsuite` writes, so ``info().header``
+    :func:`skcrf._persist._crfsuite_file.write_crfsuite` writes, so ``info().header``
     matches what pycrfsuite shows for that file.
     """
     try:
-        from ._crfsuite_file import crfsuite_bytes
+        from ._persist._crfsuite_file import crfsuite_bytes
     except ImportError:
         return None
     try:

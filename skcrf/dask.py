@@ -37,7 +37,7 @@ Examples
 A sketch (needs a cluster)::
 
     from dask.distributed import Client
-    from skcrf.dask import DaskCRFTagger, read_conll
+    from .dask import DaskCRFTagger, read_conll
 
     client = Client("tcp://scheduler:8786")
     data = read_conll("corpus/*.conll", columns=("word", "pos", "chunk"),
@@ -60,20 +60,15 @@ from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
 
 from . import __version__
-from . import _dask_tasks as tasks
+from ._dask import _tasks as tasks
 from ._compat import _fit_context
-from ._dask_conll import PathsLike, conll_blocks, iter_conll, read_blocks
-from ._featurize import Vocabulary
-from ._lbfgs import LBFGSResult, LBFGSStatus, minimize_lbfgs
+from ._dask._conll import PathsLike, conll_blocks, iter_conll, read_blocks
+from ._featurize._vocabulary import Vocabulary
+from ._training._lbfgs import LBFGSResult, LBFGSStatus, minimize_lbfgs
 from ._model import FittedState
-from ._monitor import CallbackInfo, TrainingMonitor
-from ._tagger import (
-    CRFTagger,
-    LabelSequencesLike,
-    SequencesLike,
-    _DevEvaluator,
-)
-from ._training_log import TrainingLog
+from ._training._monitor import CallbackInfo, TrainingMonitor
+from ._tagger import CRFTagger, LabelSequencesLike, SequencesLike, _DevEvaluator
+from ._training._training_log import TrainingLog
 
 if TYPE_CHECKING:  # optional dependencies: imported when used
     from dask.bag import Bag
@@ -232,7 +227,7 @@ def read_conll(
     if not bag:
         return iter_conll(paths, columns, **options)
     _, db, _ = _distributed()
-    from ._dask_conll import _check_options
+    from ._dask._conll import _check_options
 
     options["columns"] = _check_options(columns, label_column)
     blocks = conll_blocks(paths, blocksize)
@@ -712,7 +707,7 @@ class _DistributedObjective:
     """The CRF objective over the partitions held by the workers.
 
     ``objective(w) -> (loss, gradient)``, as
-    :meth:`skcrf._objective.CRFObjective.loss_gradient` on the whole data:
+    :meth:`skcrf._training._objective.CRFObjective.loss_gradient` on the whole data:
     ``sum log Z - w . observed + c2 ||w||^2``. Built as a context manager:
     leaving it releases the partitions held by the workers.
     """

@@ -43,7 +43,7 @@ from sklearn import metrics as _skmetrics
 from sklearn.exceptions import UndefinedMetricWarning
 from sklearn.metrics import make_scorer
 
-from ._validation import check_label_sequence_pair
+from ._featurize._labels import check_label_sequence_pair
 
 if TYPE_CHECKING:  # _tagger imports this module
     from ._tagger import LabelSequencesLike
@@ -410,7 +410,7 @@ _SCHEME_PREFIXES = {
     "BIO": frozenset("BI"),
     "IOB1": frozenset("BI"),
     "IOBES": frozenset("BIES"),
-    # the scheme names of decoding constraints (skcrf._constraints.SCHEMES)
+    # the scheme names of decoding constraints (skcrf._inference._constraints.SCHEMES)
     "BIOUL": frozenset("BILU"),
     "BMES": frozenset("BMES"),
 }

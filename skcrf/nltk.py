@@ -5,7 +5,7 @@ has the same constructor, methods, default features and model files, and
 trains and tags with :class:`skcrf.CRFTagger`; NLTK code changes only its
 import::
 
-    from skcrf.nltk import CRFTagger      # was: from nltk.tag import CRFTagger
+    from .nltk import CRFTagger      # was: from nltk.tag import CRFTagger
 
     tagger = CRFTagger(training_opt={"c2": 0.1})
     tagger.train(train_sents, "model.crf.tagger")
@@ -43,8 +43,8 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
     ) from exc
 from sklearn.exceptions import ConvergenceWarning
 
-from skcrf._tagger import ALGORITHM_DEFAULTS, FEATURE_DEFAULTS
-from skcrf._tagger import CRFTagger as _Estimator
+from ._tagger import ALGORITHM_DEFAULTS, FEATURE_DEFAULTS
+from ._tagger import CRFTagger as _Estimator
 
 __all__ = ["CRFTagger", "TRAINING_OPTIONS"]
 
@@ -477,6 +477,6 @@ def _view(estimator):
     try:
         return estimator.tagger_
     except AttributeError:  # an skcrf without CRFTagger.tagger_
-        from skcrf._tagger_view import CRFsuiteTagger
+        from ._tagger_view import CRFsuiteTagger
 
         return CRFsuiteTagger(estimator._model, estimator._vocabulary, estimator._decoder)

@@ -14,15 +14,15 @@ import time
 import numpy as np
 import pytest
 
-from skcrf._crfsuite_file import (
+from skcrf._persist._crfsuite_file import (
     _hash_keys,
     crfsuite_bytes,
     hashlittle,
     read_crfsuite,
     write_crfsuite,
 )
-from skcrf._decode import Decoder
-from skcrf._featurize import Vocabulary
+from skcrf._inference._decode import Decoder
+from skcrf._featurize._vocabulary import Vocabulary
 from skcrf._model import CRFModel, FittedState
 
 pycrfsuite = pytest.importorskip("pycrfsuite")
@@ -822,7 +822,7 @@ def test_large_model_speed():
 def test_a_huge_label_count_is_refused_before_any_allocation():
     import struct
 
-    from skcrf._crfsuite_file import MAX_LABELS
+    from skcrf._persist._crfsuite_file import MAX_LABELS
 
     model = _small_model_for_label_cap()
     data = bytearray(crfsuite_bytes(model))

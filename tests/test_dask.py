@@ -12,7 +12,7 @@ import sys
 import numpy as np
 import pytest
 
-pytest.importorskip("skcrf._kernels", reason="compiled extension not built")
+pytest.importorskip("skcrf._inference._kernels", reason="compiled extension not built")
 distributed = pytest.importorskip("distributed")
 db = pytest.importorskip("dask.bag")
 cloudpickle = pytest.importorskip("cloudpickle")
@@ -20,11 +20,11 @@ cloudpickle = pytest.importorskip("cloudpickle")
 from sklearn.base import clone  # noqa: E402
 
 from skcrf import CRFTagger  # noqa: E402
-from skcrf import _dask_tasks as tasks  # noqa: E402
+from skcrf._dask import _tasks as tasks  # noqa: E402
 from skcrf import dask as skcrf_dask  # noqa: E402
-from skcrf._featurize import Vocabulary  # noqa: E402
-from skcrf._objective import select_features  # noqa: E402
-from skcrf._validation import encode_labels  # noqa: E402
+from skcrf._featurize._vocabulary import Vocabulary  # noqa: E402
+from skcrf._training._objective import select_features  # noqa: E402
+from skcrf._featurize._labels import encode_labels  # noqa: E402
 from skcrf.dask import DaskCRFTagger, read_conll  # noqa: E402
 
 # feature functions defined here run on the workers (read_conll)
@@ -226,7 +226,7 @@ def test_read_conll_without_dask(tmp_path):
 
 @pytest.mark.parametrize("blocksize", [1, 7, 50, 333])
 def test_read_conll_blocks_read_every_sequence_once(tmp_path, blocksize):
-    from skcrf._dask_conll import conll_blocks, read_blocks
+    from skcrf._dask._conll import conll_blocks, read_blocks
 
     written = write_corpus(tmp_path, n_files=2, n_sentences=20)
     options = dict(columns=("word", "tag"), label_column="tag")

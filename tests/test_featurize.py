@@ -1,4 +1,4 @@
-"""The compiled encoder (skcrf._featurize.Vocabulary) against a plain Python oracle.
+"""The compiled encoder (skcrf._featurize._vocabulary.Vocabulary) against a plain Python oracle.
 
 The oracle turns one token into CRFsuite's (python-crfsuite's) attributes:
 ``{'w': 'Hi'}`` -> ``w:Hi`` = 1, numbers and bools are their value, nested
@@ -6,7 +6,7 @@ dicts are prefixed with ``key:``, a list or set of str gives one attribute per
 item, a list token gives one attribute per name. The encoder must give the same
 rows (values of one attribute in one token add up), number attributes in order
 of first appearance, skip unseen attributes at predict time, and raise the
-errors of skcrf._validation naming ``X[i][j]`` and the key.
+errors of skcrf._featurize._validation naming ``X[i][j]`` and the key.
 """
 
 import math
@@ -20,8 +20,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from skcrf._featurize import Encoded, Vocabulary
-from skcrf._validation import MAX_NESTING, check_sequences, check_sums
+from skcrf._featurize._vocabulary import Encoded, Vocabulary
+from skcrf._featurize._validation import MAX_NESTING, check_sequences, check_sums
 
 # -- the oracle -------------------------------------------------------------------
 

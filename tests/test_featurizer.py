@@ -1,4 +1,4 @@
-"""Tests for skcrf._featurizer.SequenceFeaturizer."""
+"""Tests for skcrf._featurize._featurizer.SequenceFeaturizer."""
 
 import pickle
 
@@ -13,7 +13,7 @@ from sklearn.utils import get_tags
 from sklearn.utils._param_validation import InvalidParameterError
 from sklearn.utils.validation import check_is_fitted
 
-from skcrf._featurizer import SequenceFeaturizer, word_shape
+from skcrf._featurize._featurizer import SequenceFeaturizer, word_shape
 
 SENT = ["Hi", "NASA", "42"]
 
@@ -202,7 +202,7 @@ def test_accepts_tuples_and_arrays_rejects_generators():
     ragged = np.empty(2, dtype=object)
     ragged[:] = [["a", "b"], ["c"]]
     assert SequenceFeaturizer().transform(ragged) == ref
-    # the estimator's rule (skcrf._validation): a one-shot iterator is rejected,
+    # the estimator's rule (skcrf._featurize._validation): a one-shot iterator is rejected,
     # by fit and transform alike, with a message saying to pass list(...)
     for method in ("fit", "transform", "fit_transform"):
         with pytest.raises(TypeError, match=r"^X must be .*generator.*list\(\.\.\.\)"):
@@ -446,7 +446,7 @@ def test_property_lengths_and_types(X, window, affix_length):
 
 
 def _embeddings():
-    from skcrf._embeddings import Embeddings
+    from skcrf._featurize._embeddings import Embeddings
 
     rng = np.random.default_rng(0)
     table = {w: rng.normal(size=4) for w in ["paris", "london", "saw", "i", "Rome"]}
@@ -507,7 +507,7 @@ def test_embeddings_from_a_plain_dict_and_keyedvectors_like():
     for vectors in ({"a": np.array([1.0, 2.0])}, KeyedVectorsLike()):
         (seq,) = SequenceFeaturizer(embeddings=vectors).transform([["a", "b"]])
         assert seq[0]["emb"].tolist() == [1.0, 2.0] and seq[1]["emb"].tolist() == [0.0, 0.0]
-    from skcrf._embeddings import Embeddings
+    from skcrf._featurize._embeddings import Embeddings
 
     with pytest.raises(ValueError, match="has 3 values, but vector_size is 2"):
         Embeddings({"a": [1.0, 2.0], "b": [1.0, 2.0, 3.0]}).lookup("b")

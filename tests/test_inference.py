@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from scipy.special import logsumexp
 
-import skcrf._inference
-from skcrf._inference import _forward_backward_log, forward_backward, viterbi
-from skcrf._packing import pack
+import skcrf._inference._logspace
+from skcrf._inference._logspace import _forward_backward_log, forward_backward, viterbi
+from skcrf._utils._packing import pack
 
 
 def brute_force(emissions, transitions):
@@ -194,7 +194,7 @@ def reference_viterbi(emissions, transitions):
 def pruning(request, monkeypatch):
     """Run with pruning at every step, and with the default size threshold."""
     if request.param == "pruned":
-        monkeypatch.setattr(skcrf._inference, "_MIN_PRUNED_ELEMENTS", 0)
+        monkeypatch.setattr(skcrf._inference._logspace, "_MIN_PRUNED_ELEMENTS", 0)
 
 
 @pytest.mark.parametrize("scale", [1.0, 5.0, 50.0])

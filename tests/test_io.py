@@ -15,10 +15,12 @@ import pytest
 from sklearn.exceptions import NotFittedError
 
 import skcrf
+import skcrf._persist._json
+import skcrf._persist._npz
 import skcrf.io
-from skcrf._lbfgs import LBFGSStatus
+from skcrf._training._lbfgs import LBFGSStatus
 from skcrf._model import CRFModel, FittedState
-from skcrf._training_log import TrainingLog
+from skcrf._training._training_log import TrainingLog
 from skcrf.io import FORMAT_VERSION, load_model, load_state, save_model, save_state
 
 DATA = pathlib.Path(__file__).parent / "data"
@@ -174,14 +176,16 @@ def model_path(state, tmp_path):
 # -- the module's dependencies -------------------------------------------------
 
 
-def test_io_does_not_import_the_estimator_at_module_level():
-    tree = ast.parse(pathlib.Path(skcrf.io.__file__).read_text())
-    for node in tree.body:  # module level only; imports inside functions are fine
-        if isinstance(node, ast.ImportFrom):
-            assert "_tagger" not in (node.module or ""), ast.dump(node)
-            assert all(alias.name != "_tagger" for alias in node.names)
-        elif isinstance(node, ast.Import):
-            assert all("_tagger" not in alias.name for alias in node.names)
+def test_persistence_imports_no_estimator():
+    # the format duck-types estimators; only the public skcrf.io knows CRFTagger
+    for module in (skcrf._persist._npz, skcrf._persist._json):
+        tree = ast.parse(pathlib.Path(module.__file__).read_text())
+        for node in ast.walk(tree):  # at any depth: lazy imports count too
+            if isinstance(node, ast.ImportFrom):
+                assert "_tagger" not in (node.module or ""), ast.dump(node)
+                assert all(alias.name != "_tagger" for alias in node.names)
+            elif isinstance(node, ast.Import):
+                assert all("_tagger" not in alias.name for alias in node.names)
 
 
 # -- round trips -----------------------------------------------------------------
@@ -287,10 +291,10 @@ def test_classes_given_as_a_list_or_typed_array(tmp_path):
 
 def test_encoding_of_special_floats():
     for value in (math.nan, -0.0, math.inf, -math.inf, 5e-324, 0.1):
-        encoded = skcrf.io._encode_value(value, "label")
-        decoded = skcrf.io._decode_value(json.loads(json.dumps(encoded)), "label")
+        encoded = skcrf._persist._json.encode_value(value, "label")
+        decoded = skcrf._persist._json.decode_value(json.loads(json.dumps(encoded)), "label")
         assert type(decoded) is float and repr(decoded) == repr(value)
-    decoded = skcrf.io._decode_value({"type": "numpy:float32", "value": "nan"}, "label")
+    decoded = skcrf._persist._json.decode_value({"type": "numpy:float32", "value": "nan"}, "label")
     assert type(decoded) is np.float32 and np.isnan(decoded)
 
 
@@ -445,7 +449,7 @@ def test_failed_write_leaves_old_file_and_no_temp_file(
             raise _exc
 
     module, attribute = target.split(".")
-    monkeypatch.setattr(getattr(skcrf.io, module), attribute, replacement)
+    monkeypatch.setattr(getattr(skcrf._persist._npz, module), attribute, replacement)
     with pytest.raises(error):
         save_state(state, path)
     monkeypatch.undo()
@@ -989,7 +993,7 @@ def test_large_index_arrays_are_checked_against_the_metadata_before_reading(
         bad = dict(arrays, **{name: replacement})
         write_parts(model_path, doc, bad, savez=np.savez_compressed)
         read = []
-        monkeypatch.setattr(skcrf.io, "_check_crc", read.append)
+        monkeypatch.setattr(skcrf._persist._npz, "_check_crc", read.append)
         with pytest.raises(ValueError, match=message):
             load_state(model_path)
         assert read == []  # refused before the data was decompressed
@@ -1012,8 +1016,8 @@ def test_huge_label_count_allocates_nothing_dense(model_path, tmp_path):
 
 def test_zip_bomb_guard(model_path, monkeypatch):
     # The model's JSON compresses well; with a tiny allowance it is refused.
-    monkeypatch.setattr(skcrf.io, "_FREE_UNCOMPRESSED_BYTES", 0)
-    monkeypatch.setattr(skcrf.io, "_MAX_COMPRESSION_RATIO", 1.01)
+    monkeypatch.setattr(skcrf._persist._npz, "_FREE_UNCOMPRESSED_BYTES", 0)
+    monkeypatch.setattr(skcrf._persist._npz, "_MAX_COMPRESSION_RATIO", 1.01)
     with pytest.raises(ValueError, match="suspicious size"):
         load_state(model_path)
 
@@ -1039,8 +1043,8 @@ def test_compressible_index_arrays_are_not_refused(tmp_path, monkeypatch):
         ratios = {i.filename: i.file_size / i.compress_size for i in archive.infolist()}
     assert ratios["state_ptr.npy"] > 5 and ratios["state_labels.npy"] > 50
     assert ratios["state_weights.npy"] < 1.2 and ratios["metadata.npy"] < 5
-    monkeypatch.setattr(skcrf.io, "_FREE_UNCOMPRESSED_BYTES", 0)
-    monkeypatch.setattr(skcrf.io, "_MAX_COMPRESSION_RATIO", 5)
+    monkeypatch.setattr(skcrf._persist._npz, "_FREE_UNCOMPRESSED_BYTES", 0)
+    monkeypatch.setattr(skcrf._persist._npz, "_MAX_COMPRESSION_RATIO", 5)
     assert_same_state(state, load_state(path))
 
 

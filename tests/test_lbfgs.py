@@ -1,11 +1,11 @@
-"""Tests of skcrf._lbfgs: L-BFGS / OWL-QN with libLBFGS (CRFsuite) semantics."""
+"""Tests of skcrf._training._lbfgs: L-BFGS / OWL-QN with libLBFGS (CRFsuite) semantics."""
 
 import math
 
 import numpy as np
 import pytest
 
-from skcrf._lbfgs import (
+from skcrf._training._lbfgs import (
     IterationInfo,
     LBFGSResult,
     LBFGSStatus,

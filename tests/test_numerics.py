@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
 
-import skcrf._objective
+import skcrf._training._objective
 from skcrf import CRFTagger
 
 
@@ -198,7 +198,7 @@ Y_SMALL = [["D", "N"], ["D", "N", "V"]]
 
 
 def _interrupt_on_third_call(monkeypatch):
-    original = skcrf._objective.CRFObjective.loss_gradient
+    original = skcrf._training._objective.CRFObjective.loss_gradient
     calls = []
 
     def loss_gradient(self, w):
@@ -207,7 +207,7 @@ def _interrupt_on_third_call(monkeypatch):
             raise KeyboardInterrupt
         return original(self, w)
 
-    monkeypatch.setattr(skcrf._objective.CRFObjective, "loss_gradient", loss_gradient)
+    monkeypatch.setattr(skcrf._training._objective.CRFObjective, "loss_gradient", loss_gradient)
     return calls
 
 
@@ -281,7 +281,7 @@ def test_huge_values_stop_without_numpy_warnings():
 
 
 def test_check_emissions_names_the_token():
-    from skcrf._validation import check_emissions
+    from skcrf._featurize._validation import check_emissions
 
     lengths = np.array([1, 3, 2])
     flat = np.zeros((6, 2))

@@ -11,14 +11,14 @@ import numpy as np
 import pytest
 from scipy.special import logsumexp
 
-import skcrf._blocks
-from skcrf import _kernels
-from skcrf._blocks import StateLayout, score_arrays, state_scores
-from skcrf._inference import forward_backward as numpy_forward_backward
-from skcrf._objective import CRFObjective, select_features
-from skcrf._packing import pack
-from skcrf._threads import split_sequences
-from skcrf._validation import Encoded
+import skcrf._inference._blocks
+from skcrf._inference import _kernels
+from skcrf._inference._blocks import StateLayout, score_arrays, state_scores
+from skcrf._inference._logspace import forward_backward as numpy_forward_backward
+from skcrf._training._objective import CRFObjective, select_features
+from skcrf._utils._packing import pack
+from skcrf._utils._threads import split_sequences
+from skcrf._featurize._encoded import Encoded
 
 
 def random_problem(seed, n_sequences=6, n_attributes=7, n_labels=3, max_length=5):
@@ -86,10 +86,10 @@ def brute_force_nll(X, labels, lengths, W, T):
 def block_size(request, monkeypatch):
     if request.param:
         # every block holds one or two sequences; every attribute sparse
-        monkeypatch.setattr(skcrf._blocks, "BLOCK_ELEMENTS", 8)
-        monkeypatch.setattr(skcrf._blocks, "DENSE_DENOMINATOR", 0)
+        monkeypatch.setattr(skcrf._inference._blocks, "BLOCK_ELEMENTS", 8)
+        monkeypatch.setattr(skcrf._inference._blocks, "DENSE_DENOMINATOR", 0)
     else:
-        monkeypatch.setattr(skcrf._blocks, "DENSE_DENOMINATOR", 1000)
+        monkeypatch.setattr(skcrf._inference._blocks, "DENSE_DENOMINATOR", 1000)
     return request.param
 
 
@@ -137,7 +137,7 @@ def test_threads_and_blocks_give_the_same_value(monkeypatch):
     w = np.random.default_rng(0).normal(size=model.n_features)
     results = []
     for elements, n_threads in [(1 << 18, 1), (1 << 18, 2), (10, 1), (10, 2)]:
-        monkeypatch.setattr(skcrf._blocks, "BLOCK_ELEMENTS", elements)
+        monkeypatch.setattr(skcrf._inference._blocks, "BLOCK_ELEMENTS", elements)
         with CRFObjective(encoded, model, observed, c2=0.1, n_threads=n_threads) as objective:
             results.append(objective.loss_gradient(w))
     for loss, gradient in results[1:]:
@@ -277,7 +277,7 @@ def test_forward_backward_kernel_matches_numpy(n_labels, seed):
 def test_state_score_and_expected_count_kernels_match_dense_products(denominator, monkeypatch):
     # denominator 1: only attributes with every label are dense rows; 1000:
     # every attribute with a feature is.
-    monkeypatch.setattr(skcrf._blocks, "DENSE_DENOMINATOR", denominator)
+    monkeypatch.setattr(skcrf._inference._blocks, "DENSE_DENOMINATOR", denominator)
     encoded, labels, classes, attributes = random_problem(3, n_sequences=10, n_labels=4)
     model, _ = select_features(encoded, labels, classes, attributes)
     layout = StateLayout(model.state_ptr, model.state_labels, model.n_labels)
@@ -314,7 +314,7 @@ def test_state_score_and_expected_count_kernels_match_dense_products(denominator
 
 
 def test_dense_rows_go_to_frequent_attributes(monkeypatch):
-    monkeypatch.setattr(skcrf._blocks, "DENSE_DENOMINATOR", 4)
+    monkeypatch.setattr(skcrf._inference._blocks, "DENSE_DENOMINATOR", 4)
     # 8 labels, DENSE_DENOMINATOR 4: an attribute with features for 2 or
     # more labels (1/4) is dense
     state_ptr = np.array([0, 1, 3, 11])

@@ -1,4 +1,4 @@
-"""Tests of the online trainers (skcrf._online, skcrf._online_train).
+"""Tests of the online trainers (skcrf._training._online, skcrf._training._online_train).
 
 The compiled epochs are checked against a plain numpy oracle written from
 CRFsuite's definitions: per sequence, feature vectors F(x, y) as dense
@@ -11,13 +11,9 @@ import itertools
 import numpy as np
 import pytest
 
-from skcrf._objective import select_features
-from skcrf._online_train import (
-    DEFAULTS,
-    OnlineStatus,
-    train_online,
-)
-from skcrf._validation import Encoded
+from skcrf._training._objective import select_features
+from skcrf._training._online_train import DEFAULTS, OnlineStatus, train_online
+from skcrf._featurize._encoded import Encoded
 
 # -- problems -----------------------------------------------------------------
 
@@ -188,7 +184,7 @@ def oracle_l2sgd_epoch(oracle, order, w, t0, lam, t):
 
 
 def problem_of(encoded, labels, model):
-    from skcrf._online_train import _problem
+    from skcrf._training._online_train import _problem
 
     return _problem(encoded, labels, model)
 

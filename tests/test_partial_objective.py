@@ -1,4 +1,4 @@
-"""The partial-label objective (Tsuboi et al., 2008) of skcrf._objective:
+"""The partial-label objective (Tsuboi et al., 2008) of skcrf._training._objective:
 brute force over every labelling, finite differences, and equality with the
 usual objective when every label is known."""
 
@@ -8,11 +8,12 @@ import numpy as np
 import pytest
 from scipy.special import logsumexp
 
-from skcrf import _blocks
-from skcrf._objective import CRFObjective, select_features
-from skcrf._validation import Encoded, check_partial_training_labels
+from skcrf._inference import _blocks
+from skcrf._training._objective import CRFObjective, select_features
+from skcrf._featurize._encoded import Encoded
+from skcrf._featurize._labels import check_partial_training_labels
 
-pytest.importorskip("skcrf._kernels", reason="compiled extension not built")
+pytest.importorskip("skcrf._inference._kernels", reason="compiled extension not built")
 
 MISSING = "?"
 

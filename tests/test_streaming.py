@@ -1,8 +1,8 @@
 """One-pass streaming fit (issue #15, part 1).
 
 ``X`` and ``y`` may be any iterable (a generator included): each sequence is
-encoded as it arrives (skcrf._featurize.StreamEncoder through
-skcrf._stream.encode_data) into the same arrays the list path builds, so the
+encoded as it arrives (skcrf._featurize._vocabulary.StreamEncoder through
+skcrf._featurize._stream.encode_data) into the same arrays the list path builds, so the
 model is the same to the last bit. Mismatched lengths and bad tokens are
 errors naming the sequence, raised before anything fitted changes. Data read
 more than once (X_dev, early stopping's validation split) must be a list.
@@ -19,9 +19,9 @@ import numpy as np
 import pytest
 
 from skcrf import CRFTagger
-from skcrf._featurize import StreamEncoder, Vocabulary
-from skcrf._stream import encode_data
-from skcrf._validation import check_sequences
+from skcrf._featurize._vocabulary import StreamEncoder, Vocabulary
+from skcrf._featurize._stream import encode_data
+from skcrf._featurize._validation import check_sequences
 from skcrf.datasets import treebank_token_features
 
 

@@ -1,5 +1,5 @@
 """n-best labellings, sequence probabilities, transition marginals and
-constrained decoding (skcrf._structured, skcrf._nbest, skcrf._constraints)
+constrained decoding (skcrf._inference._structured, skcrf._inference._nbest, skcrf._inference._constraints)
 against brute-force enumeration of every labelling on tiny problems."""
 
 import itertools
@@ -10,16 +10,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.special import logsumexp
 
-from skcrf import _blocks
-from skcrf._constraints import Constraints, NoValidLabelling, scheme_transitions
-from skcrf._inference import pair_marginals
+from skcrf._inference import _blocks
+from skcrf._inference._constraints import Constraints, NoValidLabelling, scheme_transitions
+from skcrf._inference._logspace import pair_marginals
 from skcrf._model import CRFModel
-from skcrf._packing import pack
-from skcrf._validation import Encoded
+from skcrf._utils._packing import pack
+from skcrf._featurize._encoded import Encoded
 
-_nbest = pytest.importorskip("skcrf._nbest", reason="compiled extension not built")
-from skcrf import _structured  # noqa: E402
-from skcrf._decode import Decoder  # noqa: E402
+_nbest = pytest.importorskip("skcrf._inference._nbest", reason="compiled extension not built")
+from skcrf._inference import _structured  # noqa: E402
+from skcrf._inference._decode import Decoder  # noqa: E402
 
 # ---------------------------------------------------------------- tiny problems
 
@@ -101,7 +101,7 @@ def build_constraints(classes, lengths, allowed=None, start=None, end=None, part
         )
     token_index = token_masks = None
     if partial is not None:
-        from skcrf._validation import check_partial_labels
+        from skcrf._featurize._labels import check_partial_labels
 
         token_index, token_masks = check_partial_labels(partial, lengths, classes)
     constraints = Constraints(n, transitions, token_index, token_masks)
@@ -202,7 +202,7 @@ def test_nbest_first_is_viterbi_and_blocks_threads(monkeypatch):
     paths, log_proba, _ = _structured.nbest(decoder, encoded, 4)
     np.testing.assert_array_equal(paths[0], decoder.viterbi(encoded))
     monkeypatch.setattr(_blocks, "BLOCK_ELEMENTS", 16)
-    monkeypatch.setattr("skcrf._decode._TOKENS_PER_THREAD", 10)
+    monkeypatch.setattr("skcrf._inference._decode._TOKENS_PER_THREAD", 10)
     paths2, log_proba2, _ = _structured.nbest(decoder, encoded, 4, n_threads=3)
     np.testing.assert_array_equal(paths, paths2)
     np.testing.assert_allclose(log_proba, log_proba2, rtol=1e-12)

@@ -9,10 +9,10 @@ import scipy.sparse as sp
 import threadpoolctl
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
 
-import skcrf._objective
-import skcrf._threads
+import skcrf._training._objective
+import skcrf._utils._threads
 from skcrf import CRFTagger
-from skcrf._lbfgs import LBFGSStatus
+from skcrf._training._lbfgs import LBFGSStatus
 
 X_TOY = [
     [{"w": "the"}, {"w": "dog"}, {"w": "barks"}],
@@ -326,7 +326,7 @@ def test_concurrent_fits_give_the_models_of_sequential_fits(monkeypatch):
 
     # Both fits wait for each other at their first objective evaluation, so
     # their optimizations (and their BLAS limits) overlap.
-    original = skcrf._objective.CRFObjective.loss_gradient
+    original = skcrf._training._objective.CRFObjective.loss_gradient
     barrier = threading.Barrier(2, timeout=60)
     users = []
 
@@ -334,11 +334,11 @@ def test_concurrent_fits_give_the_models_of_sequential_fits(monkeypatch):
         if not getattr(self, "_met", False):
             self._met = True
             barrier.wait()
-            users.append(skcrf._threads._blas_users)
+            users.append(skcrf._utils._threads._blas_users)
             barrier.wait()
         return original(self, w)
 
-    monkeypatch.setattr(skcrf._objective.CRFObjective, "loss_gradient", loss_gradient)
+    monkeypatch.setattr(skcrf._training._objective.CRFObjective, "loss_gradient", loss_gradient)
     results, errors = [None, None], []
 
     def run(k):
@@ -371,15 +371,15 @@ def test_concurrent_fits_give_the_models_of_sequential_fits(monkeypatch):
 
 
 def test_single_blas_thread_nests_and_restores():
-    from skcrf._threads import single_blas_thread
+    from skcrf._utils._threads import single_blas_thread
 
     before = _blas_threads()
     with single_blas_thread():
         assert all(n == 1 for _, n in _blas_threads())
         with single_blas_thread():
-            assert skcrf._threads._blas_users == 2
+            assert skcrf._utils._threads._blas_users == 2
         assert all(n == 1 for _, n in _blas_threads())  # still limited
-    assert skcrf._threads._blas_users == 0
+    assert skcrf._utils._threads._blas_users == 0
     assert _blas_threads() == before
 
 
@@ -402,7 +402,7 @@ def restore_blas():
 def test_blas_limit_holds_in_any_thread_and_is_always_restored(restore_blas):
     from concurrent.futures import ThreadPoolExecutor
 
-    from skcrf._threads import single_blas_thread
+    from skcrf._utils._threads import single_blas_thread
 
     before = _blas_threads()
     assert before and any(n > 1 for _, n in before), "needs multithreaded BLAS"
@@ -477,7 +477,7 @@ def _random_flat_tokens(seed, n_sequences=30):
 def test_vectorizer_transforms_flat_tokens_as_the_encoder_does(seed):
     from sklearn.feature_extraction import DictVectorizer
 
-    from skcrf._featurize import Vocabulary
+    from skcrf._featurize._vocabulary import Vocabulary
 
     X, X_new = _random_flat_tokens(seed), _random_flat_tokens(seed + 100)
     X[0] = X[0] + [{"w": "a"}]  # at least one token

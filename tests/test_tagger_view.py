@@ -262,7 +262,7 @@ def test_skcrf_model_and_its_crfsuite_file(fitted, tmp_path):
 def test_view_shows_the_file_crfsuite_would_write(fitted, tmp_path):
     """The view is the model as CRFsuite stores it: a file of exactly that model
     gives pycrfsuite the same info() and dump, header included."""
-    from skcrf._crfsuite_file import write_crfsuite
+    from skcrf._persist._crfsuite_file import write_crfsuite
 
     view = CRFsuiteTagger(fitted._model)
     assert (fitted._model.state_weights == 0).any()  # L1: there is something to drop

@@ -1,4 +1,4 @@
-"""Compiled Viterbi (skcrf._viterbi) against the numpy oracle, plain dynamic
+"""Compiled Viterbi (skcrf._inference._viterbi) against the numpy oracle, plain dynamic
 programming and brute-force enumeration of every labelling."""
 
 import itertools
@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from skcrf._inference import viterbi
-from skcrf._packing import pack
+from skcrf._inference._logspace import viterbi
+from skcrf._utils._packing import pack
 
-_viterbi = pytest.importorskip("skcrf._viterbi", reason="compiled extension not built")
+_viterbi = pytest.importorskip("skcrf._inference._viterbi", reason="compiled extension not built")
 viterbi_packed = _viterbi.viterbi_packed
 viterbi_single = _viterbi.viterbi_single
 

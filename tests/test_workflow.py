@@ -12,7 +12,7 @@ import pytest
 from sklearn.exceptions import ConvergenceWarning
 
 from skcrf import CRFTagger
-from skcrf._lbfgs import LBFGSStatus
+from skcrf._training._lbfgs import LBFGSStatus
 
 
 def _corpus(seed, n_sequences=40, vocabulary=12, labels="ABC"):
@@ -187,9 +187,9 @@ _PROGRESS_SCRIPT = textwrap.dedent(
     """
     import sys, warnings
     import numpy as np
-    import skcrf._progress
+    import skcrf._utils._progress
     from skcrf import CRFTagger
-    skcrf._progress.PLAIN_INTERVAL = float(sys.argv[1])
+    skcrf._utils._progress.PLAIN_INTERVAL = float(sys.argv[1])
     rng = np.random.default_rng(0)
     X = [[{"w": str(v)} for v in rng.integers(0, 9, size=6)] for _ in range(30)]
     y = [[str(int(t["w"]) % 3) for t in s] for s in X]
@@ -243,7 +243,7 @@ def test_progress_on_a_terminal_updates_one_line_in_place():
 
 
 def test_progress_display_without_tqdm_on_a_terminal(monkeypatch):
-    from skcrf._progress import ProgressDisplay
+    from skcrf._utils._progress import ProgressDisplay
 
     class Terminal(io.StringIO):
         def isatty(self):

@@ -109,16 +109,10 @@ import struct
 
 import numpy as np
 
-from ._model import CRFModel, FittedState
-from .io import (
-    _NUMPY_NAMES,
-    _check_model_arrays,
-    _decode_value,
-    _encode_value,
-    _no_duplicate_keys,
-    _reject_constant,
-    _write_atomically,
-)
+from .._model import CRFModel, FittedState
+from ._json import NUMPY_NAMES, decode_value, encode_value, no_duplicate_keys, reject_constant
+from ._npz import check_model_arrays
+from .._utils._atomic import write_atomically
 
 __all__ = ["read_crfsuite", "write_crfsuite", "crfsuite_bytes"]
 
@@ -714,8 +708,8 @@ def _read_labels_chunk(data, offset, n_labels):
     try:
         document = json.loads(
             data[offset + _CHUNK.size : n_bytes].decode("ascii"),
-            object_pairs_hook=_no_duplicate_keys,
-            parse_constant=_reject_constant,
+            object_pairs_hook=no_duplicate_keys,
+            parse_constant=reject_constant,
         )
     except (UnicodeDecodeError, RecursionError) as exc:
         raise ValueError(f"the labels chunk is not ASCII JSON ({type(exc).__name__}).") from None
@@ -741,7 +735,7 @@ def _read_labels_chunk(data, offset, n_labels):
         raise ValueError(f"the labels chunk must list {n_labels} labels.")
     labels = []
     for k, item in enumerate(items):
-        label = _decode_value(item, f"label {k}")
+        label = decode_value(item, f"label {k}")
         if not _storable_label(label):
             raise ValueError(f"label {k}: a {type(label).__name__} is not a supported label.")
         labels.append(label)
@@ -751,7 +745,7 @@ def _read_labels_chunk(data, offset, n_labels):
 
 
 def _storable_label(label):
-    return type(label) in _LABEL_TYPES or type(label) in _NUMPY_NAMES
+    return type(label) in _LABEL_TYPES or type(label) in NUMPY_NAMES
 
 
 def _is_increasing(keys):
@@ -903,7 +897,7 @@ def _parse(data):
         "transition_index": np.ascontiguousarray(flat),
         "transition_weights": np.ascontiguousarray(weights[transition]),
     }
-    _check_model_arrays(n_attributes, n_labels, arrays)  # cannot fail: a last guard
+    check_model_arrays(n_attributes, n_labels, arrays)  # cannot fail: a last guard
     model = CRFModel(classes=classes, attributes=attributes, value_separator=":", **arrays)
     return FittedState(params={}, model=model, n_iter=0, status=None, training_log=None)
 
@@ -1122,7 +1116,7 @@ def _labels_chunk(classes):
                 "str, int, float, bool and None labels (and numpy bool, integer, float "
                 "and str_ scalars)."
             )
-        items.append(_encode_value(label, f"label {k}"))
+        items.append(encode_value(label, f"label {k}"))
     document = {"format": _LABELS_FORMAT, "format_version": _LABELS_VERSION, "labels": items}
     text = json.dumps(document, ensure_ascii=True, allow_nan=False, separators=(",", ":"))
     payload = text.encode("ascii")
@@ -1166,7 +1160,7 @@ def crfsuite_bytes(model, *, labels=None):
         arrays["transition_index"]
     ) != len(arrays["transition_weights"]):
         raise ValueError("the model's feature and weight arrays have different lengths.")
-    _check_model_arrays(n_attributes, n_labels, arrays)
+    check_model_arrays(n_attributes, n_labels, arrays)
 
     strings = _label_strings(classes, labels)
     label_keys = _encode_strings(strings, "label")
@@ -1276,4 +1270,4 @@ def write_crfsuite(model, path, *, labels=None):
         holds something other than strings.
     """
     content = crfsuite_bytes(model, labels=labels)
-    _write_atomically(path, lambda file: file.write(content))
+    write_atomically(path, lambda file: file.write(content))

@@ -1,9 +1,13 @@
-# cython: language_level=3
-"""C-level Viterbi kernels of skcrf._viterbi, for reuse by other Cython modules.
+"""C-level Viterbi kernels of skcrf._inference._viterbi, for reuse by other Cython modules.
 
 Usage from another module (all nogil)::
 
-    from skcrf._viterbi cimport ViterbiWork, viterbi_work_init, viterbi_work_free, viterbi_sequence
+    from skcrf._inference._viterbi cimport (
+        ViterbiWork,
+        viterbi_work_init,
+        viterbi_work_free,
+        viterbi_sequence,
+    )
 
     cdef ViterbiWork work
     if viterbi_work_init(&work, transitions_ptr, n_labels, max_length) != 0:
@@ -69,7 +73,7 @@ cdef double viterbi_sequence(ViterbiWork* work, const double* emissions,
                              const intp* offsets, intp column, intp length,
                              intp* path) noexcept nogil
 
-# Whole packed batch (layout of skcrf._packing): ``batch_sizes`` has
+# Whole packed batch (layout of skcrf._utils._packing): ``batch_sizes`` has
 # ``max_length`` non-increasing positive entries; ``path`` gets one label per
 # packed row and ``best_score`` (may be NULL) one score per sequence, in
 # packed order. Returns 0, or -1 when out of memory.

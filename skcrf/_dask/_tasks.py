@@ -2,7 +2,7 @@
 
 Plain functions of plain data, run as Dask tasks on the workers (and called
 directly by the tests): nothing here imports Dask, so the map-reduce can be
-checked against :func:`skcrf._objective.select_features` without a cluster.
+checked against :func:`skcrf._training._objective.select_features` without a cluster.
 
 Conventions
 -----------
@@ -21,12 +21,12 @@ order ``k = 0, 1, ...``:
    any tree over the partitions in order gives the attribute order of one
    pass over the concatenated data: a local fit's.
 2. :func:`build_model` turns the merged stats into the model's features
-   exactly as :func:`~skcrf._objective.select_features` chooses them
-   (``classes`` sorted as :func:`~skcrf._validation.encode_labels` sorts
+   exactly as :func:`~skcrf._training._objective.select_features` chooses them
+   (``classes`` sorted as :func:`~skcrf._featurize._validation.encode_labels` sorts
    them, then ``all_possible_*`` and ``min_freq``), with the observed counts.
    :func:`vectorize_partition` maps a scan's local ids onto the global ones
    and builds the partition's :class:`PartitionObjective` (a
-   :class:`~skcrf._objective.CRFObjective` with no observed counts and no
+   :class:`~skcrf._training._objective.CRFObjective` with no observed counts and no
    L2 term: both are added once, on the driver).
 
 Per evaluation, :func:`partition_loss` gives ``(sum of log Z, expected
@@ -36,19 +36,19 @@ the driver subtracts the observed counts and adds ``c2 * ||w||^2``.
 
 import numpy as np
 
-from . import __version__, _kernels
-from ._featurize import Vocabulary
-from ._model import CRFModel
-from ._objective import CRFObjective
-from ._threads import effective_n_threads, single_blas_thread
-from ._validation import (
+from .. import __version__
+from .._inference import _kernels
+from .._featurize._vocabulary import Vocabulary
+from .._model import CRFModel
+from .._training._objective import CRFObjective
+from .._utils._threads import effective_n_threads, single_blas_thread
+from .._featurize._labels import (
     _check_distinct_labels,
     _label_kind,
     check_labels,
-    check_sequences,
-    check_sums,
     encode_labels,
 )
+from .._featurize._validation import check_sequences, check_sums
 
 
 class VersionMismatchError(RuntimeError):
@@ -322,7 +322,7 @@ def build_model(
 ):
     """The features of the model from the merged stats of all partitions.
 
-    The same choice as :func:`skcrf._objective.select_features` on the
+    The same choice as :func:`skcrf._training._objective.select_features` on the
     concatenated data (state pairs stored or all of them, transitions seen or
     all of them, then the ``min_freq`` threshold on the value sums).
 
@@ -404,7 +404,7 @@ def _check_total_sums(stats):
 class PartitionObjective:
     """A partition's data with global ids, and its objective (kept on its worker).
 
-    The :class:`~skcrf._objective.CRFObjective` (blocks and buffers) is built
+    The :class:`~skcrf._training._objective.CRFObjective` (blocks and buffers) is built
     on first use and not pickled: a partition moved or spilled by Dask
     travels as its encoded data and rebuilds it.
 

@@ -1,5 +1,4 @@
-# cython: language_level=3
-# Declarations of the k-best (list) Viterbi of skcrf._nbest, for reuse from
+# Declarations of the k-best (list) Viterbi of skcrf._inference._nbest, for reuse from
 # other compiled modules. See _nbest.pyx for the conventions.
 
 from libc.stdint cimport int32_t
@@ -62,9 +61,9 @@ cdef struct LazyKBestWork:
     intp max_length          # capacity, in tokens
     const double* transitions  # (n_labels, n_labels) row-major, -inf = forbidden; not owned
     double* transposed       # n_labels * n_labels: transposed[j * n_labels + i] = T[i, j]
-    double spread            # pruning of the forward pass, as skcrf._viterbi
+    double spread            # pruning of the forward pass, as skcrf._inference._viterbi
     double margin
-    double* bound            # NULL, or n_labels * n_labels (see skcrf._viterbi)
+    double* bound            # NULL, or n_labels * n_labels (see skcrf._inference._viterbi)
     int32_t* candidates      # n_labels
     double* alpha            # max_length * n_labels: best score of each (token, label)
     int32_t* bp              # max_length * n_labels: its previous label
@@ -84,7 +83,7 @@ cdef struct LazyKBestWork:
 
 
 # Fill ``work`` (as kbest_work_init; ``tight``: the O(n_labels ** 3) pruning
-# bound of skcrf._viterbi, worth it for batches of more than a few dozen
+# bound of skcrf._inference._viterbi, worth it for batches of more than a few dozen
 # tokens). Returns 0, or -1 when out of memory (``work`` then owns nothing).
 cdef int lazy_kbest_work_init(LazyKBestWork* work, const double* transitions, intp n_labels,
                               intp k, intp max_length, bint tight) noexcept nogil

@@ -1,10 +1,9 @@
-# cython: language_level=3
 """Compiled featurization: token dicts to attribute ids and values.
 
 A :class:`Vocabulary` numbers attributes with CRFsuite's names (``w:Hello``
 for ``{'w': 'Hello'}``, ``n:a`` for ``{'n': {'a': 1}}``; see
-:mod:`skcrf._validation`) and encodes sequences of tokens into CSR arrays,
-one row per token in flat order (:class:`~skcrf._validation.Encoded`).
+:mod:`skcrf._featurize._validation`) and encodes sequences of tokens into CSR arrays,
+one row per token in flat order (:class:`~skcrf._featurize._validation.Encoded`).
 
 Design
 ------
@@ -50,7 +49,7 @@ Design
   after it; key numbers are never reused.
 - Any other token (nested dicts, list values, list-of-names tokens, numpy
   scalars, str subclasses, invalid values) goes to the general path,
-  :func:`skcrf._validation.token_attributes`, which checks it and raises the
+  :func:`skcrf._featurize._validation.token_attributes`, which checks it and raises the
   errors that name ``X[i][j]`` and the key. When the fast path meets such a
   value halfway through a token, it drops what it wrote for that token and
   the general path redoes the token (same order, so the same ids).
@@ -97,7 +96,8 @@ cdef extern from *:
     """
     void _prefetch "SKCRF_PREFETCH"(const void *address)
 
-from ._validation import DenseFeatures, Encoded, check_nonempty, token_attributes
+from ._encoded import DenseFeatures, Encoded
+from ._validation import check_nonempty, token_attributes
 
 cnp.import_array()
 
@@ -691,7 +691,7 @@ cdef class Vocabulary:
         Parameters
         ----------
         sequences : list of sequences of tokens
-            As :func:`skcrf._validation.check_sequences` returns it; every
+            As :func:`skcrf._featurize._validation.check_sequences` returns it; every
             token is checked here.
         grow : bool
             True (fit): an unseen attribute gets the next id, and the data

@@ -14,7 +14,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator, TransformerMixin
 
-from ._compat import Interval, _fit_context
+from .._compat import Interval, _fit_context
 from ._embeddings import Embeddings
 from ._validation import check_sequences
 
@@ -43,7 +43,7 @@ def word_shape(word: str, *, collapse: bool = False) -> str:
 
     Examples
     --------
-    >>> from skcrf._featurizer import word_shape
+    >>> from skcrf._featurize._featurizer import word_shape
     >>> word_shape("Paris"), word_shape("1984"), word_shape("Paris", collapse=True)
     ('Xxxxx', 'dddd', 'Xx')
     >>> word_shape("U.S.-based"), word_shape("Washington")

@@ -26,7 +26,7 @@ Evaluation
 ----------
 Sequences are dealt into one shard per thread (balanced by tokens). A shard
 is cut into blocks of sequences of similar length (at most
-:data:`skcrf._blocks.BLOCK_ELEMENTS` tokens x labels, or one sequence), each held in the
+:data:`skcrf._inference._blocks.BLOCK_ELEMENTS` tokens x labels, or one sequence), each held in the
 packed time-major layout with its token features as CSR rows. Per block:
 state scores over the existing features, one ``exp``, the scaled
 forward-backward (one BLAS product per time step for all the block's
@@ -39,8 +39,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from . import _kernels
-from ._blocks import (
+from .._inference import _kernels
+from .._inference._blocks import (
     StateLayout,
     Workspace,
     block_marginals,
@@ -49,10 +49,10 @@ from ._blocks import (
     masked_block_marginals,
     score_arrays,
 )
-from ._constraints import Constraints
-from ._model import CRFModel, kept_state_ptr
-from ._threads import single_blas_thread, split_sequences
-from ._vectors import expand_dense, select_vector_features, vector_feature_index
+from .._inference._constraints import Constraints
+from .._model import CRFModel, kept_state_ptr
+from .._utils._threads import single_blas_thread, split_sequences
+from .._featurize._vectors import expand_dense, select_vector_features, vector_feature_index
 
 
 def select_features(
@@ -87,7 +87,7 @@ def select_features(
     classes : ndarray of object
     attributes : list of str
     partial : PartialLabels or None
-        Partially labelled data (:func:`skcrf._validation.check_partial_training_labels`;
+        Partially labelled data (:func:`skcrf._featurize._validation.check_partial_training_labels`;
         ``labels`` is then -1 where a label is unknown or fuzzy). Features
         are decided from the known labels only: a state feature exists when
         a token with that *known* label holds the attribute, a transition
@@ -286,7 +286,7 @@ def _select_partial_features(
 class _Shard:
     """The sequences one thread evaluates: blocks, buffers and accumulators.
 
-    With ``partial`` (a :class:`~skcrf._validation.PartialLabels`), the
+    With ``partial`` (a :class:`~skcrf._featurize._validation.PartialLabels`), the
     shard's partially labelled sequences get blocks of their own, evaluated
     twice (free, then with their label masks), and the sequences with no
     label at all are left out.

@@ -4,7 +4,7 @@
 of sequences, a generator included. A sized, indexable container (a list,
 a tuple, an array) is encoded as before (:meth:`Vocabulary.encode`); anything
 else is *streamed*: each sequence is checked, encoded into growing CSR
-buffers (:class:`skcrf._featurize.StreamEncoder`) and dropped before the
+buffers (:class:`skcrf._featurize._vocabulary.StreamEncoder`) and dropped before the
 next one is read, so the token dicts never all exist at once. Only the
 compact arrays (12 bytes per stored feature, 8 per token) and the label
 sequences are kept. Both paths give the same :class:`Encoded` arrays, hence
@@ -17,10 +17,10 @@ anything fitted changes: ``fit`` sets its attributes at the end).
 
 Data read more than once (``X_dev`` / ``y_dev``, scored at every iteration;
 the training data of ``early_stopping`` without ``X_dev``, split into a
-validation part) must be a list: :func:`skcrf._validation.check_reusable`.
+validation part) must be a list: :func:`skcrf._featurize._validation.check_reusable`.
 """
 
-from ._featurize import StreamEncoder
+from ._vocabulary import StreamEncoder
 from ._validation import (
     check_iterable,
     check_label_sequence,

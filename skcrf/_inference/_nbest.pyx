@@ -1,12 +1,10 @@
-# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
-# cython: initializedcheck=False
 """Compiled k-best (list) Viterbi with forbidden labels and transitions, and
 the per-sequence log partition function of a packed block.
 
 Conventions
 -----------
-- Same layouts as :mod:`skcrf._viterbi`: ``emissions[r, j]`` is the score of
-  label ``j`` at packed row ``r`` (layout of :mod:`skcrf._packing`),
+- Same layouts as :mod:`skcrf._inference._viterbi`: ``emissions[r, j]`` is the score of
+  label ``j`` at packed row ``r`` (layout of :mod:`skcrf._utils._packing`),
   ``transitions[i, j]`` the score of label ``i`` followed by label ``j``; no
   start or end transitions.
 - Constraints are scores of ``-inf``: an emission of ``-inf`` forbids the
@@ -20,7 +18,7 @@ Conventions
   backpointer to (previous label, rank there); the k best of the sequence
   are merged from its last token. Scores are summed in the order of the
   Viterbi kernel, ``(previous + T[i, j]) + emission``, so the best path and
-  its score are bitwise those of :func:`skcrf._viterbi.viterbi_packed`.
+  its score are bitwise those of :func:`skcrf._inference._viterbi.viterbi_packed`.
 - Ties: labellings of equal score are ordered by their labels read from the
   end: the lower last label index first, then the lower label before it, and
   so on (a labelling's key at each token is its score, then its label, then
@@ -46,8 +44,8 @@ cimport numpy as cnp
 
 cnp.import_array()
 
-from skcrf._kernels cimport forward_scaled
-from skcrf._viterbi cimport ViterbiWork, viterbi_work_free, viterbi_work_init
+from skcrf._inference._kernels cimport forward_scaled
+from skcrf._inference._viterbi cimport ViterbiWork, viterbi_work_free, viterbi_work_init
 
 # Bands of previous scores (the last one takes every lower score).
 DEF N_BANDS = 24
@@ -344,7 +342,7 @@ cdef extern from *:
     #define SKCRF_NBEST_SSE2 0
     #endif
 
-    /* As skcrf._viterbi: cur[j], bp[j] = p + trow[j], i where p + trow[j] > cur[j]. */
+    /* As skcrf._inference._viterbi: cur[j], bp[j] = p + trow[j], i where p + trow[j] > cur[j]. */
     static inline void skcrf_nbest_maxplus_update(double *cur, int32_t *bp, const double *trow,
                                                   double p, int32_t i, Py_ssize_t n) {
         Py_ssize_t j = 0;
@@ -374,7 +372,7 @@ cdef extern from *:
     void skcrf_nbest_maxplus_update(double* cur, int32_t* bp, const double* trow,
                                     double p, int32_t i, intp n) noexcept nogil
 
-# as skcrf._viterbi
+# as skcrf._inference._viterbi
 cdef double _PRUNE_RELATIVE_MARGIN = 1e-9
 
 
@@ -913,7 +911,7 @@ def forward_log_partition(const double[:, ::1] psi, const double[:, ::1] exp_tra
                           double[::1] scale, double[::1] out):
     """Scaled forward pass of a packed block; the log scale sums per sequence.
 
-    ``psi`` and ``exp_trans`` as for :func:`skcrf._kernels.forward_backward`
+    ``psi`` and ``exp_trans`` as for :func:`skcrf._inference._kernels.forward_backward`
     (zeros allowed: forbidden labels and pairs). ``out[c]`` (packed sequence
     order) receives the sum of ``log(scale)`` over the rows of sequence ``c``:
     its ``log Z`` less the shifts. A sequence whose allowed labellings all

@@ -3,7 +3,7 @@
 Training and decoding both cut a batch of sequences into blocks of similar
 length (sorted longest first, at most :data:`BLOCK_ELEMENTS` tokens x labels
 per block, or one sequence), each held in the packed time-major layout of
-:mod:`skcrf._packing` with its token features as CSR rows. Buffers are sized
+:mod:`skcrf._utils._packing` with its token features as CSR rows. Buffers are sized
 by a block (a :class:`Workspace` per thread), never by the whole data.
 """
 
@@ -12,9 +12,9 @@ from typing import NamedTuple
 import numpy as np
 
 from . import _kernels
-from ._inference import _forward_backward_log
-from ._inference import forward_backward as _forward_backward_numpy
-from ._packing import pack, sequence_rows
+from ._logspace import _forward_backward_log
+from ._logspace import forward_backward as _forward_backward_numpy
+from .._utils._packing import pack, sequence_rows
 
 #: Upper bound on tokens x labels of one block (unless one sequence is longer).
 BLOCK_ELEMENTS = 1 << 16

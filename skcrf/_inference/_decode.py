@@ -2,11 +2,11 @@
 
 A :class:`Decoder` holds what decoding reads from a :class:`~skcrf._model.CRFModel`:
 its nonzero state weights (CSR by attribute) and its dense transitions. Many
-sequences are decoded in blocks of the packed layout (see :mod:`skcrf._blocks`),
+sequences are decoded in blocks of the packed layout (see :mod:`skcrf._inference._blocks`),
 dealt to threads when there are enough tokens; one sequence goes straight to
 the compiled single-sequence kernels.
 
-Constraints (a :class:`~skcrf._constraints.Constraints`, optional everywhere)
+Constraints (a :class:`~skcrf._inference._constraints.Constraints`, optional everywhere)
 become scores of ``-inf`` / probabilities of 0: Viterbi runs the usual
 kernel (exact with ``-inf`` scores; with forbidden pairs it prunes nothing).
 """
@@ -27,8 +27,8 @@ from ._blocks import (
     state_scores,
 )
 from ._constraints import NoValidLabelling, apply_log_masks
-from ._threads import single_blas_thread, split_sequences
-from ._validation import check_emissions
+from .._utils._threads import single_blas_thread, split_sequences
+from .._featurize._validation import check_emissions
 from ._viterbi import viterbi_packed
 
 # Below this many tokens per thread, a batch is not worth sharding.
@@ -100,7 +100,7 @@ class Decoder:
         """Label index of every token (flat order), the most probable paths.
 
         With ``constraints``, the most probable allowed paths; a sequence
-        with none raises :class:`~skcrf._constraints.NoValidLabelling`.
+        with none raises :class:`~skcrf._inference._constraints.NoValidLabelling`.
         """
         n_tokens = len(encoded.indptr) - 1
         path = np.empty(n_tokens, dtype=np.intp)

@@ -2,14 +2,14 @@
 
 :func:`train_online` runs the epochs of one algorithm with CRFsuite's
 parameters, defaults, losses and stopping rules; each epoch is one call into
-the compiled :mod:`skcrf._online`. The state it returns lets training go on
+the compiled :mod:`skcrf._training._online`. The state it returns lets training go on
 later from exactly where it stopped (``partial_fit``).
 
 Conventions
 -----------
 - The features and the flat weight vector ``w = [state weights, transition
   weights]`` are those of :mod:`skcrf._model` (from
-  :func:`skcrf._objective.select_features`); training starts from ``w = 0``.
+  :func:`skcrf._training._objective.select_features`); training starts from ``w = 0``.
 - Sequences of length 0 are left out; ``N`` is the number of the others.
   Every epoch first shuffles the order of the sequences in place with the
   given ``numpy.random.RandomState`` (CRFsuite shuffles its permutation in
@@ -42,7 +42,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ._online import OnlineProblem
-from ._threads import single_blas_thread
+from .._utils._threads import single_blas_thread
 
 ALGORITHMS = ("l2sgd", "ap", "pa", "arow")
 

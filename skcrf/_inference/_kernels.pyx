@@ -11,7 +11,7 @@ Conventions
   ``state_labels[k]``. Scores and expected counts touch only these, never a
   dense attributes x labels array.
 - Forward-backward works on one block of sequences in the packed time-major
-  layout of :mod:`skcrf._packing`: step ``t`` is ``batch_sizes[t]``
+  layout of :mod:`skcrf._utils._packing`: step ``t`` is ``batch_sizes[t]``
   consecutive rows, and the sequences still active at ``t + 1`` are the first
   rows of step ``t``. Each step is one matrix product through BLAS for all
   sequences of the block (a chain of per-sequence vector products is
@@ -351,10 +351,14 @@ def exp_shifted(double[:, ::1] scores, double[::1] out_max):
 
 from libc.math cimport isfinite
 from libc.stdlib cimport free, malloc
-from skcrf._viterbi cimport (
+from skcrf._inference._viterbi cimport (
     intp,
-    ViterbiWork, viterbi_bound_new, viterbi_sequence, viterbi_work_free,
-    viterbi_work_init, viterbi_work_share,
+    ViterbiWork,
+    viterbi_bound_new,
+    viterbi_sequence,
+    viterbi_work_free,
+    viterbi_work_init,
+    viterbi_work_share,
 )
 
 

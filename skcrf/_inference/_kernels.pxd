@@ -1,4 +1,4 @@
-# Declarations of the training and inference kernels of skcrf._kernels, for
+# Declarations of the training and inference kernels of skcrf._inference._kernels, for
 # reuse from other compiled modules. See _kernels.pyx for the conventions.
 
 cdef void add_state_scores(

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from ._progress import ProgressDisplay
+from .._utils._progress import ProgressDisplay
 
 if TYPE_CHECKING:
     from ._lbfgs import IterationInfo, LBFGSStatus

@@ -3,8 +3,8 @@
 n-best labellings, sequence probabilities and transition marginals, with or
 without constraints.
 
-Functions over a :class:`~skcrf._decode.Decoder` and encoded sequences,
-batched in the blocks of :mod:`skcrf._blocks` and dealt to threads as
+Functions over a :class:`~skcrf._inference._decode.Decoder` and encoded sequences,
+batched in the blocks of :mod:`skcrf._inference._blocks` and dealt to threads as
 decoding is (``Decoder._run``). The estimator turns their label indices into
 labels.
 
@@ -14,18 +14,18 @@ Conventions
   ``p(y | x, constraints) = exp(score(y)) / Z_c(x)`` where ``Z_c`` sums over
   the allowed labellings only; a labelling that breaks a constraint has
   probability 0 (log-probability ``-inf``).
-- ``log Z`` comes from the scaled forward pass (:mod:`skcrf._nbest`'s
+- ``log Z`` comes from the scaled forward pass (:mod:`skcrf._inference._nbest`'s
   :func:`forward_log_partition`), or from the log-domain reference of
-  :mod:`skcrf._inference` when scores are too wide for scaling.
+  :mod:`skcrf._inference._logspace` when scores are too wide for scaling.
 - n-best ties: labellings of equal score are ordered by their labels read
   from the end (the lower last label index in ``classes_`` first, then the
   label before it, ...); the first one is ``predict``'s (see
-  :mod:`skcrf._nbest`).
-- n-best lists come from the lazy k-best kernel (:func:`skcrf._nbest.kbest_packed`,
+  :mod:`skcrf._inference._nbest`).
+- n-best lists come from the lazy k-best kernel (:func:`skcrf._inference._nbest.kbest_packed`,
   Huang & Chiang's algorithm 3: one pruned Viterbi pass, then only the
   nodes the n best paths reach are expanded), whose lists, scores and ties
   are those of the eager kernel kept as its reference
-  (:func:`skcrf._nbest.kbest_packed_eager`).
+  (:func:`skcrf._inference._nbest.kbest_packed_eager`).
 - An empty sequence has one labelling, the empty one, of probability 1.
 - Per-sequence results are in the caller's sequence order; per-token ones
   in flat order.
@@ -37,7 +37,7 @@ from . import _kernels
 from ._blocks import MAX_TRANSITION_SPREAD, state_scores
 from ._constraints import NoValidLabelling, apply_log_masks, apply_zero_masks
 from ._decode import _check_finite
-from ._inference import _forward_backward_log, pair_marginals
+from ._logspace import _forward_backward_log, pair_marginals
 from ._nbest import forward_log_partition, kbest_packed
 from ._viterbi import viterbi_packed
 

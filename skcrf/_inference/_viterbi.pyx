@@ -1,8 +1,6 @@
-# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
-# cython: initializedcheck=False
 """Compiled Viterbi decoding of linear-chain CRFs (batched and single sequence).
 
-Same conventions and results as :func:`skcrf._inference.viterbi` (the numpy
+Same conventions and results as :func:`skcrf._inference._logspace.viterbi` (the numpy
 version, kept as the reference): ``emissions[r, j]`` is the score of label
 ``j`` at row ``r``, ``transitions[i, j]`` the score of label ``i`` followed
 by label ``j``, no start or end transitions; ties go to the lowest label
@@ -400,13 +398,13 @@ def viterbi_packed(const double[:, ::1] emissions, const double[:, ::1] transiti
                    double[::1] best_score_out=None):
     """Most probable labelling of every sequence of a packed batch.
 
-    Same results as :func:`skcrf._inference.viterbi`; the GIL is released
+    Same results as :func:`skcrf._inference._logspace.viterbi`; the GIL is released
     for the whole computation, so threads can decode shards concurrently.
 
     Parameters
     ----------
     emissions : ndarray of shape (n_tokens, n_labels), float64, C-contiguous
-        Packed rows (layout of :mod:`skcrf._packing`).
+        Packed rows (layout of :mod:`skcrf._utils._packing`).
     transitions : ndarray of shape (n_labels, n_labels), float64, C-contiguous
     batch_sizes : ndarray of shape (max_length,), intp
         Non-increasing, positive, summing to ``n_tokens``.

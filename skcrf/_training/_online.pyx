@@ -1,10 +1,8 @@
-# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
-# cython: initializedcheck=False
 """Compiled epochs of the online trainers: SGD (l2sgd), the averaged
 perceptron (ap), passive-aggressive (pa) and AROW (arow).
 
 One call runs one pass over the sequences in a given order, without the GIL
-and without Python per sequence; :mod:`skcrf._online_train` shuffles, keeps
+and without Python per sequence; :mod:`skcrf._training._online_train` shuffles, keeps
 the state between epochs, averages and tests the stopping rules.
 
 Conventions
@@ -21,7 +19,7 @@ Conventions
 - Per sequence, the emission scores of every label are summed over the
   features that exist (a ``(length, L)`` buffer), the transition scores are
   held in a dense ``(L, L)`` buffer (0 where no feature exists).
-- Viterbi is :func:`skcrf._viterbi.viterbi_sequence` (ties go to the lowest
+- Viterbi is :func:`skcrf._inference._viterbi.viterbi_sequence` (ties go to the lowest
   label, as in CRFsuite). Its pruning bound depends on the spread of the
   transition scores, refreshed whenever an update touches a transition.
 - An update by the difference ``F(x, y) - F(x, y_viterbi)`` is gathered
@@ -43,8 +41,12 @@ import numpy as np
 
 cimport numpy as cnp
 
-from skcrf._viterbi cimport (
-    ViterbiWork, intp, viterbi_sequence, viterbi_work_free, viterbi_work_init,
+from skcrf._inference._viterbi cimport (
+    ViterbiWork,
+    intp,
+    viterbi_sequence,
+    viterbi_work_free,
+    viterbi_work_init,
 )
 
 cnp.import_array()
@@ -54,7 +56,7 @@ cnp.import_array()
 cdef extern from "_vector_exp.h":
     void skcrf_exp_nonpositive(double* a, Py_ssize_t n) noexcept nogil
 
-# Same relative rounding margin as skcrf._viterbi's pruning.
+# Same relative rounding margin as skcrf._inference._viterbi's pruning.
 cdef double _PRUNE_MARGIN = 1e-9
 # Fold the l2sgd decay factor into the weights before it gets this small
 # (it is exactly 0 when eta * lambda == 1, which would divide by zero).

@@ -1,7 +1,7 @@
 """Batched inference for linear-chain CRFs: forward-backward and Viterbi.
 
 Kernels are plain functions on arrays in the packed time-major layout of
-:mod:`skcrf._packing`: ``emissions`` has one row per token in packed order,
+:mod:`skcrf._utils._packing`: ``emissions`` has one row per token in packed order,
 ``batch_sizes[t]`` sequences are active at step ``t`` and the sequences still
 active at step ``t + 1`` are the first rows of block ``t``. The recursion over
 time is one small dense matrix product per step for all sequences at once.

@@ -20,8 +20,8 @@ objective computes ``E = U @ W`` (``W``: the ``D x labels`` weights, 0 where
 no feature), adds ``E[r_t]`` to each token's state scores, sums each block's
 marginals per distinct row (``M[r_t] += p_t``) and gets the expected counts
 as ``U.T @ M``: two BLAS products per evaluation
-(:func:`skcrf._kernels.add_vector_scores`,
-:func:`~skcrf._kernels.add_vector_expected`), whose size is set by the
+(:func:`skcrf._inference._kernels.add_vector_scores`,
+:func:`~skcrf._inference._kernels.add_vector_expected`), whose size is set by the
 distinct rows, not the tokens. Paths that do not know the
 dense block (the online trainers, partially labelled data, decoding) get the
 vectors as ordinary CSR entries (:func:`expand_dense`, or ``dense=False``).
@@ -29,8 +29,8 @@ vectors as ordinary CSR entries (:func:`expand_dense`, or ``dense=False``).
 
 import numpy as np
 
-from ._model import kept_state_ptr
-from ._validation import Encoded
+from .._model import kept_state_ptr
+from ._encoded import Encoded
 
 __all__ = ["expand_dense", "select_vector_features", "vector_feature_index"]
 
@@ -89,7 +89,7 @@ def select_vector_features(
     n_labels : int
     state_ptr, state_labels, state_sum : ndarray
         The features chosen from the CSR entries (none for the vector
-        attributes), as :func:`skcrf._kernels.state_feature_sums` gives them
+        attributes), as :func:`skcrf._inference._kernels.state_feature_sums` gives them
         after ``min_freq``.
 
     Returns

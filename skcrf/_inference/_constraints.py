@@ -39,7 +39,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from ._validation import check_partial_labels
+from .._featurize._labels import check_partial_labels
 
 __all__ = [
     "SCHEMES",
@@ -268,7 +268,7 @@ class Constraints:
         partial_labels : list or None
             Per sequence None or a list with, per token, None, a label, or a
             set / frozenset of labels (checked by
-            :func:`skcrf._validation.check_partial_labels`).
+            :func:`skcrf._featurize._validation.check_partial_labels`).
         """
         transitions = transition_constraints(classes, allowed_transitions)
         token_index = token_masks = None

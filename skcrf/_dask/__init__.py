@@ -1,0 +1,2 @@
+"""What runs on Dask workers, and CoNLL files read there (for :mod:`skcrf.dask`).
+"""

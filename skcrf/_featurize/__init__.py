@@ -1,0 +1,4 @@
+"""Tokens to numbers: validation of sequences, tokens and labels, the encoded
+data types, the compiled vocabulary, streaming, vector features and the
+raw-token featurizer.
+"""

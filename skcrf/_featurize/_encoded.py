@@ -1,0 +1,43 @@
+"""The encoded data: sequences of tokens as attribute ids and values."""
+
+from typing import NamedTuple
+
+import numpy as np
+
+__all__ = ["DenseFeatures", "Encoded"]
+
+
+class Encoded(NamedTuple):
+    """Sequences of tokens as attribute ids and values, one CSR row per token.
+
+    Rows are in flat order: the tokens of sequence 0, then sequence 1, ...
+    A row may hold the same id more than once (the same attribute reached
+    twice in one token, e.g. ``['a', 'a']``); such values add up.
+    """
+
+    indptr: np.ndarray  # int64, shape (n_tokens + 1,)
+    ids: np.ndarray  # int32, shape (indptr[-1],)
+    values: np.ndarray  # float64, shape (indptr[-1],)
+    lengths: np.ndarray  # intp, shape (n_sequences,)
+    #: Vector features kept dense (``encode(..., dense=True)``), or None: then
+    #: every vector dimension is an ordinary CSR entry.
+    dense: "DenseFeatures | None" = None
+
+
+class DenseFeatures(NamedTuple):
+    """Vector-valued token features as one dense block beside the CSR rows.
+
+    A token value ``{'emb': vector}`` means the attributes ``emb[0]`` ...
+    ``emb[d-1]`` with those values; here they are the columns of the dense
+    rows. Vectors repeat (one per word type), so ``values`` holds the
+    distinct rows once and ``row_index`` gives each token's row (flat order;
+    0 where a token has no such key): token ``t`` has the values
+    ``values[row_index[t]]``.
+    """
+
+    columns: np.ndarray  # int64, shape (n_columns,): attribute id of each column
+    values: np.ndarray  # float64, C order, shape (n_distinct, n_columns)
+    key_of_column: np.ndarray  # intp, shape (n_columns,): its key's number
+    present: np.ndarray  # bool, shape (n_tokens, n_keys): the token has the key
+    keys: tuple  # the keys (feature names), in key-number order
+    row_index: np.ndarray  # intp, shape (n_tokens,): the row of each token

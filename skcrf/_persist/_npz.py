@@ -1,0 +1,927 @@
+"""The skcrf model format: a fitted state in one npz archive, never pickled.
+
+The format (file layout, JSON document, the checks on reading) is specified in
+:mod:`skcrf.io`'s docstring, the public face of this module. Nothing here
+imports an estimator: :func:`save_model` and :func:`load_model` duck-type one.
+"""
+
+import binascii
+import json
+import math
+import operator
+import os
+import zipfile
+import zlib
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from .._training._lbfgs import LBFGSStatus
+from .._model import CRFModel, FittedState
+from .._training._online_train import OnlineStatus
+from .._training._training_log import LabelScore, TrainingLog
+from .._utils._atomic import write_atomically
+from ._json import decode_value, encode_value, is_hashable, no_duplicate_keys, reject_constant
+
+__all__ = [
+    "FORMAT_NAME",
+    "FORMAT_VERSION",
+    "load_model",
+    "load_state",
+    "save_model",
+    "save_state",
+]
+
+#: The ``format`` value of every skcrf model file.
+FORMAT_NAME = "skcrf-model"
+#: The format version this skcrf writes, and the newest it reads.
+FORMAT_VERSION = 2
+
+# The arrays of each format version, in the order they are written.
+_ARRAY_NAMES = {
+    1: ("metadata", "coef_indices", "coef_values", "transition"),
+    2: (
+        "metadata",
+        "state_ptr",
+        "state_labels",
+        "state_weights",
+        "transition_index",
+        "transition_weights",
+    ),
+}
+_JSON_KEYS = {
+    1: frozenset(
+        {
+            "format",
+            "format_version",
+            "skcrf_version",
+            "estimator",
+            "params",
+            "labels",
+            "vocabulary",
+            "vectorizer",
+            "n_features",
+            "n_iter",
+            "status",
+            "training_log",
+        }
+    ),
+    2: frozenset(
+        {
+            "format",
+            "format_version",
+            "skcrf_version",
+            "estimator",
+            "params",
+            "labels",
+            "attributes",
+            "value_separator",
+            "n_iter",
+            "status",
+            "training_log",
+            "extra",
+        }
+    ),
+}
+_V1_VECTORIZER_KEYS = frozenset({"dtype", "separator", "sparse", "sort"})
+_V1_VECTORIZER_DTYPES = frozenset(
+    {
+        "int8",
+        "int16",
+        "int32",
+        "int64",
+        "uint8",
+        "uint16",
+        "uint32",
+        "uint64",
+        "float16",
+        "float32",
+        "float64",
+    }
+)
+# Status names of the online trainers carry this prefix (L-BFGS's have none).
+_ONLINE_PREFIX = "OnlineStatus."
+_LOG_KEYS = frozenset({"iterations", "status", "message", "verbose"})
+
+# Guards against "zip bombs": an array member larger than this must not be
+# more than _MAX_COMPRESSION_RATIO times larger than its compressed size. The
+# weights are barely compressible (zeros aside). The integer arrays of format
+# 2 are exempt (they compress very well: ``state_ptr`` of a model with every
+# attribute/label pair is an arithmetic sequence), because their lengths are
+# checked, before any of their data is read, against the metadata
+# (``state_ptr``) and the weight arrays (``state_labels``,
+# ``transition_index``), which are not exempt.
+_FREE_UNCOMPRESSED_BYTES = 64 * 2**20
+_MAX_COMPRESSION_RATIO = 100
+_RATIO_EXEMPT = frozenset({"state_ptr", "state_labels", "transition_index"})
+_MAX_HEADER_SIZE = 10_000  # numpy's own default limit for .npy headers
+
+
+def _valid_param_name(name):
+    return type(name) is str and name.isidentifier() and not name.startswith("_")
+
+
+# -- the model arrays: one set of rules for saving and loading --------------
+
+
+def check_model_arrays(n_attributes, n_labels, arrays):
+    """Check the consistency of the format 2 arrays (ValueError naming it).
+
+    ``arrays`` maps the array names to 1-D arrays of the right dtypes, with
+    ``state_labels``/``state_weights`` and ``transition_index`` /
+    ``transition_weights`` of equal lengths.
+    """
+    ptr = arrays["state_ptr"]
+    labels = arrays["state_labels"]
+    index = arrays["transition_index"]
+    n_states = len(labels)
+    if len(ptr) != n_attributes + 1:
+        raise ValueError(
+            f"state_ptr has {len(ptr)} entries; n_attributes + 1 = {n_attributes + 1} expected."
+        )
+    if ptr[0] != 0 or ptr[-1] != n_states or (np.diff(ptr) < 0).any():
+        raise ValueError(f"state_ptr must be non-decreasing from 0 to n_states = {n_states}.")
+    if n_states:
+        if labels.min() < 0 or labels.max() >= n_labels:
+            raise ValueError(f"state_labels must be label indices in [0, {n_labels}).")
+        starts = np.zeros(n_states, dtype=bool)
+        starts[ptr[:-1][ptr[:-1] < n_states]] = True
+        if (np.diff(labels)[~starts[1:]] <= 0).any():
+            raise ValueError("state_labels must be strictly increasing within an attribute.")
+    size = n_labels * n_labels
+    if len(index) and (index[0] < 0 or index[-1] >= size or (np.diff(index) <= 0).any()):
+        raise ValueError(
+            f"transition_index must be strictly increasing indices in [0, {size}) "
+            f"(n_labels * n_labels)."
+        )
+    for name in ("state_weights", "transition_weights"):
+        if not np.isfinite(arrays[name]).all():
+            raise ValueError(f"{name} holds non-finite values (NaN or infinity).")
+
+
+def _as_int_array(value, name):
+    array = np.asarray(value)
+    if array.ndim != 1 or (array.size and array.dtype.kind not in "iu"):
+        raise ValueError(
+            f"model.{name} must be a 1-D integer array; got {array.dtype} of shape {array.shape}."
+        )
+    if array.dtype == np.uint64 and array.size and array.max() > np.iinfo(np.int64).max:
+        raise ValueError(f"model.{name} holds values beyond int64.")
+    return np.ascontiguousarray(array, dtype=np.int64)
+
+
+def _as_float_array(value, name):
+    array = np.asarray(value)
+    if array.ndim != 1 or (array.size and array.dtype.kind not in "fiu"):
+        raise ValueError(
+            f"model.{name} must be a 1-D float array; got {array.dtype} of shape {array.shape}."
+        )
+    return np.ascontiguousarray(array, dtype=np.float64)
+
+
+# -- saving ----------------------------------------------------------------
+
+
+def _encode_log(log, what):
+    if log is None:
+        return None
+    if not isinstance(log, TrainingLog):
+        raise TypeError(f"{what} must be a TrainingLog or None; got {type(log).__name__}.")
+    iterations = []
+    for k, entry in enumerate(log.iterations):
+        encoded = {}
+        for key, value in entry.items():
+            if type(key) is not str:
+                raise TypeError(f"{what}.iterations[{k}] has a non-str key {key!r:.100}.")
+            where = f"{what}.iterations[{k}][{key!r:.100}]"
+            if key == "scores" and type(value) is dict:
+                encoded[key] = _encode_label_scores(value, where)
+                continue
+            if type(value) is Fraction:
+                encoded[key] = {"type": "fraction", "value": [value.numerator, value.denominator]}
+                continue
+            if type(value) in (tuple, list, dict):
+                raise TypeError(
+                    f"{where} is a {type(value).__name__}; log values must be scalars."
+                )
+            encoded[key] = encode_value(value, f"{where} =")
+        iterations.append(encoded)
+    return {
+        "iterations": iterations,
+        "status": _encode_status(log.status, f"{what}.status"),
+        "message": str(log.message),
+        "verbose": encode_value(log.verbose, f"{what}.verbose ="),
+    }
+
+
+def _encode_label_scores(scores, what):
+    """A ``{label: LabelScore}`` log entry as a tagged list of 7-tuples."""
+    rows = []
+    for label, score in scores.items():
+        if not isinstance(score, LabelScore):
+            raise TypeError(f"{what}[{label!r:.100}] must be a LabelScore; got {score!r:.100}.")
+        rows.append((label, *score))
+    return {"type": "label_scores", "value": encode_value(rows, f"{what} =")}
+
+
+def _decode_label_scores(value, what):
+    rows = decode_value(value, what)
+    if type(rows) is not list:
+        raise ValueError(f"{what}: expected a list of label scores.")
+    scores = {}
+    for row in rows:
+        if type(row) is not tuple or len(row) != 7:
+            raise ValueError(f"{what}: a label score must be a 7-tuple; got {row!r:.100}.")
+        label, *counts, precision, recall, f1 = row
+        if not is_hashable(label) or label in scores:
+            raise ValueError(f"{what}: invalid or repeated label {label!r:.100}.")
+        if any(type(c) is not int or c < 0 for c in counts) or any(
+            x is not None and type(x) is not float for x in (precision, recall, f1)
+        ):
+            raise ValueError(f"{what}: invalid figures for label {label!r:.100}.")
+        scores[label] = LabelScore(*counts, precision, recall, f1)
+    return scores
+
+
+def _decode_fraction(value, what):
+    if (
+        type(value) is not list
+        or len(value) != 2
+        or any(type(v) is not int for v in value)
+        or value[1] <= 0
+    ):
+        raise ValueError(f"{what}: invalid fraction {value!r:.100}.")
+    return Fraction(*value)
+
+
+def _encode_status(status, what):
+    if status is None:
+        return None
+    if isinstance(status, OnlineStatus):
+        return f"{_ONLINE_PREFIX}{status.name}"
+    if not isinstance(status, LBFGSStatus):
+        raise TypeError(
+            f"{what} must be an LBFGSStatus, an OnlineStatus or None; got {status!r:.100}."
+        )
+    return status.name
+
+
+def _state_document(state, estimator):
+    """The arrays (metadata included) of a fitted state, validated."""
+    from .. import __version__
+
+    if not isinstance(state, FittedState):
+        raise TypeError(f"state must be a FittedState; got {type(state).__name__}.")
+    model = state.model
+    if not isinstance(model, CRFModel):
+        raise TypeError(f"state.model must be a CRFModel; got {type(model).__name__}.")
+
+    classes = model.classes
+    if isinstance(classes, np.ndarray) and classes.ndim != 1:
+        raise ValueError(f"model.classes must be 1-D; got shape {classes.shape}.")
+    classes = list(classes)
+    if not classes:
+        raise ValueError("model.classes is empty: a model has at least one label.")
+    labels = []
+    for k, label in enumerate(classes):
+        encoded = encode_value(label, f"Label {k}")
+        if not is_hashable(label):
+            raise TypeError(f"Label {k} {label!r:.100} is unhashable; labels must be hashable.")
+        labels.append(encoded)
+    if len(set(classes)) != len(classes):
+        raise ValueError("model.classes holds the same label twice.")
+    n_labels = len(classes)
+
+    attributes = list(model.attributes)
+    for k, name in enumerate(attributes):
+        if type(name) is not str:
+            raise TypeError(
+                f"Attribute {k} ({name!r:.100}) is a {type(name).__name__}; skcrf model "
+                "files store str attribute names only."
+            )
+    if len(set(attributes)) != len(attributes):
+        raise ValueError("model.attributes holds the same name twice.")
+    separator = model.value_separator
+    if type(separator) is not str or not separator:
+        raise TypeError(f"model.value_separator must be a non-empty str; got {separator!r:.100}.")
+
+    arrays = {
+        "state_ptr": _as_int_array(model.state_ptr, "state_ptr"),
+        "state_labels": _as_int_array(model.state_labels, "state_labels"),
+        "state_weights": _as_float_array(model.state_weights, "state_weights"),
+        "transition_index": _as_int_array(model.transition_index, "transition_index"),
+        "transition_weights": _as_float_array(model.transition_weights, "transition_weights"),
+    }
+    for index, weights in (
+        ("state_labels", "state_weights"),
+        ("transition_index", "transition_weights"),
+    ):
+        if len(arrays[index]) != len(arrays[weights]):
+            raise ValueError(
+                f"model.{index} and model.{weights} have different lengths "
+                f"({len(arrays[index])} and {len(arrays[weights])})."
+            )
+    if not len(arrays["state_ptr"]):
+        raise ValueError("model.state_ptr is empty; it has n_attributes + 1 entries.")
+    try:
+        check_model_arrays(len(attributes), n_labels, arrays)
+    except ValueError as exc:
+        raise ValueError(f"The model cannot be saved: {exc}") from exc
+    arrays["state_labels"] = arrays["state_labels"].astype(np.int32)
+
+    params = _require_type(state.params, dict, "state.params", TypeError)
+    for name in params:
+        if not _valid_param_name(name):
+            raise TypeError(f"Parameter name {name!r:.100} is not a valid parameter name.")
+    extra = _require_type(state.extra, dict, "state.extra", TypeError)
+    for name in extra:
+        if type(name) is not str:
+            raise TypeError(f"state.extra key {name!r:.100} is not a str.")
+    try:
+        n_iter = operator.index(state.n_iter)
+    except TypeError:
+        raise TypeError(f"state.n_iter must be an int; got {state.n_iter!r:.100}.") from None
+    if n_iter < 0:
+        raise ValueError(f"state.n_iter {n_iter} is negative.")
+    if estimator is not None and type(estimator) is not str:
+        raise TypeError(f"estimator must be a str or None; got {estimator!r:.100}.")
+
+    document = {
+        "format": FORMAT_NAME,
+        "format_version": FORMAT_VERSION,
+        "skcrf_version": __version__,
+        "estimator": estimator,
+        "params": {
+            name: encode_value(value, f"Parameter {name!r} =") for name, value in params.items()
+        },
+        "labels": labels,
+        "attributes": attributes,
+        "value_separator": separator,
+        "n_iter": int(n_iter),
+        "status": _encode_status(state.status, "state.status"),
+        "training_log": _encode_log(state.training_log, "training_log"),
+        "extra": {
+            name: encode_value(value, f"Extra value {name!r} =") for name, value in extra.items()
+        },
+    }
+    text = json.dumps(document, ensure_ascii=True, allow_nan=False, separators=(",", ":"))
+    arrays["metadata"] = np.frombuffer(text.encode("ascii"), dtype=np.uint8)
+    return {name: arrays[name] for name in _ARRAY_NAMES[FORMAT_VERSION]}
+
+
+def save_state(state: FittedState, path: str | os.PathLike[str], *, estimator: Any = None) -> None:
+    """Save a fitted state to ``path`` in the skcrf model format (no pickle).
+
+    Everything is checked before anything is written (the model arrays by
+    the same rules the loader applies; see the module docstring). The write
+    is atomic: the file is written to a temporary file in the same
+    directory, flushed to disk, then renamed to ``path``. If anything fails,
+    the temporary file is removed and a file already at ``path`` is left as
+    it was.
+
+    Parameters
+    ----------
+    state : FittedState
+        The fitted state (what ``CRFTagger._get_fitted_state()`` returns).
+    path : str or os.PathLike
+        Where to write the model; the file is exactly at ``path`` (no
+        extension is added). The name is up to you (``.npz`` or, for
+        instance, ``.skcrf``).
+    estimator : str, optional
+        The estimator class, ``"module.QualName"``, recorded for information.
+
+    Raises
+    ------
+    TypeError
+        If a label, a parameter, an extra value or a log value has a type the
+        format cannot store safely (see the module docstring), or ``state``
+        is not a FittedState.
+    ValueError
+        If the model is inconsistent (for instance non-finite weights, or
+        labels out of range); nothing is written.
+
+    See Also
+    --------
+    load_state : Read the file back.
+    save_model : Save an estimator.
+    """
+    arrays = _state_document(state, estimator)
+    write_atomically(path, lambda file: np.savez_compressed(file, **arrays))
+
+
+def save_model(estimator: Any, path: str | os.PathLike[str]) -> None:
+    """Save a fitted estimator to ``path`` in the skcrf model format (no pickle).
+
+    ``save_state(estimator._get_fitted_state(), path)``, recording the
+    estimator's class name: any object with a ``_get_fitted_state()`` method
+    returning a fitted state can be saved (this module
+    does not import the estimator).
+
+    Parameters
+    ----------
+    estimator : CRFTagger
+        A fitted estimator.
+    path : str or os.PathLike
+        Where to write the model (exactly there; see :func:`save_state`).
+
+    Raises
+    ------
+    sklearn.exceptions.NotFittedError
+        If the estimator is not fitted (raised by ``_get_fitted_state``);
+        nothing is written.
+    TypeError, ValueError
+        As :func:`save_state`.
+
+    See Also
+    --------
+    load_model : Read the file back into an estimator.
+    """
+    state = estimator._get_fitted_state()
+    kind = type(estimator)
+    save_state(state, path, estimator=f"{kind.__module__}.{kind.__qualname__}")
+
+
+# -- loading ---------------------------------------------------------------
+
+
+def _member_set_message(names):
+    """Why a set of archive members is no format's (the closest one's diff)."""
+    got = set(names)
+    best = min(
+        sorted(_ARRAY_NAMES, reverse=True),
+        key=lambda v: len(got.symmetric_difference(f"{n}.npy" for n in _ARRAY_NAMES[v])),
+    )
+    expected = {f"{name}.npy" for name in _ARRAY_NAMES[best]}
+    missing = sorted(expected - got)
+    extra = sorted(got - expected)
+    return (
+        f"the archive must hold exactly the arrays {list(_ARRAY_NAMES[best])} "
+        f"(format version {best})"
+        + (f"; missing {missing}" if missing else "")
+        + (f"; unexpected {extra[:10]!r:.300}" if extra else "")
+        + ("; duplicate members" if len(names) != len(got) else "")
+    )
+
+
+def _check_members(file):
+    """Check the zip directory and every array's .npy header before reading.
+
+    Returns the (shape, dtype) of each array, refusing anything unexpected
+    (members of no format version, object dtypes, sizes that do not match
+    the headers, suspicious compression ratios) without reading any array
+    data.
+    """
+    file.seek(0)
+    if file.read(4) != b"PK\x03\x04" or not zipfile.is_zipfile(file):
+        raise ValueError("not an skcrf model file (not a zip/npz archive).")
+    file.seek(0)
+    headers = {}
+    with zipfile.ZipFile(file) as archive:
+        infos = archive.infolist()
+        names = [info.filename for info in infos]
+        if len(names) != len(set(names)) or not any(
+            set(names) == {f"{name}.npy" for name in arrays} for arrays in _ARRAY_NAMES.values()
+        ):
+            raise ValueError(f"not an skcrf model file: {_member_set_message(names)}.")
+        for info in infos:
+            name = info.filename[: -len(".npy")]
+            if info.flag_bits & 0x1:
+                raise ValueError(f"array {name!r} is encrypted.")
+            if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+                raise ValueError(f"array {name!r} uses an unsupported compression method.")
+            if name not in _RATIO_EXEMPT and info.file_size > max(
+                _FREE_UNCOMPRESSED_BYTES, _MAX_COMPRESSION_RATIO * info.compress_size
+            ):
+                raise ValueError(
+                    f"array {name!r} claims {info.file_size} bytes from "
+                    f"{info.compress_size} compressed bytes; refusing a suspicious size."
+                )
+            with archive.open(info) as member:
+                header, header_size = _read_npy_header(member, name)
+            shape, _, dtype = header
+            if any(dim < 0 for dim in shape):
+                raise ValueError(f"array {name!r} has a negative dimension in {shape!r:.100}.")
+            if dtype.hasobject or dtype.kind not in "biuf" or dtype.fields is not None:
+                raise ValueError(
+                    f"array {name!r} has dtype {dtype!s:.100}; skcrf model files hold only "
+                    "numeric arrays (object arrays and pickles are refused)."
+                )
+            n_bytes = math.prod(shape) * dtype.itemsize
+            if info.file_size != header_size + n_bytes:
+                raise ValueError(
+                    f"array {name!r}: its header claims shape {shape!r:.100} of {dtype}, "
+                    f"which does not match its stored size ({info.file_size} bytes)."
+                )
+            headers[name] = (shape, dtype)
+    return headers
+
+
+def _read_npy_header(member, name):
+    """``(shape, fortran_order, dtype)`` and size of a member's .npy header.
+
+    numpy parses the header with :func:`ast.literal_eval` (no code runs);
+    whatever it raises on a damaged header becomes a ValueError.
+    """
+    try:
+        version = np.lib.format.read_magic(member)
+        if version == (1, 0):
+            header = np.lib.format.read_array_header_1_0(member, max_header_size=_MAX_HEADER_SIZE)
+        elif version == (2, 0):
+            header = np.lib.format.read_array_header_2_0(member, max_header_size=_MAX_HEADER_SIZE)
+        else:
+            raise ValueError(f"unsupported .npy version {version}")
+    except Exception as exc:  # tokenize.TokenError, SyntaxError, ...
+        raise ValueError(
+            f"array {name!r} has an invalid .npy header ({type(exc).__name__}: {exc})."
+        ) from exc
+    return header, member.tell()
+
+
+def _check_header(headers, name, kind, itemsize, shape, why="the metadata"):
+    """Check one array's header; ``shape`` entries may be None (any size)."""
+    got_shape, dtype = headers[name]
+    if (
+        dtype.kind != kind
+        or dtype.itemsize != itemsize
+        or len(got_shape) != len(shape)
+        or any(want is not None and got != want for got, want in zip(got_shape, shape))
+    ):
+        want = {"f": "float", "i": "int", "u": "uint"}[kind] + str(8 * itemsize)
+        raise ValueError(
+            f"array {name!r} must be {want} of shape "
+            f"{tuple('n' if s is None else s for s in shape)}; the file has {dtype} "
+            f"of shape {tuple(got_shape)} (inconsistent with {why})."
+        )
+    return got_shape
+
+
+def _require_keys(obj, keys, what):
+    if type(obj) is not dict:
+        raise ValueError(f"{what} must be a JSON object; got {type(obj).__name__}.")
+    missing = sorted(keys - set(obj))
+    extra = sorted(set(obj) - keys)
+    if missing or extra:
+        raise ValueError(
+            f"{what}: "
+            + (f"missing keys {missing}" if missing else "")
+            + ("; " if missing and extra else "")
+            + (f"unexpected keys {extra[:10]!r:.300}" if extra else "")
+            + "."
+        )
+
+
+def _require_type(value, kind, what, error=ValueError):
+    if type(value) is not kind:
+        raise error(f"{what} must be a {kind.__name__}; got {type(value).__name__}.")
+    return value
+
+
+def _parse_document(raw):
+    """Parse the metadata JSON; check its format name and version.
+
+    Returns the document and its format version (one this skcrf reads); its
+    keys are checked by :func:`_check_document_keys`.
+    """
+    document = json.loads(
+        raw.tobytes().decode("utf-8"),
+        object_pairs_hook=no_duplicate_keys,
+        parse_constant=reject_constant,
+    )
+    if type(document) is not dict or document.get("format") != FORMAT_NAME:
+        raise ValueError(f"not an skcrf model file (its metadata has no format {FORMAT_NAME!r}).")
+    version = document.get("format_version")
+    if type(version) is not int or version < 1:
+        raise ValueError(f"invalid format version {version!r:.100}.")
+    if version > FORMAT_VERSION:
+        from .. import __version__
+
+        raise ValueError(
+            f"the file has skcrf model format version {version} (written by skcrf "
+            f"{document.get('skcrf_version')!s:.50}); this skcrf ({__version__}) reads "
+            f"format version {FORMAT_VERSION} and older: upgrade skcrf to load it."
+        )
+    return document, version
+
+
+def _check_document_keys(document, version):
+    _require_keys(document, _JSON_KEYS[version], f"model metadata (format version {version})")
+    _require_type(document["skcrf_version"], str, "skcrf_version")
+    if version == 1 or document["estimator"] is not None:
+        _require_type(document["estimator"], str, "estimator")
+
+
+def _decode_status(name, what, nullable=True):
+    if name is None and nullable:
+        return None
+    if type(name) is str and name.startswith(_ONLINE_PREFIX):
+        member = name[len(_ONLINE_PREFIX) :]
+        if member in OnlineStatus.__members__:
+            return OnlineStatus[member]
+    elif type(name) is str and name in LBFGSStatus.__members__:
+        return LBFGSStatus[name]
+    raise ValueError(f"{what}: unknown training status {name!r:.100}.")
+
+
+def _decode_log(log_json, nullable=True):
+    if log_json is None and nullable:
+        return None
+    _require_keys(log_json, _LOG_KEYS, "training_log")
+    log = TrainingLog(verbose=decode_value(log_json["verbose"], "training_log verbose"))
+    iterations = _require_type(log_json["iterations"], list, "training_log iterations")
+    for k, entry in enumerate(iterations):
+        _require_type(entry, dict, f"training_log iteration {k}")
+        decoded = {}
+        for key, value in entry.items():
+            where = f"training_log iteration {k} {key!r:.100}"
+            kind = value.get("type") if type(value) is dict else None
+            if kind in ("label_scores", "fraction") and set(value) == {"type", "value"}:
+                decode = _decode_label_scores if kind == "label_scores" else _decode_fraction
+                decoded[key] = decode(value["value"], where)
+                continue
+            value = decode_value(value, where)
+            if type(value) in (tuple, list, dict):
+                raise ValueError(
+                    f"training_log iteration {k} {key!r:.100}: a {type(value).__name__}, "
+                    "not a scalar."
+                )
+            decoded[key] = value
+        log.iterations.append(decoded)
+    log.status = _decode_status(log_json["status"], "training_log status")
+    log.message = _require_type(log_json["message"], str, "training_log message")
+    return log
+
+
+def _decode_common(document, version):
+    """The parts of the document both format versions share."""
+    params_json = _require_type(document["params"], dict, "params")
+    params = {}
+    for name, value in params_json.items():
+        if not _valid_param_name(name):
+            raise ValueError(f"invalid parameter name {name!r:.100}.")
+        params[name] = decode_value(value, f"parameter {name!r}")
+
+    labels_json = _require_type(document["labels"], list, "labels")
+    if not labels_json:
+        raise ValueError("labels: the model has no labels.")
+    labels = [decode_value(item, f"label {k}") for k, item in enumerate(labels_json)]
+    for k, label in enumerate(labels):
+        if not is_hashable(label):
+            raise ValueError(f"label {k} is a {type(label).__name__}; labels must be hashable.")
+    if len(set(labels)) != len(labels):
+        raise ValueError("labels: the same label appears twice.")
+    classes = np.empty(len(labels), dtype=object)
+    for k, label in enumerate(labels):
+        classes[k] = label
+
+    name = "vocabulary" if version == 1 else "attributes"
+    attributes = _require_type(document[name], list, name)
+    if not all(type(attribute) is str for attribute in attributes):
+        raise ValueError(f"{name}: every attribute name must be a str.")
+    if len(set(attributes)) != len(attributes):
+        raise ValueError(f"{name}: the same attribute name appears twice.")
+
+    n_iter = _require_type(document["n_iter"], int, "n_iter")
+    if n_iter < 0:
+        raise ValueError(f"n_iter {n_iter} is negative.")
+    return {
+        "params": params,
+        "classes": classes,
+        "attributes": attributes,
+        "n_iter": n_iter,
+        "status": _decode_status(document["status"], "status", nullable=version > 1),
+        "training_log": _decode_log(document["training_log"], nullable=version > 1),
+    }
+
+
+def _read_v2(document, headers, npz):
+    common = _decode_common(document, 2)
+    separator = _require_type(document["value_separator"], str, "value_separator")
+    if not separator:
+        raise ValueError("value_separator is empty.")
+    extra_json = _require_type(document["extra"], dict, "extra")
+    extra = {key: decode_value(v, f"extra {key!r:.100}") for key, v in extra_json.items()}
+
+    n_attributes, n_labels = len(common["attributes"]), len(common["classes"])
+    _check_header(headers, "state_ptr", "i", 8, (n_attributes + 1,), "the attributes")
+    (n_states,) = _check_header(headers, "state_labels", "i", 4, (None,))
+    _check_header(headers, "state_weights", "f", 8, (n_states,), "state_labels")
+    (n_transitions,) = _check_header(headers, "transition_index", "i", 8, (None,))
+    _check_header(headers, "transition_weights", "f", 8, (n_transitions,), "transition_index")
+    if n_states > n_attributes * n_labels:
+        raise ValueError(
+            f"{n_states} state features for {n_attributes} attributes and {n_labels} "
+            "labels (inconsistent with the attributes and labels)."
+        )
+    if n_transitions > n_labels * n_labels:
+        raise ValueError(
+            f"{n_transitions} transition features for {n_labels} labels (inconsistent "
+            "with the labels)."
+        )
+    _check_crc(npz)
+    arrays = {
+        "state_ptr": np.ascontiguousarray(npz["state_ptr"], dtype=np.int64),
+        "state_labels": np.ascontiguousarray(npz["state_labels"], dtype=np.int32),
+        "state_weights": np.ascontiguousarray(npz["state_weights"], dtype=np.float64),
+        "transition_index": np.ascontiguousarray(npz["transition_index"], dtype=np.int64),
+        "transition_weights": np.ascontiguousarray(npz["transition_weights"], dtype=np.float64),
+    }
+    return _fitted_state(common, separator, n_attributes, n_labels, arrays, extra)
+
+
+def _read_v1(document, headers, npz):
+    """A format 1 file (skcrf 0.1) as a FittedState (see the module docstring)."""
+    common = _decode_common(document, 1)
+    vec = document["vectorizer"]
+    _require_keys(vec, _V1_VECTORIZER_KEYS, "vectorizer")
+    if type(vec["dtype"]) is not str or vec["dtype"] not in _V1_VECTORIZER_DTYPES:
+        raise ValueError(f"vectorizer: unsupported dtype {vec['dtype']!r:.100}.")
+    separator = _require_type(vec["separator"], str, "vectorizer separator")
+    if not separator:
+        raise ValueError("vectorizer separator is empty.")
+    _require_type(vec["sparse"], bool, "vectorizer sparse")
+    _require_type(vec["sort"], bool, "vectorizer sort")
+
+    n_attributes, n_labels = len(common["attributes"]), len(common["classes"])
+    size = n_attributes * n_labels
+    n_features = _require_type(document["n_features"], int, "n_features")
+    if not 0 <= n_features <= size + n_labels * n_labels:
+        raise ValueError(f"n_features {n_features} is out of range.")
+
+    (nnz,) = _check_header(headers, "coef_indices", "i", 8, (None,))
+    _check_header(headers, "coef_values", "f", 8, (nnz,), "coef_indices")
+    _check_header(headers, "transition", "f", 8, (n_labels, n_labels), "the labels")
+    if nnz > size:
+        raise ValueError(
+            f"coef: {nnz} nonzeros for a ({n_attributes}, {n_labels}) matrix "
+            "(inconsistent with the vocabulary and labels)."
+        )
+    _check_crc(npz)
+    coef_indices = np.ascontiguousarray(npz["coef_indices"], dtype=np.int64)
+    coef_values = np.ascontiguousarray(npz["coef_values"], dtype=np.float64)
+    transition = np.ascontiguousarray(npz["transition"], dtype=np.float64)
+    if nnz and (
+        coef_indices[0] < 0 or coef_indices[-1] >= size or (np.diff(coef_indices) <= 0).any()
+    ):
+        raise ValueError(
+            "coef_indices must be strictly increasing indices below "
+            f"n_attributes * n_classes = {size}."
+        )
+    # Flat C-order indices, increasing: already by attribute, then label.
+    state_ptr = np.zeros(n_attributes + 1, dtype=np.int64)
+    np.cumsum(np.bincount(coef_indices // n_labels, minlength=n_attributes), out=state_ptr[1:])
+    flat = transition.ravel()
+    transition_index = np.flatnonzero(flat).astype(np.int64)
+    arrays = {
+        "state_ptr": state_ptr,
+        "state_labels": (coef_indices % n_labels).astype(np.int32),
+        "state_weights": coef_values,
+        "transition_index": transition_index,
+        "transition_weights": np.ascontiguousarray(flat[transition_index]),
+    }
+    if not (np.isfinite(coef_values).all() and np.isfinite(transition).all()):
+        raise ValueError("the weights hold non-finite values (NaN or infinity).")
+    return _fitted_state(common, separator, n_attributes, n_labels, arrays, {})
+
+
+def _fitted_state(common, separator, n_attributes, n_labels, arrays, extra):
+    """The FittedState of checked metadata (``common``) and model arrays."""
+    check_model_arrays(n_attributes, n_labels, arrays)
+    model = CRFModel(
+        classes=common["classes"],
+        attributes=common["attributes"],
+        value_separator=separator,
+        **arrays,
+    )
+    return FittedState(
+        params=common["params"],
+        model=model,
+        n_iter=common["n_iter"],
+        status=common["status"],
+        training_log=common["training_log"],
+        extra=extra,
+    )
+
+
+def _check_crc(npz):
+    """Check every member's CRC-32 (their sizes are known to be sane by now).
+
+    A corrupted byte anywhere in the data is refused, not loaded.
+    """
+    corrupted = npz.zip.testzip()
+    if corrupted is not None:
+        raise ValueError(f"array {corrupted[:-4]!r} is corrupted (CRC mismatch).")
+
+
+def _load(file):
+    headers = _check_members(file)
+    file.seek(0)
+    with np.load(file, allow_pickle=False) as npz:
+        _check_header(headers, "metadata", "u", 1, (None,))
+        document, version = _parse_document(npz["metadata"])
+        if set(headers) != set(_ARRAY_NAMES[version]):
+            raise ValueError(
+                f"the metadata says format version {version}, whose arrays are "
+                f"{list(_ARRAY_NAMES[version])}; the archive has {sorted(headers)}."
+            )
+        _check_document_keys(document, version)
+        reader = _read_v1 if version == 1 else _read_v2
+        return reader(document, headers, npz)
+
+
+def load_state(path: str | os.PathLike[str]) -> FittedState:
+    """Load the fitted state saved in ``path``; never unpickles.
+
+    Reads every format version up to :data:`FORMAT_VERSION` (format 1, of
+    skcrf 0.1, included; see the module docstring). Everything in the file
+    is checked (archive layout, format name and version, array dtypes and
+    shapes against the metadata, the consistency of the arrays, finite
+    weights, value encodings) before the state is returned.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The model file.
+
+    Returns
+    -------
+    state : FittedState
+        Equal to the one saved. ``params`` is the dict read: this function
+        does not know the estimator's parameters.
+
+    Raises
+    ------
+    ValueError
+        If the file is not a valid skcrf model file (not a zip archive,
+        truncated or corrupted, a newer or invalid format version,
+        inconsistent or unexpected content); the message says what is wrong.
+    OSError
+        If the file cannot be opened (for instance FileNotFoundError).
+
+    See Also
+    --------
+    save_state : Write a model file.
+    load_model : Load an estimator.
+    """
+    path = os.fsdecode(path)
+    with open(path, "rb") as file:
+        try:
+            return _load(file)
+        except (
+            ValueError,
+            KeyError,
+            TypeError,
+            IndexError,
+            EOFError,
+            OSError,
+            OverflowError,
+            RecursionError,
+            MemoryError,
+            NotImplementedError,
+            RuntimeError,
+            zipfile.BadZipFile,
+            zlib.error,
+            binascii.Error,
+        ) as exc:
+            message = str(exc) or type(exc).__name__
+            if not isinstance(exc, ValueError) or isinstance(
+                exc, (json.JSONDecodeError, UnicodeDecodeError)
+            ):
+                message = f"corrupted or invalid file ({type(exc).__name__}: {message})"
+            raise ValueError(f"Cannot load skcrf model {path!r}: {message}") from exc
+
+
+def load_model(path: str | os.PathLike[str], cls: Any) -> Any:
+    """Load an estimator saved by :func:`save_model`; never unpickles.
+
+    ``cls._from_fitted_state(load_state(path))``: the file is checked as by
+    :func:`load_state`, then the class builds the estimator (and decides
+    what to do with parameters it does not know).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The model file.
+    cls : type
+        The estimator class to build: any class with a classmethod
+        ``_from_fitted_state(state)``.
+
+    Returns
+    -------
+    estimator : cls
+        A fitted estimator equal to the one saved.
+
+    Raises
+    ------
+    ValueError
+        If the file is not a valid skcrf model file; the message says what
+        is wrong. (``cls._from_fitted_state`` may raise too, for instance on
+        parameters it refuses.)
+    OSError
+        If the file cannot be opened (for instance FileNotFoundError).
+
+    See Also
+    --------
+    save_model : Write a model file.
+    """
+    return cls._from_fitted_state(load_state(path))
