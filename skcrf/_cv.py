@@ -37,7 +37,8 @@ from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import check_is_fitted
 
 from ._compat import Interval, _fit_context
-from ._tagger import CRFTagger, LabelSequencesLike, SequenceLike, SequencesLike
+from ._tagger import CRFTagger
+from ._typing import LabelSequencesLike, SequenceLike, SequencesLike
 from .metrics import get_scorer
 
 #: Bounds of the log grids made when ``c1`` or ``c2`` is a number of values.

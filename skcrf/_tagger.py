@@ -4,7 +4,7 @@ import os
 import threading
 import warnings
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from numbers import Integral, Real
 from typing import Any
 
@@ -16,29 +16,30 @@ from sklearn.feature_extraction import DictVectorizer
 from sklearn.utils import check_random_state
 
 from ._compat import Interval, StrOptions, _fit_context
-from ._inference._constraints import Constraints, transition_constraints
-from ._persist._npz import load_state, save_state
-from ._persist._crfsuite_file import crfsuite_bytes, read_crfsuite, write_crfsuite
-from ._inference._decode import Decoder
-from ._featurize._vocabulary import Vocabulary
-from ._training._lbfgs import LBFGSResult, LBFGSStatus, minimize_lbfgs
-from ._model import FittedState, merge_features
-from ._training._monitor import CallbackInfo, TrainingMonitor
-from ._training._objective import CRFObjective, select_features
-from ._training._online_train import DEFAULTS as ONLINE_DEFAULTS
-from ._training._online_train import OnlineStatus, train_online
-from ._featurize._stream import encode_data
-from ._inference._structured import nbest, sequence_scores, transition_marginals
-from ._tagger_view import CRFsuiteTagger
-from ._utils._threads import effective_n_threads
-from ._training._training_log import TrainingLog, holdout_scores
 from ._featurize._labels import (
     check_classes,
     check_labels,
     check_partial_training_labels,
     encode_labels,
 )
+from ._featurize._stream import encode_data
 from ._featurize._validation import check_reusable, check_sequences, check_sums, locate_row
+from ._featurize._vocabulary import Vocabulary
+from ._inference._constraints import Constraints, transition_constraints
+from ._inference._decode import Decoder
+from ._inference._structured import nbest, sequence_scores, transition_marginals
+from ._model import FittedState, merge_features
+from ._persist._crfsuite_file import crfsuite_bytes, read_crfsuite, write_crfsuite
+from ._persist._npz import load_state, save_state
+from ._tagger_view import CRFsuiteTagger
+from ._training._lbfgs import LBFGSResult, LBFGSStatus, minimize_lbfgs
+from ._training._monitor import CallbackInfo, TrainingMonitor
+from ._training._objective import CRFObjective, select_features
+from ._training._online_train import DEFAULTS as ONLINE_DEFAULTS
+from ._training._online_train import OnlineStatus, train_online
+from ._training._training_log import TrainingLog, holdout_scores
+from ._typing import LabelSequencesLike, SequenceLike, SequencesLike
+from ._utils._threads import effective_n_threads
 from .metrics import get_scorer
 
 # Guards the creation of ``tagger_``'s view, which threads share.
@@ -67,12 +68,6 @@ FEATURE_DEFAULTS: dict[str, Any] = {
     "all_possible_states": False,
     "all_possible_transitions": False,
 }
-
-#: What the estimator takes: sequences of tokens (a token is a dict of
-#: features or a list of feature names), and sequences of labels.
-SequenceLike = Sequence[Any]
-SequencesLike = Iterable[SequenceLike]
-LabelSequencesLike = Iterable[Sequence[Any]]
 
 #: The fitted attributes set by fit (and read lazily from model_filename).
 _FITTED_ATTRIBUTES = frozenset(
@@ -1530,4 +1525,3 @@ def _scatter(values, index, size):
     out = np.zeros(size)
     out[index] = values
     return out
-

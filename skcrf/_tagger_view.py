@@ -41,15 +41,15 @@ from typing import TYPE_CHECKING, Any, NoReturn, SupportsIndex
 
 import numpy as np
 
+from ._featurize._validation import check_emissions, check_sequences
+from ._featurize._vocabulary import Vocabulary
 from ._inference._blocks import state_scores
 from ._inference._decode import Decoder
-from ._featurize._vocabulary import Vocabulary
 from ._inference._logspace import forward_backward
-from ._featurize._validation import check_emissions, check_sequences
+from ._typing import SequenceLike
 
 if TYPE_CHECKING:
     from ._model import CRFModel
-    from ._tagger import SequenceLike  # _tagger imports this module
 
 __all__ = ["CRFsuiteTagger", "ParsedDump", "UnknownLabelError"]
 

@@ -60,15 +60,16 @@ from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
 
 from . import __version__
-from ._dask import _tasks as tasks
 from ._compat import _fit_context
+from ._dask import _tasks as tasks
 from ._dask._conll import PathsLike, conll_blocks, iter_conll, read_blocks
 from ._featurize._vocabulary import Vocabulary
-from ._training._lbfgs import LBFGSResult, LBFGSStatus, minimize_lbfgs
 from ._model import FittedState
+from ._tagger import CRFTagger, _DevEvaluator
+from ._training._lbfgs import LBFGSResult, LBFGSStatus, minimize_lbfgs
 from ._training._monitor import CallbackInfo, TrainingMonitor
-from ._tagger import CRFTagger, LabelSequencesLike, SequencesLike, _DevEvaluator
 from ._training._training_log import TrainingLog
+from ._typing import LabelSequencesLike, SequencesLike
 
 if TYPE_CHECKING:  # optional dependencies: imported when used
     from dask.bag import Bag

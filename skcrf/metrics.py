@@ -36,7 +36,7 @@ import numbers
 import warnings
 from collections import Counter
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
+from typing import Any, Literal, TypeVar, overload
 
 import numpy as np
 from sklearn import metrics as _skmetrics
@@ -44,9 +44,7 @@ from sklearn.exceptions import UndefinedMetricWarning
 from sklearn.metrics import make_scorer
 
 from ._featurize._labels import check_label_sequence_pair
-
-if TYPE_CHECKING:  # _tagger imports this module
-    from ._tagger import LabelSequencesLike
+from ._typing import LabelSequencesLike
 
 __all__ = [
     "SCORERS",

@@ -14,6 +14,9 @@ import time
 import numpy as np
 import pytest
 
+from skcrf._featurize._vocabulary import Vocabulary
+from skcrf._inference._decode import Decoder
+from skcrf._model import CRFModel, FittedState
 from skcrf._persist._crfsuite_file import (
     _hash_keys,
     crfsuite_bytes,
@@ -21,9 +24,6 @@ from skcrf._persist._crfsuite_file import (
     read_crfsuite,
     write_crfsuite,
 )
-from skcrf._inference._decode import Decoder
-from skcrf._featurize._vocabulary import Vocabulary
-from skcrf._model import CRFModel, FittedState
 
 pycrfsuite = pytest.importorskip("pycrfsuite")
 

@@ -20,11 +20,11 @@ cloudpickle = pytest.importorskip("cloudpickle")
 from sklearn.base import clone  # noqa: E402
 
 from skcrf import CRFTagger  # noqa: E402
-from skcrf._dask import _tasks as tasks  # noqa: E402
 from skcrf import dask as skcrf_dask  # noqa: E402
+from skcrf._dask import _tasks as tasks  # noqa: E402
+from skcrf._featurize._labels import encode_labels  # noqa: E402
 from skcrf._featurize._vocabulary import Vocabulary  # noqa: E402
 from skcrf._training._objective import select_features  # noqa: E402
-from skcrf._featurize._labels import encode_labels  # noqa: E402
 from skcrf.dask import DaskCRFTagger, read_conll  # noqa: E402
 
 # feature functions defined here run on the workers (read_conll)

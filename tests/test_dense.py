@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 
 from skcrf import CRFTagger
+from skcrf._featurize._labels import encode_labels
+from skcrf._featurize._validation import check_sums, token_attributes
+from skcrf._featurize._vectors import expand_dense
 from skcrf._featurize._vocabulary import StreamEncoder, Vocabulary
 from skcrf._training._objective import CRFObjective, select_features
-from skcrf._featurize._validation import check_sums, token_attributes
-from skcrf._featurize._labels import encode_labels
-from skcrf._featurize._vectors import expand_dense
 
 
 def vector_data(n=80, d=6, seed=0, with_list=True):

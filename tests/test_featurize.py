@@ -20,8 +20,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from skcrf._featurize._vocabulary import Encoded, Vocabulary
 from skcrf._featurize._validation import MAX_NESTING, check_sequences, check_sums
+from skcrf._featurize._vocabulary import Encoded, Vocabulary
 
 # -- the oracle -------------------------------------------------------------------
 

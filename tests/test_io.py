@@ -18,8 +18,8 @@ import skcrf
 import skcrf._persist._json
 import skcrf._persist._npz
 import skcrf.io
-from skcrf._training._lbfgs import LBFGSStatus
 from skcrf._model import CRFModel, FittedState
+from skcrf._training._lbfgs import LBFGSStatus
 from skcrf._training._training_log import TrainingLog
 from skcrf.io import FORMAT_VERSION, load_model, load_state, save_model, save_state
 

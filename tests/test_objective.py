@@ -12,13 +12,13 @@ import pytest
 from scipy.special import logsumexp
 
 import skcrf._inference._blocks
+from skcrf._featurize._encoded import Encoded
 from skcrf._inference import _kernels
 from skcrf._inference._blocks import StateLayout, score_arrays, state_scores
 from skcrf._inference._logspace import forward_backward as numpy_forward_backward
 from skcrf._training._objective import CRFObjective, select_features
 from skcrf._utils._packing import pack
 from skcrf._utils._threads import split_sequences
-from skcrf._featurize._encoded import Encoded
 
 
 def random_problem(seed, n_sequences=6, n_attributes=7, n_labels=3, max_length=5):

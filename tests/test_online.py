@@ -11,9 +11,9 @@ import itertools
 import numpy as np
 import pytest
 
+from skcrf._featurize._encoded import Encoded
 from skcrf._training._objective import select_features
 from skcrf._training._online_train import DEFAULTS, OnlineStatus, train_online
-from skcrf._featurize._encoded import Encoded
 
 # -- problems -----------------------------------------------------------------
 

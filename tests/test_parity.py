@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from skcrf import CRFTagger
+from skcrf._featurize._labels import check_labels, encode_labels
 from skcrf._featurize._vocabulary import Vocabulary
 from skcrf._training._objective import CRFObjective, select_features
-from skcrf._featurize._labels import check_labels, encode_labels
 from skcrf.datasets import treebank_sentence_features
 
 sklearn_crfsuite = pytest.importorskip("sklearn_crfsuite")

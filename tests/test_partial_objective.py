@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from scipy.special import logsumexp
 
-from skcrf._inference import _blocks
-from skcrf._training._objective import CRFObjective, select_features
 from skcrf._featurize._encoded import Encoded
 from skcrf._featurize._labels import check_partial_training_labels
+from skcrf._inference import _blocks
+from skcrf._training._objective import CRFObjective, select_features
 
 pytest.importorskip("skcrf._inference._kernels", reason="compiled extension not built")
 

@@ -31,12 +31,12 @@ from scipy.special import logsumexp
 from sklearn.exceptions import ConvergenceWarning
 
 from skcrf import CRFTagger
+from skcrf._featurize._labels import check_labels, encode_labels
+from skcrf._featurize._validation import check_sequences
 from skcrf._featurize._vocabulary import Vocabulary
 from skcrf._inference._logspace import forward_backward, viterbi
 from skcrf._training._objective import select_features
 from skcrf._utils._packing import pack
-from skcrf._featurize._labels import check_labels, encode_labels
-from skcrf._featurize._validation import check_sequences
 
 _SCALE = max(1, int(os.environ.get("SKCRF_HYPOTHESIS_SCALE", "1")))
 

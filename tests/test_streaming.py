@@ -19,9 +19,9 @@ import numpy as np
 import pytest
 
 from skcrf import CRFTagger
-from skcrf._featurize._vocabulary import StreamEncoder, Vocabulary
 from skcrf._featurize._stream import encode_data
 from skcrf._featurize._validation import check_sequences
+from skcrf._featurize._vocabulary import StreamEncoder, Vocabulary
 from skcrf.datasets import treebank_token_features
 
 

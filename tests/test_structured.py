@@ -10,12 +10,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.special import logsumexp
 
+from skcrf._featurize._encoded import Encoded
 from skcrf._inference import _blocks
 from skcrf._inference._constraints import Constraints, NoValidLabelling, scheme_transitions
 from skcrf._inference._logspace import pair_marginals
 from skcrf._model import CRFModel
 from skcrf._utils._packing import pack
-from skcrf._featurize._encoded import Encoded
 
 _nbest = pytest.importorskip("skcrf._inference._nbest", reason="compiled extension not built")
 from skcrf._inference import _structured  # noqa: E402

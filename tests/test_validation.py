@@ -27,9 +27,9 @@ import pytest
 from sklearn.exceptions import ConvergenceWarning
 
 from skcrf import CRFTagger
-from skcrf._featurize._vocabulary import Vocabulary
-from skcrf._featurize._validation import MAX_NESTING, check_sequences, token_attributes
 from skcrf._featurize._labels import check_labels, encode_labels
+from skcrf._featurize._validation import MAX_NESTING, check_sequences, token_attributes
+from skcrf._featurize._vocabulary import Vocabulary
 
 X_TOY = [
     [{"w": "the"}, {"w": "dog"}, {"w": "barks"}],

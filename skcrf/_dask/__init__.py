@@ -1,2 +1,4 @@
-"""What runs on Dask workers, and CoNLL files read there (for :mod:`skcrf.dask`).
+"""What runs on Dask workers, and CoNLL files read there.
+
+The private half of :mod:`skcrf.dask`.
 """

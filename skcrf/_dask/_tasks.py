@@ -22,7 +22,7 @@ order ``k = 0, 1, ...``:
    pass over the concatenated data: a local fit's.
 2. :func:`build_model` turns the merged stats into the model's features
    exactly as :func:`~skcrf._training._objective.select_features` chooses them
-   (``classes`` sorted as :func:`~skcrf._featurize._validation.encode_labels` sorts
+   (``classes`` sorted as :func:`~skcrf._featurize._labels.encode_labels` sorts
    them, then ``all_possible_*`` and ``min_freq``), with the observed counts.
    :func:`vectorize_partition` maps a scan's local ids onto the global ones
    and builds the partition's :class:`PartitionObjective` (a
@@ -37,11 +37,6 @@ the driver subtracts the observed counts and adds ``c2 * ||w||^2``.
 import numpy as np
 
 from .. import __version__
-from .._inference import _kernels
-from .._featurize._vocabulary import Vocabulary
-from .._model import CRFModel
-from .._training._objective import CRFObjective
-from .._utils._threads import effective_n_threads, single_blas_thread
 from .._featurize._labels import (
     _check_distinct_labels,
     _label_kind,
@@ -49,6 +44,11 @@ from .._featurize._labels import (
     encode_labels,
 )
 from .._featurize._validation import check_sequences, check_sums
+from .._featurize._vocabulary import Vocabulary
+from .._inference import _kernels
+from .._model import CRFModel
+from .._training._objective import CRFObjective
+from .._utils._threads import effective_n_threads, single_blas_thread
 
 
 class VersionMismatchError(RuntimeError):

@@ -1,4 +1,5 @@
-"""Tokens to numbers: validation of sequences, tokens and labels, the encoded
-data types, the compiled vocabulary, streaming, vector features and the
-raw-token featurizer.
+"""Tokens to numbers: the lowest layer above the utilities.
+
+Validation of sequences, tokens and labels, the encoded data types, the
+compiled vocabulary, streaming, vector features and the raw-token featurizer.
 """

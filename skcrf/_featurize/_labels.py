@@ -99,8 +99,6 @@ def check_classes(classes):
     return classes
 
 
-
-
 def _check_label_values(labels, lengths, name):
     """Labels must be hashable and not NaN; name the first offender."""
     try:

@@ -20,7 +20,6 @@ the training data of ``early_stopping`` without ``X_dev``, split into a
 validation part) must be a list: :func:`skcrf._featurize._validation.check_reusable`.
 """
 
-from ._vocabulary import StreamEncoder
 from ._validation import (
     check_iterable,
     check_label_sequence,
@@ -28,6 +27,7 @@ from ._validation import (
     check_sequences,
     is_reusable,
 )
+from ._vocabulary import StreamEncoder
 
 __all__ = ["encode_data"]
 

@@ -514,5 +514,6 @@ def check_emissions(emissions, lengths, name="X"):
         "feature values down."
     )
 
+
 def _count(n, noun):
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"

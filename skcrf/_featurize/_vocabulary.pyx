@@ -3,7 +3,7 @@
 A :class:`Vocabulary` numbers attributes with CRFsuite's names (``w:Hello``
 for ``{'w': 'Hello'}``, ``n:a`` for ``{'n': {'a': 1}}``; see
 :mod:`skcrf._featurize._validation`) and encodes sequences of tokens into CSR arrays,
-one row per token in flat order (:class:`~skcrf._featurize._validation.Encoded`).
+one row per token in flat order (:class:`~skcrf._featurize._encoded.Encoded`).
 
 Design
 ------

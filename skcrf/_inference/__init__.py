@@ -1,3 +1,5 @@
-"""Scores to answers: the compiled forward-backward, Viterbi and n-best
-kernels, blocks of packed sequences, constraints and decoding of a fitted model.
+"""Scores to answers: the compiled kernels and decoding.
+
+Forward-backward, Viterbi and n-best kernels, blocks of packed sequences,
+constraints, and the decoding of a fitted model.
 """

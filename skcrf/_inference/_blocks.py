@@ -11,10 +11,10 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .._utils._packing import pack, sequence_rows
 from . import _kernels
 from ._logspace import _forward_backward_log
 from ._logspace import forward_backward as _forward_backward_numpy
-from .._utils._packing import pack, sequence_rows
 
 #: Upper bound on tokens x labels of one block (unless one sequence is longer).
 BLOCK_ELEMENTS = 1 << 16

@@ -268,7 +268,7 @@ class Constraints:
         partial_labels : list or None
             Per sequence None or a list with, per token, None, a label, or a
             set / frozenset of labels (checked by
-            :func:`skcrf._featurize._validation.check_partial_labels`).
+            :func:`skcrf._featurize._labels.check_partial_labels`).
         """
         transitions = transition_constraints(classes, allowed_transitions)
         token_index = token_masks = None

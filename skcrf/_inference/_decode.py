@@ -15,6 +15,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from .._featurize._validation import check_emissions
+from .._utils._threads import single_blas_thread, split_sequences
 from . import _kernels
 from ._blocks import (
     StateLayout,
@@ -27,8 +29,6 @@ from ._blocks import (
     state_scores,
 )
 from ._constraints import NoValidLabelling, apply_log_masks
-from .._utils._threads import single_blas_thread, split_sequences
-from .._featurize._validation import check_emissions
 from ._viterbi import viterbi_packed
 
 # Below this many tokens per thread, a batch is not worth sharding.

@@ -1,3 +1,4 @@
-"""Fitted state to files and back: tagged JSON values, the npz model format,
-CRFsuite model files.
+"""Fitted state to files and back.
+
+Tagged JSON values, the npz model format, CRFsuite model files.
 """

@@ -110,9 +110,9 @@ import struct
 import numpy as np
 
 from .._model import CRFModel, FittedState
+from .._utils._atomic import write_atomically
 from ._json import NUMPY_NAMES, decode_value, encode_value, no_duplicate_keys, reject_constant
 from ._npz import check_model_arrays
-from .._utils._atomic import write_atomically
 
 __all__ = ["read_crfsuite", "write_crfsuite", "crfsuite_bytes"]
 

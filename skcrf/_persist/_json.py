@@ -32,7 +32,6 @@ NUMPY_NAMES = {t: name for name, t in NUMPY_TYPES.items()}
 _MAX_DEPTH = 32
 
 
-
 # -- tagged encoding of values ---------------------------------------------
 
 
@@ -178,8 +177,6 @@ def is_hashable(value):
     except TypeError:
         return False
     return True
-
-
 
 
 def no_duplicate_keys(pairs):

@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from .._training._lbfgs import LBFGSStatus
 from .._model import CRFModel, FittedState
+from .._training._lbfgs import LBFGSStatus
 from .._training._online_train import OnlineStatus
 from .._training._training_log import LabelScore, TrainingLog
 from .._utils._atomic import write_atomically

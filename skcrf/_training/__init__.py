@@ -1,3 +1,5 @@
-"""Answers to weights: the objective, L-BFGS/OWL-QN, the online trainers,
-the training monitor and log, and the fit driver.
+"""Answers to weights: the objective and the trainers.
+
+The objective, L-BFGS/OWL-QN, the online trainers, the training monitor and
+log.
 """

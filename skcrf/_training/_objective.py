@@ -39,6 +39,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from .._featurize._vectors import expand_dense, select_vector_features, vector_feature_index
 from .._inference import _kernels
 from .._inference._blocks import (
     StateLayout,
@@ -52,7 +53,6 @@ from .._inference._blocks import (
 from .._inference._constraints import Constraints
 from .._model import CRFModel, kept_state_ptr
 from .._utils._threads import single_blas_thread, split_sequences
-from .._featurize._vectors import expand_dense, select_vector_features, vector_feature_index
 
 
 def select_features(
@@ -87,7 +87,7 @@ def select_features(
     classes : ndarray of object
     attributes : list of str
     partial : PartialLabels or None
-        Partially labelled data (:func:`skcrf._featurize._validation.check_partial_training_labels`;
+        Partially labelled data (:func:`skcrf._featurize._labels.check_partial_training_labels`;
         ``labels`` is then -1 where a label is unknown or fuzzy). Features
         are decided from the known labels only: a state feature exists when
         a token with that *known* label holds the attribute, a transition
@@ -286,7 +286,7 @@ def _select_partial_features(
 class _Shard:
     """The sequences one thread evaluates: blocks, buffers and accumulators.
 
-    With ``partial`` (a :class:`~skcrf._featurize._validation.PartialLabels`), the
+    With ``partial`` (a :class:`~skcrf._featurize._labels.PartialLabels`), the
     shard's partially labelled sequences get blocks of their own, evaluated
     twice (free, then with their label masks), and the sequences with no
     label at all are left out.

@@ -41,8 +41,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ._online import OnlineProblem
 from .._utils._threads import single_blas_thread
+from ._online import OnlineProblem
 
 ALGORITHMS = ("l2sgd", "ap", "pa", "arow")
 

@@ -1,3 +1,5 @@
-"""Utilities every layer may use: threads and the BLAS limit, the packed
-layout, the progress line, atomic file writes, shared C headers.
+"""Utilities that every layer may use.
+
+Threads and the BLAS limit, the packed layout, the progress line, atomic
+file writes, shared C headers.
 """
