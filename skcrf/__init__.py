@@ -1,16 +1,15 @@
 """skcrf: a scikit-learn compatible linear-chain CRF for sequence labelling."""
 
-__version__ = "0.1.0.dev0"
-
-from . import io, metrics  # noqa: E402
-from ._cv import CRFTaggerCV  # noqa: E402
-from ._featurize._embeddings import Embeddings  # noqa: E402
-from ._featurize._featurizer import SequenceFeaturizer  # noqa: E402
-from ._tagger import CRFTagger  # noqa: E402
-from ._training._lbfgs import LBFGSStatus  # noqa: E402
-from ._training._monitor import CallbackInfo  # noqa: E402
-from ._training._online_train import OnlineStatus  # noqa: E402
-from ._training._training_log import LabelScore, TrainingLog  # noqa: E402
+from . import io, metrics
+from ._cv import CRFTaggerCV
+from ._featurize._embeddings import Embeddings
+from ._featurize._featurizer import SequenceFeaturizer
+from ._tagger import CRFTagger
+from ._training._lbfgs import LBFGSStatus
+from ._training._monitor import CallbackInfo
+from ._training._online_train import OnlineStatus
+from ._training._training_log import LabelScore, TrainingLog
+from ._version import __version__ as __version__
 
 __all__ = [
     "CRFTagger",

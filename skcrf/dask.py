@@ -59,7 +59,6 @@ import numpy as np
 from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
 
-from . import __version__
 from ._compat import _fit_context
 from ._dask import _tasks as tasks
 from ._dask._conll import PathsLike, conll_blocks, iter_conll, read_blocks
@@ -70,6 +69,7 @@ from ._training._lbfgs import LBFGSResult, LBFGSStatus, minimize_lbfgs
 from ._training._monitor import CallbackInfo, TrainingMonitor
 from ._training._training_log import TrainingLog
 from ._typing import LabelSequencesLike, SequencesLike
+from ._version import __version__
 
 if TYPE_CHECKING:  # optional dependencies: imported when used
     from dask.bag import Bag
@@ -641,9 +641,9 @@ def check_worker_versions(client: "Client") -> None:
 
 
 def _skcrf_version():
-    import skcrf
+    from ._version import __version__ as installed  # the worker's own
 
-    return skcrf.__version__
+    return installed
 
 
 def _check_partitions(X, y):

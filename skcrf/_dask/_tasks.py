@@ -36,7 +36,6 @@ the driver subtracts the observed counts and adds ``c2 * ||w||^2``.
 
 import numpy as np
 
-from .. import __version__
 from .._featurize._labels import (
     _check_distinct_labels,
     _label_kind,
@@ -49,6 +48,7 @@ from .._inference import _kernels
 from .._model import CRFModel
 from .._training._objective import CRFObjective
 from .._utils._threads import effective_n_threads, single_blas_thread
+from .._version import __version__
 
 
 class VersionMismatchError(RuntimeError):

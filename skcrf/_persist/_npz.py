@@ -22,6 +22,7 @@ from .._training._lbfgs import LBFGSStatus
 from .._training._online_train import OnlineStatus
 from .._training._training_log import LabelScore, TrainingLog
 from .._utils._atomic import write_atomically
+from .._version import __version__
 from ._json import decode_value, encode_value, is_hashable, no_duplicate_keys, reject_constant
 
 __all__ = [
@@ -269,8 +270,6 @@ def _encode_status(status, what):
 
 def _state_document(state, estimator):
     """The arrays (metadata included) of a fitted state, validated."""
-    from .. import __version__
-
     if not isinstance(state, FittedState):
         raise TypeError(f"state must be a FittedState; got {type(state).__name__}.")
     model = state.model
@@ -594,8 +593,6 @@ def _parse_document(raw):
     if type(version) is not int or version < 1:
         raise ValueError(f"invalid format version {version!r:.100}.")
     if version > FORMAT_VERSION:
-        from .. import __version__
-
         raise ValueError(
             f"the file has skcrf model format version {version} (written by skcrf "
             f"{document.get('skcrf_version')!s:.50}); this skcrf ({__version__}) reads "
