@@ -1,6 +1,10 @@
 import os
+import sys
 
 import pytest
+
+# the plain references of the compiled kernels (tests/_reference.py)
+sys.path.insert(0, os.path.dirname(__file__))
 
 
 @pytest.fixture(scope="session")

@@ -2,12 +2,13 @@
 
 import itertools
 
+import _reference
 import numpy as np
 import pytest
+from _reference import viterbi
 from scipy.special import logsumexp
 
-import skcrf._inference._logspace
-from skcrf._inference._logspace import _forward_backward_log, forward_backward, viterbi
+from skcrf._inference._logspace import _forward_backward_log, forward_backward
 from skcrf._utils._packing import pack
 
 
@@ -194,7 +195,7 @@ def reference_viterbi(emissions, transitions):
 def pruning(request, monkeypatch):
     """Run with pruning at every step, and with the default size threshold."""
     if request.param == "pruned":
-        monkeypatch.setattr(skcrf._inference._logspace, "_MIN_PRUNED_ELEMENTS", 0)
+        monkeypatch.setattr(_reference, "_MIN_PRUNED_ELEMENTS", 0)
 
 
 @pytest.mark.parametrize("scale", [1.0, 5.0, 50.0])

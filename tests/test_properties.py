@@ -25,6 +25,7 @@ import warnings
 
 import numpy as np
 import pytest
+from _reference import viterbi
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from scipy.special import logsumexp
@@ -34,7 +35,7 @@ from skcrf import CRFTagger
 from skcrf._featurize._labels import check_labels, encode_labels
 from skcrf._featurize._validation import check_sequences
 from skcrf._featurize._vocabulary import Vocabulary
-from skcrf._inference._logspace import forward_backward, viterbi
+from skcrf._inference._logspace import forward_backward
 from skcrf._training._objective import select_features
 from skcrf._utils._packing import pack
 

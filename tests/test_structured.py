@@ -4,6 +4,7 @@ against brute-force enumeration of every labelling on tiny problems."""
 
 import itertools
 
+import _reference
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -223,7 +224,7 @@ def test_empty_sequences():
 
 # ---------------------------------------------------------------- the lazy k-best kernel
 # _nbest.kbest_packed (lazy, Huang & Chiang's algorithm 3) against the eager
-# kernel (kbest_packed_eager, the reference) and brute force, on packed
+# numpy reference (tests/_reference.py) and brute force, on packed
 # blocks with -inf emissions (forbidden labels) and transitions (pairs).
 
 
@@ -285,7 +286,7 @@ def test_lazy_kbest_matches_brute_force_and_eager(seed):
     )
     k = int(rng.integers(1, 20))
     lazy = run_kbest(_nbest.kbest_packed, emissions, transitions, layout, k)
-    eager = run_kbest(_nbest.kbest_packed_eager, emissions, transitions, layout, k)
+    eager = run_kbest(_reference.kbest_packed, emissions, transitions, layout, k)
     for a, b in zip(lazy, eager):
         np.testing.assert_array_equal(a, b)
     got = kbest_lists(emissions, layout, *lazy)
@@ -319,7 +320,7 @@ def test_lazy_kbest_matches_eager_on_large_blocks(seed):
     )
     for k in (1, 2, 10, 37):
         lazy = run_kbest(_nbest.kbest_packed, emissions, transitions, layout, k)
-        eager = run_kbest(_nbest.kbest_packed_eager, emissions, transitions, layout, k)
+        eager = run_kbest(_reference.kbest_packed, emissions, transitions, layout, k)
         for a, b in zip(lazy, eager):
             np.testing.assert_array_equal(a, b)
 
@@ -332,7 +333,7 @@ def test_lazy_kbest_exhausts_every_labelling():
             rng, 3, [5, 3, 1, 4], integer=integer, forbid_pairs=0.2 if integer else 0.0
         )
         paths, scores, found = run_kbest(_nbest.kbest_packed, emissions, transitions, layout, 400)
-        eager = run_kbest(_nbest.kbest_packed_eager, emissions, transitions, layout, 400)
+        eager = run_kbest(_reference.kbest_packed, emissions, transitions, layout, 400)
         np.testing.assert_array_equal(found, eager[2])
         np.testing.assert_array_equal(scores, eager[1])
         np.testing.assert_array_equal(paths, eager[0])
@@ -346,7 +347,7 @@ def test_lazy_kbest_no_allowed_labelling():
     emissions = np.array([[0.0, -np.inf], [-np.inf, 1.0], [2.0, 3.0]])
     transitions = np.array([[0.0, -np.inf], [0.5, 0.0]])
     layout = pack(np.array([2, 1]))
-    for kernel in (_nbest.kbest_packed, _nbest.kbest_packed_eager):
+    for kernel in (_nbest.kbest_packed, _reference.kbest_packed):
         paths, scores, found = run_kbest(kernel, emissions, transitions, layout, 3)
         np.testing.assert_array_equal(found, [0, 2])
         assert np.all(scores[0] == -np.inf) and np.all(scores[1, 2:] == -np.inf)

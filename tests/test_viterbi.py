@@ -6,10 +6,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
+from _reference import viterbi
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from skcrf._inference._logspace import viterbi
 from skcrf._utils._packing import pack
 
 _viterbi = pytest.importorskip("skcrf._inference._viterbi", reason="compiled extension not built")
