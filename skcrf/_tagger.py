@@ -2,8 +2,6 @@
 
 import os
 import threading
-import warnings
-from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from numbers import Integral, Real
 from typing import Any
@@ -11,63 +9,31 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, clone
-from sklearn.exceptions import ConvergenceWarning, NotFittedError
+from sklearn.exceptions import NotFittedError
 from sklearn.feature_extraction import DictVectorizer
 from sklearn.utils import check_random_state
 
 from ._compat import Interval, StrOptions, _fit_context
-from ._featurize._labels import (
-    check_classes,
-    check_labels,
-    check_partial_training_labels,
-    encode_labels,
-)
+from ._featurize._labels import check_labels, encode_labels
 from ._featurize._stream import encode_data
-from ._featurize._validation import check_reusable, check_sequences, check_sums, locate_row
+from ._featurize._validation import check_reusable
 from ._featurize._vocabulary import Vocabulary
-from ._inference._constraints import Constraints, transition_constraints
+from ._inference._constraints import Constraints
 from ._inference._decode import Decoder
 from ._inference._structured import nbest, sequence_scores, transition_marginals
-from ._model import FittedState, merge_features
+from ._model import FittedState
 from ._persist._crfsuite_file import crfsuite_bytes, read_crfsuite, write_crfsuite
 from ._persist._npz import load_state, save_state
 from ._tagger_view import CRFsuiteTagger
-from ._training._lbfgs import LBFGSResult, LBFGSStatus, minimize_lbfgs
-from ._training._monitor import CallbackInfo, TrainingMonitor
-from ._training._objective import CRFObjective, select_features
-from ._training._online_train import DEFAULTS as ONLINE_DEFAULTS
-from ._training._online_train import OnlineStatus, train_online
-from ._training._training_log import TrainingLog, holdout_scores
+from ._training import _fit as fit_driver
+from ._training._fit import ALGORITHM_DEFAULTS
+from ._training._monitor import CallbackInfo
 from ._typing import LabelSequencesLike, SequenceLike, SequencesLike
 from ._utils._threads import effective_n_threads
 from .metrics import get_scorer
 
 # Guards the creation of ``tagger_``'s view, which threads share.
 _TAGGER_VIEW_LOCK = threading.Lock()
-
-#: The parameters of each training algorithm (CRFsuite's), with CRFsuite's
-#: defaults; ``None`` for a parameter means the algorithm's default.
-ALGORITHM_DEFAULTS: dict[str, dict[str, Any]] = {
-    "lbfgs": {
-        "c1": 0.0,
-        "c2": 1.0,
-        "max_iterations": None,
-        "num_memories": 6,
-        "epsilon": 1e-5,
-        "period": 10,
-        "delta": 1e-5,
-        "linesearch": "MoreThuente",
-        "max_linesearch": 20,
-    },
-    **ONLINE_DEFAULTS,
-}
-
-#: Feature-generation parameters, common to every algorithm, with defaults.
-FEATURE_DEFAULTS: dict[str, Any] = {
-    "min_freq": 0.0,
-    "all_possible_states": False,
-    "all_possible_transitions": False,
-}
 
 #: The fitted attributes set by fit (and read lazily from model_filename).
 _FITTED_ATTRIBUTES = frozenset(
@@ -469,31 +435,8 @@ calibration_candidates, calibration_max_trials : default=None
             raise ValueError("n_jobs == 0 has no meaning; use None, a positive count or -1.")
 
     def _settings(self):
-        """The algorithm's settings: explicit parameters over its defaults.
-
-        A parameter explicitly set (not None) that the algorithm does not
-        have is an error naming the algorithms it belongs to.
-        """
-        algorithm = self.algorithm or "lbfgs"
-        own = ALGORITHM_DEFAULTS[algorithm]
-        settings = dict(FEATURE_DEFAULTS)
-        settings.update(own)
-        for name in {p for params in ALGORITHM_DEFAULTS.values() for p in params}:
-            value = getattr(self, name)
-            if value is None:
-                continue
-            if name not in own:
-                owners = sorted(a for a, params in ALGORITHM_DEFAULTS.items() if name in params)
-                raise ValueError(
-                    f"{name}={value!r} does not apply to algorithm={algorithm!r}: it is a "
-                    f"parameter of {', '.join(map(repr, owners))}. Leave it None or "
-                    "choose that algorithm."
-                )
-            settings[name] = value
-        for name in FEATURE_DEFAULTS:
-            if getattr(self, name) is not None:
-                settings[name] = getattr(self, name)
-        return algorithm, settings
+        """The algorithm and its settings: explicit parameters over its defaults."""
+        return fit_driver.resolve_settings(self.get_params(deep=False))
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(
@@ -553,8 +496,7 @@ calibration_candidates, calibration_max_trials : default=None
             check_reusable(
                 y_dev, "y_dev", "it is scored at every iteration", what="a list of label sequences"
             )
-        label_sequences = y
-        validation_part: Any = None
+        validation = None
         if self.early_stopping and X_dev is None:
             reason = (
                 "early_stopping without X_dev holds out a random part of X as "
@@ -562,141 +504,51 @@ calibration_candidates, calibration_max_trials : default=None
             )
             check_reusable(X, "X", reason)
             check_reusable(y, "y", reason, what="a list of label sequences")
-            X, label_sequences, validation_part = self._split_validation(
-                check_sequences(X, name="X"), y
-            )
-
-        previous = self.__dict__.get("_model") if self.warm_start else None
-        vocabulary = Vocabulary() if previous is None else self._vocabulary_copy()
-        # any iterable: a generator is featurized sequence by sequence (one pass);
-        # L-BFGS keeps vector features ({'emb': array}) as a dense block (BLAS)
-        encoded, label_sequences = encode_data(
-            vocabulary, X, label_sequences, grow=True, name="X", dense=algorithm == "lbfgs"
-        )
-        check_sums(encoded, vocabulary, name="X")
-        # -- issue 10: partially labelled sequences (missing_label) --
-        partial = None
-        if self.missing_label is None:
-            labels = check_labels(label_sequences, encoded.lengths, name="y")
-            classes = None
-            if previous is not None:
-                _, classes = encode_labels([*previous.classes.tolist(), *dict.fromkeys(labels)])
-            label_index, classes = encode_labels(labels, classes, name="y")
-        else:
-            label_index, classes, partial = check_partial_training_labels(
-                label_sequences,
-                encoded.lengths,
+            X, y, validation = fit_driver.split_validation(
+                X,
+                y,
+                self.validation_fraction,
+                check_random_state(self.random_state),
                 self.missing_label,
-                name="y",
-                previous_classes=None if previous is None else previous.classes,
             )
-            if partial is not None and algorithm != "lbfgs":
-                raise ValueError(
-                    f"algorithm={algorithm!r} cannot train from partially labelled "
-                    "sequences (labels equal to missing_label, or sets of labels): only "
-                    "'lbfgs' marginalizes over the unknown labels. Use algorithm='lbfgs', "
-                    "or give every label."
-                )
-        transition_constraints(classes, self.allowed_transitions)  # fail now, not at predict
-        model, observed = select_features(
-            encoded,
-            label_index,
-            classes,
-            vocabulary.attributes,
-            all_possible_states=settings["all_possible_states"],
-            all_possible_transitions=settings["all_possible_transitions"],
-            min_freq=settings["min_freq"],
-            partial=partial,
+        elif self.early_stopping:
+            validation = (X_dev, y_dev)
+        previous = self.__dict__.get("_model") if self.warm_start else None
+        fitted = fit_driver.fit(
+            X,
+            y,
+            algorithm,
+            settings,
+            # new: an interrupted fit must leave the old vocabulary as it was
+            Vocabulary() if previous is None else self._vocabulary_copy(),
+            n_jobs=self.n_jobs,
+            random_state=check_random_state(self.random_state),
+            monitor_options=self._monitor_options(X_dev, y_dev, validation, callback),
+            previous=previous,
+            previous_trainer_state=self.__dict__.get("_trainer_state"),
+            missing_label=self.missing_label,
+            allowed_transitions=self.allowed_transitions,
+            stacklevel=3,  # past _fit_context's wrapper
         )
-        # -- end issue 10 --
-        resume = None
-        if previous is not None:
-            # old features keep their weights; new ones start at zero
-            model, old_index, new_index = merge_features(previous, model)
-            observed = _scatter(observed, new_index, model.n_features)
-            resume = self._resumed_trainer_state(algorithm, old_index, model.n_features)
-
-        holdout = (
-            None if X_dev is None else _DevEvaluator(X_dev, y_dev, vocabulary, model, self.n_jobs)
-        )
-        validation = None
-        if self.early_stopping:
-            X_val, y_val = validation_part if X_dev is None else (X_dev, y_dev)
-            validation = self._validation_score(X_val, y_val, vocabulary, model)
-        log = TrainingLog(verbose=self.verbose, total=settings["max_iterations"] or None)
-        monitor = TrainingMonitor(
-            log,
-            holdout=holdout,
-            validation=validation,
-            n_iter_no_change=self.n_iter_no_change,
-            tol=self.tol,
-            callback=callback,
-        )
-        trainer_state = None
-        if algorithm == "lbfgs":
-            result = self._minimize(encoded, model, observed, settings, monitor, partial)
-        else:
-            result = train_online(
-                algorithm,
-                encoded,
-                label_index,
-                model,
-                settings,
-                random_state=self._random_state(),
-                callback=monitor.online_epoch,
-                resume=resume,
-            )
-            trainer_state = result.state
-        status, weights = self._outcome(algorithm, result, monitor)
-        log.finish(status, result.message if status is result.status else status.description)
-        # Set together, so an interrupted fit leaves the estimator unchanged.
-        self._set_fitted(
-            model.with_weights(weights),
-            result.n_iter,
-            status,
-            log,
-            vocabulary,
-            trainer_state,
-            best_iteration=monitor.best_iteration,
-        )
+        self._set_fitted_result(fitted)
         self.__dict__.pop("_partial_fit_rng", None)
         self._write_model_file()
         return self
 
-    def _random_state(self):
-        """A RandomState for this fit (the same stream for a given int)."""
-        return check_random_state(self.random_state)
+    def _monitor_options(self, X_dev, y_dev, validation, callback):
+        """The fit driver's monitor options (held-out data, early stopping)."""
+        return {
+            "verbose": self.verbose,
+            "dev": None if X_dev is None else (X_dev, y_dev),
+            "validation": validation,
+            "validation_scorer": None if self.scoring is None else self._validation_scorer,
+            "n_iter_no_change": self.n_iter_no_change,
+            "tol": self.tol,
+            "callback": callback,
+        }
 
-    def _split_validation(self, sequences, y):
-        """Hold out ``validation_fraction`` of the sequences for early stopping."""
-        lengths = [len(seq) for seq in sequences]
-        if self.missing_label is None:
-            check_labels(y, lengths, name="y")  # errors name the original positions
-        else:
-            check_partial_training_labels(y, lengths, self.missing_label, name="y")
-        y = list(y)
-        n_validation = int(np.ceil(self.validation_fraction * len(sequences)))
-        if n_validation < 1 or n_validation >= len(sequences):
-            raise ValueError(
-                f"early_stopping with validation_fraction={self.validation_fraction} "
-                f"leaves {len(sequences) - n_validation} of {len(sequences)} sequences "
-                "for training; give more sequences or X_dev/y_dev."
-            )
-        order = self._random_state().permutation(len(sequences))
-        held, kept = np.sort(order[:n_validation]), np.sort(order[n_validation:])
-        return (
-            [sequences[i] for i in kept],
-            [y[i] for i in kept],
-            ([sequences[i] for i in held], [y[i] for i in held]),
-        )
-
-    def _validation_score(self, X_val, y_val, vocabulary, model):
-        """``score(w)`` on the early-stopping data: higher is better."""
-        if self.scoring is None:
-            accuracy = _DevEvaluator(
-                X_val, y_val, vocabulary, model, self.n_jobs, name="validation"
-            )
-            return accuracy.accuracy
+    def _validation_scorer(self, model, vocabulary, X_val, y_val):
+        """``score(w)`` of ``scoring`` on the early-stopping data."""
         scorer = get_scorer(self.scoring)
 
         def score(w):
@@ -707,80 +559,7 @@ calibration_candidates, calibration_max_trials : default=None
         return score
 
     def _vocabulary_copy(self):
-        # A new vocabulary: an interrupted fit must leave the old one as it was.
         return Vocabulary(self._model.attributes, self._model.value_separator)
-
-    def _resumed_trainer_state(self, algorithm, old_index, n_features):
-        """The online trainer's state, widened to the model's features (warm start)."""
-        if algorithm == "lbfgs":
-            return None
-        state = self.__dict__.get("_trainer_state")
-        if state is None or state.algorithm != algorithm:
-            raise ValueError(
-                f"warm_start with algorithm={algorithm!r} continues that trainer's own "
-                "state, but the model was not trained by it in this session. Fit "
-                "without warm_start first."
-            )
-        return state.expanded(old_index, n_features)
-
-    def _outcome(self, algorithm, result, monitor):
-        """The status to report and the weights to keep."""
-        status, weights = result.status, result.x
-        if monitor.early_stopped:
-            status = (LBFGSStatus if algorithm == "lbfgs" else OnlineStatus).EARLY_STOPPING
-        if monitor.best_weights is not None:
-            weights = monitor.best_weights
-        if status is OnlineStatus.OVERFLOW:
-            warnings.warn(
-                f"CRFTagger ({algorithm}) stopped on a failure: {result.message} "
-                f"({status.name}, after {result.n_iter} epochs).",
-                ConvergenceWarning,
-                stacklevel=4,  # past fit and _fit_context's wrapper
-            )
-        return status, weights
-
-    def _minimize(self, encoded, model, observed, settings, monitor, partial=None):
-        """L-BFGS / OWL-QN on the CRF objective (CRFsuite's 'lbfgs')."""
-        n_threads = effective_n_threads(self.n_jobs)
-        objective = CRFObjective(
-            encoded, model, observed, c2=settings["c2"], n_threads=n_threads, partial=partial
-        )
-        with objective:
-            if model.n_features == 0:
-                # No feature exists (say, only empty tokens in one-token
-                # sequences): the objective is constant, nothing to optimize.
-                loss, gradient = objective.loss_gradient(np.zeros(0))
-                return LBFGSResult(
-                    x=np.zeros(0),
-                    fun=loss,
-                    grad=gradient,
-                    status=LBFGSStatus.ALREADY_MINIMIZED,
-                    n_iter=0,
-                    n_evals=1,
-                    message="The model has no features: nothing to optimize.",
-                )
-            result = minimize_lbfgs(
-                objective.loss_gradient,
-                model.weights,
-                c1=settings["c1"],
-                num_memories=settings["num_memories"],
-                epsilon=settings["epsilon"],
-                period=settings["period"],
-                delta=settings["delta"],
-                max_iterations=settings["max_iterations"] or None,
-                linesearch=settings["linesearch"],
-                max_linesearch=settings["max_linesearch"],
-                callback=monitor.lbfgs_iteration,
-            )
-        if not result.status.converged and result.status is not LBFGSStatus.CALLBACK_STOP:
-            warnings.warn(
-                f"CRFTagger stopped before converging: {result.message} "
-                f"({result.status.name}, after {result.n_iter} iterations). The "
-                "weights are those of the last accepted iteration.",
-                ConvergenceWarning,
-                stacklevel=4,  # past fit and _fit_context's wrapper
-            )
-        return result
 
     @_fit_context(prefer_skip_nested_validation=True)
     def partial_fit(
@@ -819,102 +598,32 @@ calibration_candidates, calibration_max_trials : default=None
         apply: each call is one epoch.
         """
         algorithm, settings = self._settings()
-        if algorithm == "lbfgs":
-            raise ValueError(
-                "partial_fit needs an online trainer: algorithm='l2sgd', 'ap', 'pa' or "
-                "'arow'. L-BFGS ('lbfgs', the default) optimizes over all the data at "
-                "once; use fit."
-            )
         self._check_model_filename_writable()
-        state: Any = self.__dict__.get("_trainer_state")
-        fitted = self.__dict__.get("_model") is not None
-        if fitted and state is None:
-            raise ValueError(
-                "partial_fit cannot continue this model: it was not trained by an "
-                "online trainer in this session (a model loaded from a file keeps no "
-                "trainer state). Train it with fit or partial_fit first."
+        previous = None
+        if self.__dict__.get("_model") is not None:
+            previous = fit_driver.FitResult(
+                self._model,
+                self._vocabulary,
+                self.n_iter_,
+                self.status_,
+                self.training_log_,
+                self._trainer_state,
+                None,
             )
-        if fitted and state.algorithm != algorithm:
-            raise ValueError(
-                f"partial_fit: the model was trained with algorithm={state.algorithm!r}, "
-                f"but algorithm is now {algorithm!r}; an online trainer continues only "
-                "its own state."
-            )
-        if not fitted:
-            if classes is None:
-                raise ValueError(
-                    "classes must be given on the first call to partial_fit: the "
-                    "labels the model will know (scikit-learn's convention)."
-                )
-            _, known = encode_labels(check_classes(classes), name="classes")
-            vocabulary = Vocabulary()
-        else:
-            known = self._model.classes
-            if classes is not None:
-                _, given = encode_labels(check_classes(classes), name="classes")
-                if given.tolist() != known.tolist():
-                    raise ValueError(
-                        f"classes={list(given)!r:.200} differs from classes_="
-                        f"{list(known)!r:.200} fixed by the first call to partial_fit."
-                    )
-            # A new vocabulary: an interrupted call must leave the old one as it was.
-            vocabulary = Vocabulary(self._model.attributes, self._model.value_separator)
-        encoded, y = encode_data(vocabulary, X, y, grow=True, name="X")
-        check_sums(encoded, vocabulary, name="X")
-        if self.missing_label is not None:
-            _, _, partial = check_partial_training_labels(
-                y, encoded.lengths, self.missing_label, name="y"
-            )
-            if partial is not None:
-                raise ValueError(
-                    "partial_fit cannot train from partially labelled sequences (labels "
-                    "equal to missing_label, or sets of labels): only fit with "
-                    "algorithm='lbfgs' marginalizes over the unknown labels."
-                )
-        labels = check_labels(y, encoded.lengths, name="y")
-        label_index, _ = encode_labels(labels, known, name="y")
-        if (label_index < 0).any():
-            row = int(np.flatnonzero(label_index < 0)[0])
-            i, j = locate_row(row, encoded.lengths)
-            raise ValueError(
-                f"y[{i}][{j}]: the label {labels[row]!r:.100} is not one of the classes "
-                f"{list(known)!r:.200} fixed by the first call to partial_fit."
-            )
-        batch_model, _ = select_features(
-            encoded,
-            label_index,
-            known,
-            vocabulary.attributes,
-            all_possible_states=settings["all_possible_states"],
-            all_possible_transitions=settings["all_possible_transitions"],
-            min_freq=settings["min_freq"],
-        )
-        if fitted:
-            model, index, _ = merge_features(self._model, batch_model)
-            state = state.expanded(index, model.n_features)
-            n_iter, log = self.n_iter_, self.training_log_
-        else:
-            model, n_iter, log = batch_model, 0, TrainingLog(verbose=self.verbose)
-        result = train_online(
+        result = fit_driver.partial_fit(
+            X,
+            y,
             algorithm,
-            encoded,
-            label_index,
-            model,
             settings,
-            random_state=self._partial_fit_random_state(fitted),
-            callback=lambda entry, w: log.record_epoch({**entry, "num": n_iter + 1}, w),
-            resume=state,
-            n_epochs=1,
+            # new: an interrupted call must leave the old vocabulary as it was
+            Vocabulary() if previous is None else self._vocabulary_copy(),
+            classes,
+            random_state=self._partial_fit_random_state(previous is not None),
+            verbose=self.verbose,
+            previous=previous,
+            missing_label=self.missing_label,
         )
-        log.finish(result.status, result.message)
-        self._set_fitted(
-            model.with_weights(result.x),
-            n_iter + 1,
-            result.status,
-            log,
-            vocabulary,
-            result.state,
-        )
+        self._set_fitted_result(result)
         self._write_model_file()
         return self
 
@@ -942,6 +651,18 @@ calibration_candidates, calibration_max_trials : default=None
         self.status_ = status
         self.training_log_ = log
         self.best_iteration_ = best_iteration
+
+    def _set_fitted_result(self, result):
+        """Store a :class:`~skcrf._training._fit.FitResult` (all in one step)."""
+        self._set_fitted(
+            result.model,
+            result.n_iter,
+            result.status,
+            result.log,
+            result.vocabulary,
+            result.trainer_state,
+            best_iteration=result.best_iteration,
+        )
 
     def _get_fitted_state(self):
         """The fitted state as one plain structure (for persistence)."""
@@ -1480,48 +1201,3 @@ def _check_single(xseq):
                 "xseq[0] is a list of dicts: xseq must be one sequence of tokens. "
                 "For several sequences use predict / predict_marginals."
             )
-
-
-class _DevEvaluator:
-    """CRFsuite's held-out evaluation under given weights (log entries)."""
-
-    def __init__(self, X_dev, y_dev, vocabulary, model, n_jobs, name="dev"):
-        # Encoded against the vocabulary as it is now: attributes seen only
-        # in the dev data have no feature, and must not join the vocabulary.
-        x_name, y_name = f"X_{name}", f"y_{name}"
-        self.encoded = vocabulary.encode(
-            check_sequences(X_dev, name=x_name), grow=False, name=x_name
-        )
-        labels = check_labels(y_dev, self.encoded.lengths, name=y_name)
-        if not labels:
-            raise ValueError(f"{x_name} has no tokens: all sequences are empty.")
-        # Labels unseen in training get -1: always wrong, never a new class.
-        self.truth, _ = encode_labels(labels, model.classes, name=y_name)
-        self.name = x_name
-        self.unseen = Counter(labels[k] for k in np.flatnonzero(self.truth < 0).tolist())
-        lengths = np.asarray(self.encoded.lengths)
-        self.sequence_ends = np.cumsum(lengths)[lengths > 0]
-        self.model = model
-        self.n_threads = effective_n_threads(n_jobs)
-
-    def _path(self, w):
-        return Decoder(self.model.with_weights(w)).viterbi(
-            self.encoded, self.n_threads, name=self.name
-        )
-
-    def accuracy(self, w):
-        """Token accuracy under the weights ``w`` (the estimator's score)."""
-        return float(np.mean(self._path(w) == self.truth))
-
-    def __call__(self, w):
-        path = self._path(w)
-        return holdout_scores(
-            self.truth, path, self.sequence_ends, self.model.classes, self.unseen
-        )
-
-
-def _scatter(values, index, size):
-    """A zero vector of ``size`` with ``values`` at ``index``."""
-    out = np.zeros(size)
-    out[index] = values
-    return out

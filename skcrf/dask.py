@@ -51,23 +51,20 @@ A sketch (needs a cluster)::
 import inspect
 import time
 import uuid
-import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Literal, NoReturn, overload
 
 import numpy as np
 from sklearn.base import clone
-from sklearn.exceptions import ConvergenceWarning
 
 from ._compat import _fit_context
 from ._dask import _tasks as tasks
 from ._dask._conll import PathsLike, conll_blocks, iter_conll, read_blocks
 from ._featurize._vocabulary import Vocabulary
 from ._model import FittedState
-from ._tagger import CRFTagger, _DevEvaluator
-from ._training._lbfgs import LBFGSResult, LBFGSStatus, minimize_lbfgs
-from ._training._monitor import CallbackInfo, TrainingMonitor
-from ._training._training_log import TrainingLog
+from ._tagger import CRFTagger
+from ._training import _fit as fit_driver
+from ._training._monitor import CallbackInfo
 from ._typing import LabelSequencesLike, SequencesLike
 from ._version import __version__
 
@@ -428,32 +425,33 @@ class DaskCRFTagger(CRFTagger):
             with _DistributedObjective(client, X, y, settings, self.n_jobs) as objective:
                 model = objective.model
                 vocabulary = Vocabulary(model.attributes, model.value_separator)
-                holdout = validation = None
-                if X_dev is not None:
-                    holdout = _DevEvaluator(X_dev, y_dev, vocabulary, model, self.n_jobs)
-                if self.early_stopping:
-                    validation = self._validation_score(X_dev, y_dev, vocabulary, model)
-                log = TrainingLog(verbose=self.verbose, total=settings["max_iterations"] or None)
-                monitor = TrainingMonitor(
-                    log,
-                    holdout=holdout,
-                    validation=validation,
-                    n_iter_no_change=self.n_iter_no_change,
-                    tol=self.tol,
-                    callback=callback,
+                monitor = fit_driver.make_monitor(
+                    model,
+                    vocabulary,
+                    settings,
+                    n_jobs=self.n_jobs,
+                    **self._monitor_options(
+                        X_dev, y_dev, (X_dev, y_dev) if self.early_stopping else None, callback
+                    ),
                 )
-                result = self._minimize_distributed(objective, settings, monitor)
+                result = fit_driver.minimize(
+                    objective,
+                    np.zeros(model.n_features),
+                    settings,
+                    monitor,
+                    owner="DaskCRFTagger",
+                    stacklevel=3,  # past _fit_context's wrapper
+                )
                 info = objective.info()
         finally:
             if own_client:
                 client.close()
-        status, weights = self._outcome(algorithm, result, monitor)
-        log.finish(status, result.message if status is result.status else status.description)
+        status, weights = fit_driver.outcome(algorithm, result, monitor, stacklevel=3)
         self._set_fitted(
             model.with_weights(weights),
             result.n_iter,
             status,
-            log,
+            monitor.log,
             vocabulary,
             best_iteration=monitor.best_iteration,
         )
@@ -475,42 +473,6 @@ class DaskCRFTagger(CRFTagger):
                 "(distributed.Client() for a local cluster, Client('tcp://host:8786') "
                 "for a running scheduler) or pass client=..."
             ) from None
-
-    def _minimize_distributed(self, objective, settings, monitor):
-        model = objective.model
-        if model.n_features == 0:
-            loss, gradient = objective(np.zeros(0))
-            return LBFGSResult(
-                x=np.zeros(0),
-                fun=loss,
-                grad=gradient,
-                status=LBFGSStatus.ALREADY_MINIMIZED,
-                n_iter=0,
-                n_evals=1,
-                message="The model has no features: nothing to optimize.",
-            )
-        result = minimize_lbfgs(
-            objective,
-            np.zeros(model.n_features),
-            c1=settings["c1"],
-            num_memories=settings["num_memories"],
-            epsilon=settings["epsilon"],
-            period=settings["period"],
-            delta=settings["delta"],
-            max_iterations=settings["max_iterations"] or None,
-            linesearch=settings["linesearch"],
-            max_linesearch=settings["max_linesearch"],
-            callback=monitor.lbfgs_iteration,
-        )
-        if not result.status.converged and result.status is not LBFGSStatus.CALLBACK_STOP:
-            warnings.warn(
-                f"DaskCRFTagger stopped before converging: {result.message} "
-                f"({result.status.name}, after {result.n_iter} iterations). The "
-                "weights are those of the last accepted iteration.",
-                ConvergenceWarning,
-                stacklevel=4,
-            )
-        return result
 
     # -- prediction on bags ----------------------------------------------------------
 

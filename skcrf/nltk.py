@@ -43,8 +43,8 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
     ) from exc
 from sklearn.exceptions import ConvergenceWarning
 
-from ._tagger import ALGORITHM_DEFAULTS, FEATURE_DEFAULTS
 from ._tagger import CRFTagger as _Estimator
+from ._training._fit import ALGORITHM_DEFAULTS, FEATURE_DEFAULTS
 
 __all__ = ["CRFTagger", "TRAINING_OPTIONS"]
 

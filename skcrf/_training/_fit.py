@@ -1,0 +1,617 @@
+"""The fit driver: labelled sequences in, a fitted model out.
+
+Every way skcrf trains goes through here: ``CRFTagger.fit`` (any algorithm,
+warm start, partially labelled sequences, held-out data, early stopping),
+``CRFTagger.partial_fit`` (one epoch of an online trainer), ``CRFTaggerCV``
+(whose path is warm-started ``CRFTagger.fit`` calls) and ``DaskCRFTagger``
+(the same monitor, L-BFGS call and outcome over a distributed objective).
+
+Conventions
+-----------
+- ``settings`` is the dict of :func:`resolve_settings`: the algorithm's
+  parameters over CRFsuite's defaults (:data:`ALGORITHM_DEFAULTS`) and the
+  feature-generation ones (:data:`FEATURE_DEFAULTS`).
+- A fit builds everything new (vocabulary, model, log) and returns it in a
+  :class:`FitResult`; the estimator stores it in one step, so a fit that
+  fails leaves the estimator as it was.
+- The steps, each a function: :func:`encode_training_data` (tokens and
+  labels to numbers), :func:`select_model_features` (the features that
+  exist, merged into a previous model on warm start), :func:`make_monitor`
+  (held-out scores, early stopping, the user's callback),
+  :func:`minimize` or :func:`~skcrf._training._online_train.train_online`,
+  then :func:`outcome`.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections import Counter
+from typing import Any, NamedTuple
+
+import numpy as np
+from sklearn.exceptions import ConvergenceWarning
+
+from .._featurize._labels import (
+    check_classes,
+    check_labels,
+    check_partial_training_labels,
+    encode_labels,
+)
+from .._featurize._stream import encode_data
+from .._featurize._validation import check_sequences, check_sums, locate_row
+from .._inference._constraints import transition_constraints
+from .._inference._decode import Decoder
+from .._model import merge_features
+from .._utils._threads import effective_n_threads
+from ._lbfgs import LBFGSResult, LBFGSStatus, minimize_lbfgs
+from ._monitor import TrainingMonitor
+from ._objective import CRFObjective, select_features
+from ._online_train import DEFAULTS as ONLINE_DEFAULTS
+from ._online_train import OnlineStatus, train_online
+from ._training_log import TrainingLog, holdout_scores
+
+#: The parameters of each training algorithm (CRFsuite's), with CRFsuite's
+#: defaults; ``None`` for a parameter means the algorithm's default.
+ALGORITHM_DEFAULTS: dict[str, dict[str, Any]] = {
+    "lbfgs": {
+        "c1": 0.0,
+        "c2": 1.0,
+        "max_iterations": None,
+        "num_memories": 6,
+        "epsilon": 1e-5,
+        "period": 10,
+        "delta": 1e-5,
+        "linesearch": "MoreThuente",
+        "max_linesearch": 20,
+    },
+    **ONLINE_DEFAULTS,
+}
+
+#: Feature-generation parameters, common to every algorithm, with defaults.
+FEATURE_DEFAULTS: dict[str, Any] = {
+    "min_freq": 0.0,
+    "all_possible_states": False,
+    "all_possible_transitions": False,
+}
+
+#: Every trainer parameter name (of any algorithm).
+TRAINER_PARAMETERS = frozenset(p for params in ALGORITHM_DEFAULTS.values() for p in params)
+
+
+def resolve_settings(params):
+    """The algorithm and its settings: explicit parameters over its defaults.
+
+    Parameters
+    ----------
+    params : dict
+        The estimator's parameters (``algorithm``, the trainer parameters
+        and the feature-generation ones; None means "the default").
+
+    Returns
+    -------
+    algorithm : str
+    settings : dict
+
+    A parameter explicitly set (not None) that the algorithm does not have is
+    an error naming the algorithms it belongs to.
+    """
+    algorithm = params["algorithm"] or "lbfgs"
+    own = ALGORITHM_DEFAULTS[algorithm]
+    settings = dict(FEATURE_DEFAULTS)
+    settings.update(own)
+    for name in TRAINER_PARAMETERS:
+        value = params[name]
+        if value is None:
+            continue
+        if name not in own:
+            owners = sorted(a for a, defaults in ALGORITHM_DEFAULTS.items() if name in defaults)
+            raise ValueError(
+                f"{name}={value!r} does not apply to algorithm={algorithm!r}: it is a "
+                f"parameter of {', '.join(map(repr, owners))}. Leave it None or "
+                "choose that algorithm."
+            )
+        settings[name] = value
+    for name in FEATURE_DEFAULTS:
+        if params[name] is not None:
+            settings[name] = params[name]
+    return algorithm, settings
+
+
+class TrainingData(NamedTuple):
+    """Labelled training sequences as numbers."""
+
+    encoded: Any  # Encoded
+    label_index: np.ndarray  # label of each token (-1: unknown)
+    classes: np.ndarray  # the labels, in index order
+    partial: Any  # PartialLabels or None
+
+
+class FitResult(NamedTuple):
+    """What a fit leaves: stored by the estimator in one step."""
+
+    model: Any  # CRFModel, with the weights kept
+    vocabulary: Any  # Vocabulary
+    n_iter: int
+    status: LBFGSStatus | OnlineStatus
+    log: TrainingLog
+    trainer_state: Any  # OnlineState, or None after L-BFGS
+    best_iteration: int | None
+
+
+def encode_training_data(
+    vocabulary, X, y, *, algorithm, missing_label=None, previous_classes=None, fixed_classes=None
+):
+    """Encode ``X`` (growing ``vocabulary``) and its labels ``y``.
+
+    Parameters
+    ----------
+    previous_classes : ndarray or None
+        The labels of the model a warm start continues: they keep their
+        indices, new labels come after them.
+    fixed_classes : ndarray or None
+        ``partial_fit``'s labels, fixed by its first call: a label outside
+        them is an error, and so is a partially labelled sequence.
+
+    Returns
+    -------
+    TrainingData
+    """
+    # any iterable: a generator is featurized sequence by sequence (one pass);
+    # L-BFGS keeps vector features ({'emb': array}) as a dense block (BLAS)
+    encoded, y = encode_data(vocabulary, X, y, grow=True, name="X", dense=algorithm == "lbfgs")
+    check_sums(encoded, vocabulary, name="X")
+    if fixed_classes is not None:
+        return _encode_fixed_labels(encoded, y, fixed_classes, missing_label)
+    partial = None
+    if missing_label is None:
+        labels = check_labels(y, encoded.lengths, name="y")
+        classes = None
+        if previous_classes is not None:
+            _, classes = encode_labels([*previous_classes.tolist(), *dict.fromkeys(labels)])
+        label_index, classes = encode_labels(labels, classes, name="y")
+    else:
+        label_index, classes, partial = check_partial_training_labels(
+            y, encoded.lengths, missing_label, name="y", previous_classes=previous_classes
+        )
+        if partial is not None and algorithm != "lbfgs":
+            raise ValueError(
+                f"algorithm={algorithm!r} cannot train from partially labelled "
+                "sequences (labels equal to missing_label, or sets of labels): only "
+                "'lbfgs' marginalizes over the unknown labels. Use algorithm='lbfgs', "
+                "or give every label."
+            )
+    return TrainingData(encoded, label_index, classes, partial)
+
+
+def _encode_fixed_labels(encoded, y, known, missing_label):
+    if missing_label is not None:
+        _, _, partial = check_partial_training_labels(y, encoded.lengths, missing_label, name="y")
+        if partial is not None:
+            raise ValueError(
+                "partial_fit cannot train from partially labelled sequences (labels "
+                "equal to missing_label, or sets of labels): only fit with "
+                "algorithm='lbfgs' marginalizes over the unknown labels."
+            )
+    labels = check_labels(y, encoded.lengths, name="y")
+    label_index, _ = encode_labels(labels, known, name="y")
+    if (label_index < 0).any():
+        row = int(np.flatnonzero(label_index < 0)[0])
+        i, j = locate_row(row, encoded.lengths)
+        raise ValueError(
+            f"y[{i}][{j}]: the label {labels[row]!r:.100} is not one of the classes "
+            f"{list(known)!r:.200} fixed by the first call to partial_fit."
+        )
+    return TrainingData(encoded, label_index, known, None)
+
+
+def partial_fit_classes(classes, fitted_classes):
+    """The labels of a ``partial_fit`` call: given on the first, fixed after."""
+    if fitted_classes is None:
+        if classes is None:
+            raise ValueError(
+                "classes must be given on the first call to partial_fit: the "
+                "labels the model will know (scikit-learn's convention)."
+            )
+        return encode_labels(check_classes(classes), name="classes")[1]
+    if classes is not None:
+        _, given = encode_labels(check_classes(classes), name="classes")
+        if given.tolist() != fitted_classes.tolist():
+            raise ValueError(
+                f"classes={list(given)!r:.200} differs from classes_="
+                f"{list(fitted_classes)!r:.200} fixed by the first call to partial_fit."
+            )
+    return fitted_classes
+
+
+def select_model_features(data, vocabulary, settings, previous=None):
+    """The model's features (CRFsuite's rule), merged into ``previous``'s.
+
+    Returns
+    -------
+    model : CRFModel
+        With ``previous``'s weights on its features, zero on the new ones.
+    observed : ndarray
+        The empirical feature counts, in the model's feature order.
+    old_index : ndarray or None
+        Where each feature of ``previous`` is in the model (None without it).
+    """
+    model, observed = select_features(
+        data.encoded,
+        data.label_index,
+        data.classes,
+        vocabulary.attributes,
+        all_possible_states=settings["all_possible_states"],
+        all_possible_transitions=settings["all_possible_transitions"],
+        min_freq=settings["min_freq"],
+        partial=data.partial,
+    )
+    if previous is None:
+        return model, observed, None
+    # old features keep their weights; new ones start at zero
+    model, old_index, new_index = merge_features(previous, model)
+    widened = np.zeros(model.n_features)
+    widened[new_index] = observed
+    return model, widened, old_index
+
+
+def resumed_trainer_state(algorithm, state, old_index, n_features):
+    """The online trainer's state, widened to the model's features (warm start)."""
+    if algorithm == "lbfgs":
+        return None
+    if state is None or state.algorithm != algorithm:
+        raise ValueError(
+            f"warm_start with algorithm={algorithm!r} continues that trainer's own "
+            "state, but the model was not trained by it in this session. Fit "
+            "without warm_start first."
+        )
+    return state.expanded(old_index, n_features)
+
+
+def split_validation(X, y, fraction, random_state, missing_label=None):
+    """Hold out ``fraction`` of the sequences for early stopping.
+
+    Returns the kept sequences, their labels, and ``(X_val, y_val)``.
+    """
+    sequences = check_sequences(X, name="X")
+    lengths = [len(seq) for seq in sequences]
+    if missing_label is None:
+        check_labels(y, lengths, name="y")  # errors name the original positions
+    else:
+        check_partial_training_labels(y, lengths, missing_label, name="y")
+    y = list(y)
+    n_validation = int(np.ceil(fraction * len(sequences)))
+    if n_validation < 1 or n_validation >= len(sequences):
+        raise ValueError(
+            f"early_stopping with validation_fraction={fraction} "
+            f"leaves {len(sequences) - n_validation} of {len(sequences)} sequences "
+            "for training; give more sequences or X_dev/y_dev."
+        )
+    order = random_state.permutation(len(sequences))
+    held, kept = np.sort(order[:n_validation]), np.sort(order[n_validation:])
+    return (
+        [sequences[i] for i in kept],
+        [y[i] for i in kept],
+        ([sequences[i] for i in held], [y[i] for i in held]),
+    )
+
+
+class DevEvaluator:
+    """CRFsuite's held-out evaluation under given weights (log entries)."""
+
+    def __init__(self, X_dev, y_dev, vocabulary, model, n_jobs, name="dev"):
+        # Encoded against the vocabulary as it is now: attributes seen only
+        # in the dev data have no feature, and must not join the vocabulary.
+        x_name, y_name = f"X_{name}", f"y_{name}"
+        self.encoded = vocabulary.encode(
+            check_sequences(X_dev, name=x_name), grow=False, name=x_name
+        )
+        labels = check_labels(y_dev, self.encoded.lengths, name=y_name)
+        if not labels:
+            raise ValueError(f"{x_name} has no tokens: all sequences are empty.")
+        # Labels unseen in training get -1: always wrong, never a new class.
+        self.truth, _ = encode_labels(labels, model.classes, name=y_name)
+        self.name = x_name
+        self.unseen = Counter(labels[k] for k in np.flatnonzero(self.truth < 0).tolist())
+        lengths = np.asarray(self.encoded.lengths)
+        self.sequence_ends = np.cumsum(lengths)[lengths > 0]
+        self.model = model
+        self.n_threads = effective_n_threads(n_jobs)
+
+    def _path(self, w):
+        return Decoder(self.model.with_weights(w)).viterbi(
+            self.encoded, self.n_threads, name=self.name
+        )
+
+    def accuracy(self, w):
+        """Token accuracy under the weights ``w`` (the estimator's score)."""
+        return float(np.mean(self._path(w) == self.truth))
+
+    def __call__(self, w):
+        path = self._path(w)
+        return holdout_scores(
+            self.truth, path, self.sequence_ends, self.model.classes, self.unseen
+        )
+
+
+def make_monitor(
+    model,
+    vocabulary,
+    settings,
+    *,
+    verbose,
+    n_jobs,
+    dev=None,
+    validation=None,
+    validation_scorer=None,
+    n_iter_no_change=10,
+    tol=1e-7,
+    callback=None,
+):
+    """The log and monitor of a fit.
+
+    Parameters
+    ----------
+    dev : (X_dev, y_dev) or None
+        Held-out data scored into the log at every iteration.
+    validation : (X_val, y_val) or None
+        Early stopping's data (None: no early stopping).
+    validation_scorer : callable or None
+        ``validation_scorer(model, vocabulary, X_val, y_val)`` returns
+        ``score(w)`` (higher is better); None: token accuracy.
+    """
+    holdout = None if dev is None else DevEvaluator(*dev, vocabulary, model, n_jobs)
+    score = None
+    if validation is not None:
+        if validation_scorer is None:
+            score = DevEvaluator(
+                *validation, vocabulary, model, n_jobs, name="validation"
+            ).accuracy
+        else:
+            score = validation_scorer(model, vocabulary, *validation)
+    log = TrainingLog(verbose=verbose, total=settings["max_iterations"] or None)
+    return TrainingMonitor(
+        log,
+        holdout=holdout,
+        validation=score,
+        n_iter_no_change=n_iter_no_change,
+        tol=tol,
+        callback=callback,
+    )
+
+
+def minimize(loss_gradient, x0, settings, monitor, *, owner="CRFTagger", stacklevel=2):
+    """L-BFGS / OWL-QN on ``loss_gradient`` (CRFsuite's 'lbfgs').
+
+    ``stacklevel`` is the caller's, for the warning of a fit that stopped
+    before converging (it names the weights that are kept).
+    """
+    if len(x0) == 0:
+        # No feature exists (say, only empty tokens in one-token sequences):
+        # the objective is constant, nothing to optimize.
+        loss, gradient = loss_gradient(np.zeros(0))
+        return LBFGSResult(
+            x=np.zeros(0),
+            fun=loss,
+            grad=gradient,
+            status=LBFGSStatus.ALREADY_MINIMIZED,
+            n_iter=0,
+            n_evals=1,
+            message="The model has no features: nothing to optimize.",
+        )
+    result = minimize_lbfgs(
+        loss_gradient,
+        x0,
+        c1=settings["c1"],
+        num_memories=settings["num_memories"],
+        epsilon=settings["epsilon"],
+        period=settings["period"],
+        delta=settings["delta"],
+        max_iterations=settings["max_iterations"] or None,
+        linesearch=settings["linesearch"],
+        max_linesearch=settings["max_linesearch"],
+        callback=monitor.lbfgs_iteration,
+    )
+    if not result.status.converged and result.status is not LBFGSStatus.CALLBACK_STOP:
+        warnings.warn(
+            f"{owner} stopped before converging: {result.message} "
+            f"({result.status.name}, after {result.n_iter} iterations). The "
+            "weights are those of the last accepted iteration.",
+            ConvergenceWarning,
+            stacklevel=stacklevel + 1,
+        )
+    return result
+
+
+def outcome(algorithm, result, monitor, *, stacklevel=2):
+    """The status to report and the weights to keep; closes the log."""
+    status, weights = result.status, result.x
+    if monitor.early_stopped:
+        status = (LBFGSStatus if algorithm == "lbfgs" else OnlineStatus).EARLY_STOPPING
+    if monitor.best_weights is not None:
+        weights = monitor.best_weights
+    if status is OnlineStatus.OVERFLOW:
+        warnings.warn(
+            f"CRFTagger ({algorithm}) stopped on a failure: {result.message} "
+            f"({status.name}, after {result.n_iter} epochs).",
+            ConvergenceWarning,
+            stacklevel=stacklevel + 1,
+        )
+    monitor.log.finish(status, result.message if status is result.status else status.description)
+    return status, weights
+
+
+def fit(
+    X,
+    y,
+    algorithm,
+    settings,
+    vocabulary,
+    *,
+    n_jobs,
+    random_state,
+    monitor_options,
+    previous=None,
+    previous_trainer_state=None,
+    missing_label=None,
+    allowed_transitions=None,
+    stacklevel=2,
+):
+    """Train a model on ``X, y`` with any algorithm (``CRFTagger.fit``).
+
+    Parameters
+    ----------
+    vocabulary : Vocabulary
+        A new vocabulary (or a copy of the previous model's), grown here.
+    random_state : RandomState
+        The online trainers' shuffling.
+    monitor_options : dict
+        The keyword arguments of :func:`make_monitor` other than the model,
+        vocabulary and settings.
+    previous : CRFModel or None
+        The model a warm start continues from.
+    previous_trainer_state : OnlineState or None
+        Its online trainer's state (a warm start of an online trainer).
+
+    Returns
+    -------
+    FitResult
+    """
+    data = encode_training_data(
+        vocabulary,
+        X,
+        y,
+        algorithm=algorithm,
+        missing_label=missing_label,
+        previous_classes=None if previous is None else previous.classes,
+    )
+    transition_constraints(data.classes, allowed_transitions)  # fail now, not at predict
+    model, observed, old_index = select_model_features(data, vocabulary, settings, previous)
+    resume = None
+    if previous is not None:
+        resume = resumed_trainer_state(
+            algorithm, previous_trainer_state, old_index, model.n_features
+        )
+    monitor = make_monitor(model, vocabulary, settings, n_jobs=n_jobs, **monitor_options)
+    trainer_state = None
+    if algorithm == "lbfgs":
+        objective = CRFObjective(
+            data.encoded,
+            model,
+            observed,
+            c2=settings["c2"],
+            n_threads=effective_n_threads(n_jobs),
+            partial=data.partial,
+        )
+        with objective:
+            result = minimize(
+                objective.loss_gradient,
+                model.weights,
+                settings,
+                monitor,
+                stacklevel=stacklevel + 1,
+            )
+    else:
+        result = train_online(
+            algorithm,
+            data.encoded,
+            data.label_index,
+            model,
+            settings,
+            random_state=random_state,
+            callback=monitor.online_epoch,
+            resume=resume,
+        )
+        trainer_state = result.state
+    status, weights = outcome(algorithm, result, monitor, stacklevel=stacklevel + 1)
+    return FitResult(
+        model.with_weights(weights),
+        vocabulary,
+        result.n_iter,
+        status,
+        monitor.log,
+        trainer_state,
+        monitor.best_iteration,
+    )
+
+
+def partial_fit(
+    X,
+    y,
+    algorithm,
+    settings,
+    vocabulary,
+    classes,
+    *,
+    random_state,
+    verbose=False,
+    previous=None,
+    missing_label=None,
+):
+    """One epoch of an online trainer on ``X, y`` (``CRFTagger.partial_fit``).
+
+    Parameters
+    ----------
+    vocabulary : Vocabulary
+        A new vocabulary (or a copy of the previous model's), grown here.
+    classes : iterable or None
+        The labels: required on the first call, None or the same after.
+    previous : FitResult or None
+        What the previous call left (model, trainer state, epochs, log); the
+        log is continued in place.
+
+    Returns
+    -------
+    FitResult
+    """
+    if algorithm == "lbfgs":
+        raise ValueError(
+            "partial_fit needs an online trainer: algorithm='l2sgd', 'ap', 'pa' or "
+            "'arow'. L-BFGS ('lbfgs', the default) optimizes over all the data at "
+            "once; use fit."
+        )
+    if previous is not None:
+        state = previous.trainer_state
+        if state is None:
+            raise ValueError(
+                "partial_fit cannot continue this model: it was not trained by an "
+                "online trainer in this session (a model loaded from a file keeps no "
+                "trainer state). Train it with fit or partial_fit first."
+            )
+        if state.algorithm != algorithm:
+            raise ValueError(
+                f"partial_fit: the model was trained with algorithm={state.algorithm!r}, "
+                f"but algorithm is now {algorithm!r}; an online trainer continues only "
+                "its own state."
+            )
+    classes = partial_fit_classes(classes, None if previous is None else previous.model.classes)
+    data = encode_training_data(
+        vocabulary, X, y, algorithm=algorithm, missing_label=missing_label, fixed_classes=classes
+    )
+    batch_model, _, _ = select_model_features(data, vocabulary, settings)
+    if previous is not None:
+        model, index, _ = merge_features(previous.model, batch_model)
+        state = previous.trainer_state.expanded(index, model.n_features)
+        n_iter, log = previous.n_iter, previous.log
+    else:
+        model, state, n_iter, log = batch_model, None, 0, TrainingLog(verbose=verbose)
+    result = train_online(
+        algorithm,
+        data.encoded,
+        data.label_index,
+        model,
+        settings,
+        random_state=random_state,
+        callback=lambda entry, w: log.record_epoch({**entry, "num": n_iter + 1}, w),
+        resume=state,
+        n_epochs=1,
+    )
+    log.finish(result.status, result.message)
+    return FitResult(
+        model.with_weights(result.x),
+        vocabulary,
+        n_iter=n_iter + 1,
+        status=result.status,
+        log=log,
+        trainer_state=result.state,
+        best_iteration=None,
+    )
