@@ -117,6 +117,27 @@ class CRFModel:
             shape=(self.n_attributes, self.n_labels),
         )
 
+    def state_features(self):
+        """Nonzero state weights as ``{(attribute, label): weight}``."""
+        keep = np.flatnonzero(self.state_weights)
+        attributes = self.state_attributes()[keep].tolist()
+        labels = self.state_labels[keep].tolist()
+        names, classes = self.attributes, self.classes
+        return {
+            (names[a], classes[k]): w
+            for a, k, w in zip(attributes, labels, self.state_weights[keep].tolist())
+        }
+
+    def transition_features(self):
+        """Nonzero transition weights as ``{(label_from, label_to): weight}``."""
+        transition = self.transition_matrix()
+        rows, cols = np.nonzero(transition)
+        classes = self.classes
+        return {
+            (classes[r], classes[c]): float(transition[r, c])
+            for r, c in zip(rows.tolist(), cols.tolist())
+        }
+
     def without_zeros(self):
         """The model as CRFsuite's trainer stores it in a model file.
 

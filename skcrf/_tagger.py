@@ -845,20 +845,8 @@ calibration_candidates, calibration_max_trials : default=None
         """
         params = {}
         if not isinstance(source, (str, bytes, os.PathLike)):
-            modelfile = getattr(source, "modelfile", None)
-            path = getattr(modelfile, "name", None)
-            if path is None or not hasattr(source, "get_params"):
-                raise TypeError(
-                    "from_crfsuite takes the path of a CRFsuite model file or a fitted "
-                    f"sklearn_crfsuite.CRF; got {type(source).__name__}."
-                )
-            if not os.path.exists(path):
-                raise NotFittedError(
-                    f"the {type(source).__name__} given has no model file: fit it first."
-                )
             names = set(cls._get_param_names()) - {"model_filename", "trainer_cls"}
-            params = {k: v for k, v in source.get_params(deep=False).items() if k in names}
-            source = path
+            source, params = _sklearn_crfsuite_model(source, names)
         state = read_crfsuite(source)
         tagger = cls(**params)
         tagger._set_fitted(state.model, state.n_iter, state.status, state.training_log)
@@ -1165,26 +1153,12 @@ calibration_candidates, calibration_max_trials : default=None
     @property
     def state_features_(self) -> dict[tuple[str, Any], float]:
         """Nonzero state weights as ``{(attribute, label): weight}``."""
-        model = self._fitted_model()
-        keep = np.flatnonzero(model.state_weights)
-        attributes = model.state_attributes()[keep].tolist()
-        labels = model.state_labels[keep].tolist()
-        names, classes = model.attributes, model.classes
-        return {
-            (names[a], classes[k]): w
-            for a, k, w in zip(attributes, labels, model.state_weights[keep].tolist())
-        }
+        return self._fitted_model().state_features()
 
     @property
     def transition_features_(self) -> dict[tuple[Any, Any], float]:
         """Nonzero transition weights as ``{(label_from, label_to): weight}``."""
-        transition = self.transition_
-        rows, cols = np.nonzero(transition)
-        classes = self.classes_
-        return {
-            (classes[r], classes[c]): float(transition[r, c])
-            for r, c in zip(rows.tolist(), cols.tolist())
-        }
+        return self._fitted_model().transition_features()
 
 
 def _check_single(xseq):
@@ -1201,3 +1175,17 @@ def _check_single(xseq):
                 "xseq[0] is a list of dicts: xseq must be one sequence of tokens. "
                 "For several sequences use predict / predict_marginals."
             )
+
+
+def _sklearn_crfsuite_model(crf, names):
+    """The model file of a fitted ``sklearn_crfsuite.CRF`` and its parameters in ``names``."""
+    modelfile = getattr(crf, "modelfile", None)
+    path = getattr(modelfile, "name", None)
+    if path is None or not hasattr(crf, "get_params"):
+        raise TypeError(
+            "from_crfsuite takes the path of a CRFsuite model file or a fitted "
+            f"sklearn_crfsuite.CRF; got {type(crf).__name__}."
+        )
+    if not os.path.exists(path):
+        raise NotFittedError(f"the {type(crf).__name__} given has no model file: fit it first.")
+    return path, {k: v for k, v in crf.get_params(deep=False).items() if k in names}
