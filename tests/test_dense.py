@@ -1,4 +1,4 @@
-"""Dense vector features (issue #15, part 2).
+"""Dense vector features.
 
 A token value ``{'emb': vector}`` (a 1-D numpy array or a list of floats) is
 the attributes ``emb[0]`` ... ``emb[d-1]``: exactly the model CRFsuite trains

@@ -1,4 +1,4 @@
-"""Smoke test of examples/embeddings.py (issue #15) on a small slice of the treebank."""
+"""Smoke test of examples/embeddings.py on a small slice of the treebank."""
 
 import os
 import re

@@ -442,7 +442,7 @@ def test_property_lengths_and_types(X, window, affix_length):
     assert fz.transform(X) == out
 
 
-# -- embeddings (issue #15, part 3) ----------------------------------------------
+# -- embeddings -----------------------------------------------------------------
 
 
 def _embeddings():

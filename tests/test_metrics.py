@@ -765,7 +765,7 @@ def test_flatten_rejects_what_is_not_a_list_of_sequences(bad):
         metrics.flatten(bad)
 
 
-# -- the scheme names of decoding constraints (issue 10) ----------------------
+# -- the scheme names of decoding constraints -------------------------------
 
 
 def test_entity_scores_accept_constraint_scheme_names():

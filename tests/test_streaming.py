@@ -1,4 +1,4 @@
-"""One-pass streaming fit (issue #15, part 1).
+"""One-pass streaming fit.
 
 ``X`` and ``y`` may be any iterable (a generator included): each sequence is
 encoded as it arrives (skcrf._featurize._vocabulary.StreamEncoder through

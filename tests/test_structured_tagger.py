@@ -1,4 +1,4 @@
-"""Issue #10 through the public estimator: predict_nbest, sequence_log_proba,
+"""Structured prediction through the public estimator: predict_nbest, sequence_log_proba,
 predict_transition_marginals, constraints at decoding time
 (allowed_transitions, partial_labels) and training with missing labels."""
 
@@ -10,11 +10,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from skcrf import CRFTagger
-
-pytestmark = pytest.mark.skipif(
-    not hasattr(CRFTagger, "predict_nbest"),
-    reason="the estimator's part of issue #10 (.handoff/issue10_tagger.md) is not in yet",
-)
 
 WORDS = ["john", "smith", "lives", "in", "new", "york", "city", "mary", "jones", "paris", "the"]
 
