@@ -95,12 +95,27 @@ from ._cqdb import cqdb_bytes, encode_strings, exclusive_cumsum, is_increasing, 
 from ._json import NUMPY_NAMES, decode_value, encode_value, no_duplicate_keys, reject_constant
 from ._npz import check_model_arrays
 
-__all__ = ["read_crfsuite", "write_crfsuite", "crfsuite_bytes"]
+__all__ = ["read_crfsuite", "write_crfsuite", "crfsuite_bytes", "header_fields"]
 
 _MAGIC = b"lCRF"
 _MODEL_TYPE = b"FOMC"
 _VERSION = 100
 _HEADER = struct.Struct("<4sI4sIIIIIIIII")  # 48 bytes
+#: The file header's fields in order, named as CRFsuite's dump names them.
+HEADER_FIELDS = (
+    "magic",
+    "size",
+    "type",
+    "version",
+    "num_features",
+    "num_labels",
+    "num_attrs",
+    "off_features",
+    "off_labels",
+    "off_attrs",
+    "off_labelrefs",
+    "off_attrrefs",
+)
 _CHUNK = struct.Struct("<4sII")  # chunk id, chunk size, number of items
 _FEATURE_DTYPE = np.dtype([("type", "<u4"), ("src", "<u4"), ("dst", "<u4"), ("weight", "<f8")])
 _STATE, _TRANSITION = 0, 1
@@ -117,6 +132,24 @@ _MAX_FILE_SIZE = _U32  # offsets are 32-bit
 MAX_LABELS = 4096
 
 # -- reading -----------------------------------------------------------------
+
+
+def header_fields(data):
+    """The file header of a CRFsuite model file, unchecked: ``{field: value}``.
+
+    Parameters
+    ----------
+    data : bytes
+        The file's content (its first 48 bytes at least).
+
+    Returns
+    -------
+    dict
+        The fields of :data:`HEADER_FIELDS` in file order: ``magic`` and
+        ``type`` as bytes, the others as ints. Nothing is checked
+        (:func:`read_crfsuite` checks them all).
+    """
+    return dict(zip(HEADER_FIELDS, _HEADER.unpack_from(data, 0)))
 
 
 def _chunk_bounds(n_bytes, offset, size, what):
