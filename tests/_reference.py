@@ -168,6 +168,13 @@ def kbest_packed(emissions, transitions, batch_sizes, k, paths_out, scores_out):
     return found
 
 
+def to_flat(layout, packed):
+    """Rows (axis 0) in the packed order of ``layout`` put back in the flat order."""
+    flat = np.empty_like(packed)
+    flat[layout.flat_index] = packed
+    return flat
+
+
 # -- lookup3 hashlittle, one key at a time --------------------------------------
 
 _U32 = 0xFFFFFFFF

@@ -282,15 +282,6 @@ def merge_stats(left, right):
     )
 
 
-def merge_all(stats):
-    """Merge a list of stats in order (pairwise, as the tree on the workers does)."""
-    stats = list(stats)
-    while len(stats) > 1:
-        merged = [merge_stats(a, b) for a, b in zip(stats[0::2], stats[1::2])]
-        stats = merged + ([stats[-1]] if len(stats) % 2 else [])
-    return stats[0]
-
-
 class ModelBundle:
     """The global model, its observed counts and the label order of the stats.
 
