@@ -44,6 +44,7 @@ __all__ = [
     "cqdb_bytes",
     "encode_strings",
     "exclusive_cumsum",
+    "first_repeat",
     "hash_keys",
     "is_increasing",
     "read_cqdb",
@@ -58,7 +59,7 @@ _DATA = _HEADER.size + 8 * _TABLES  # the first record: 2072
 _U32 = 0xFFFFFFFF
 
 
-# -- numpy helpers (the CRFsuite file module uses them too) -------------------
+# -- helpers (the CRFsuite file module uses them too) ------------------------
 
 
 def exclusive_cumsum(counts):
@@ -71,6 +72,20 @@ def exclusive_cumsum(counts):
 def is_increasing(keys):
     """Whether the 1-D array ``keys`` is strictly increasing."""
     return len(keys) < 2 or bool((keys[1:] > keys[:-1]).all())
+
+
+def first_repeat(items):
+    """``(i, k)``: item ``k`` is the first equal to an earlier one, item ``i``.
+
+    None if the items are distinct (hashable items; a set of them is
+    quicker to tell whether any repeats).
+    """
+    seen = {}
+    for k, item in enumerate(items):
+        i = seen.setdefault(item, k)
+        if i != k:
+            return i, k
+    return None
 
 
 # -- lookup3 hashlittle, vectorized over keys ---------------------------------
@@ -196,16 +211,6 @@ def hash_keys(keys, key_sizes):
 # -- reading -----------------------------------------------------------------
 
 
-def _first_duplicate(strings, what):
-    seen = {}
-    for k, string in enumerate(strings):
-        if string in seen:
-            raise ValueError(
-                f"{what}: ids {seen[string]} and {k} have the same string {string!r:.100}."
-            )
-        seen[string] = k
-
-
 def _decode_keys(keys, key_sizes, where):
     """The strings of the NUL-terminated ``keys`` (uint8 array), checked.
 
@@ -232,7 +237,8 @@ def _decode_keys(keys, key_sizes, where):
     strings = text.split("\0")
     strings.pop()  # after the last NUL
     if len(set(strings)) != n:
-        _first_duplicate(strings, where)
+        i, k = first_repeat(strings)
+        raise ValueError(f"{where}: ids {i} and {k} have the same string {strings[k]!r:.100}.")
     return strings
 
 
@@ -462,14 +468,11 @@ def encode_strings(strings, what):
             f"{what} {k} {strings[k]!r:.100} cannot be encoded as UTF-8 ({exc.reason})."
         ) from None
     if len(set(strings)) != n:
-        seen = {}
-        for k, string in enumerate(strings):
-            if string in seen:
-                raise ValueError(
-                    f"{what}s {seen[string]} and {k} are both written as {string!r:.100}; "
-                    "CRFsuite needs distinct strings."
-                )
-            seen[string] = k
+        i, k = first_repeat(strings)
+        raise ValueError(
+            f"{what}s {i} and {k} are both written as {strings[k]!r:.100}; "
+            "CRFsuite needs distinct strings."
+        )
     keys = np.frombuffer(encoded, dtype=np.uint8)
     nuls = np.flatnonzero(keys == 0)
     key_sizes = np.diff(nuls, prepend=-1)

@@ -91,7 +91,14 @@ import numpy as np
 
 from .._model import CRFModel, FittedState
 from .._utils._atomic import write_atomically
-from ._cqdb import cqdb_bytes, encode_strings, exclusive_cumsum, is_increasing, read_cqdb
+from ._cqdb import (
+    cqdb_bytes,
+    encode_strings,
+    exclusive_cumsum,
+    first_repeat,
+    is_increasing,
+    read_cqdb,
+)
 from ._json import NUMPY_NAMES, decode_value, encode_value, no_duplicate_keys, reject_constant
 from ._npz import check_model_arrays
 
@@ -338,6 +345,19 @@ def _read_labels_chunk(data, offset, n_labels):
     return labels
 
 
+def _check_n_labels(n_labels):
+    """Refuse a model without labels or with more than :data:`MAX_LABELS`."""
+    if n_labels == 0:
+        raise ValueError("the model has no labels.")
+    if n_labels > MAX_LABELS:
+        # Decoding holds a dense labels x labels transition matrix (CRFsuite
+        # too): a crafted count must not become a huge allocation.
+        raise ValueError(
+            f"the header gives {n_labels} labels; skcrf reads models with at most "
+            f"{MAX_LABELS} (decoding needs a {n_labels} x {n_labels} transition matrix)."
+        )
+
+
 def _storable_label(label):
     return type(label) in _LABEL_TYPES or type(label) in NUMPY_NAMES
 
@@ -393,15 +413,7 @@ def _parse(data):
         )
     if version != _VERSION:
         raise ValueError(f"unsupported model file version {version} (only {_VERSION}).")
-    if n_labels == 0:
-        raise ValueError("the model has no labels.")
-    if n_labels > MAX_LABELS:
-        # Decoding holds a dense labels x labels transition matrix (CRFsuite
-        # too): a crafted count must not become a huge allocation.
-        raise ValueError(
-            f"the header gives {n_labels} labels; skcrf reads models with at most "
-            f"{MAX_LABELS} (decoding needs a {n_labels} x {n_labels} transition matrix)."
-        )
+    _check_n_labels(n_labels)
 
     types, src, dst, weights, end = _read_features(data, off_features, n_features)
     chunk_ends = [end]
@@ -575,14 +587,11 @@ def _label_strings(classes, labels):
 
 def _labels_chunk(classes):
     if len(set(classes)) != len(classes):
-        seen = {}
-        for k, label in enumerate(classes):
-            if label in seen:
-                raise ValueError(
-                    f"labels {seen[label]} and {k} ({classes[seen[label]]!r:.50} and "
-                    f"{label!r:.50}) are equal: they cannot be told apart when read back."
-                )
-            seen[label] = k
+        i, k = first_repeat(classes)
+        raise ValueError(
+            f"labels {i} and {k} ({classes[i]!r:.50} and {classes[k]!r:.50}) are equal: "
+            "they cannot be told apart when read back."
+        )
     items = []
     for k, label in enumerate(classes):
         if not _storable_label(label):
@@ -615,15 +624,7 @@ def crfsuite_bytes(model, *, labels=None):
     """
     classes = list(model.classes)
     n_labels = len(classes)
-    if n_labels == 0:
-        raise ValueError("the model has no labels.")
-    if n_labels > MAX_LABELS:
-        # Decoding holds a dense labels x labels transition matrix (CRFsuite
-        # too): a crafted count must not become a huge allocation.
-        raise ValueError(
-            f"the header gives {n_labels} labels; skcrf reads models with at most "
-            f"{MAX_LABELS} (decoding needs a {n_labels} x {n_labels} transition matrix)."
-        )
+    _check_n_labels(n_labels)
     n_attributes = len(model.attributes)
     arrays = {
         "state_ptr": np.asarray(model.state_ptr, dtype=np.int64),
