@@ -33,7 +33,6 @@ from __future__ import annotations
 import math
 import operator
 import os
-import struct
 import sys
 import threading
 from collections.abc import Iterable
@@ -46,16 +45,13 @@ from ._featurize._vocabulary import Vocabulary
 from ._inference._blocks import state_scores
 from ._inference._decode import Decoder
 from ._inference._logspace import forward_backward
+from ._persist._crfsuite_file import crfsuite_bytes, header_fields
 from ._typing import SequenceLike
 
 if TYPE_CHECKING:
     from ._model import CRFModel
 
 __all__ = ["CRFsuiteTagger", "ParsedDump", "UnknownLabelError"]
-
-# CRFsuite's model file header: magic, size, type, version, num_features,
-# num_labels, num_attrs, then five chunk offsets; little-endian uint32.
-_HEADER = struct.Struct("<4sI4sIIIIIIIII")
 
 
 class UnknownLabelError(ValueError, RuntimeError):
@@ -447,8 +443,8 @@ class CRFsuiteTagger:
             model = self._stored()
             fields = _written_header(model)
             if fields is None:
-                # No writer to measure the file with: the counts, and zeros
-                # for the size and offsets (which only a written file has).
+                # A model CRFsuite cannot store: the counts, and zeros for
+                # the size and offsets (which only a written file has).
                 fields = {
                     "magic": "lCRF",
                     "size": "0",
@@ -508,48 +504,26 @@ def _plain_sequence(xseq):
 
 
 def _written_header(model):
-    """Header fields of ``model`` written as a CRFsuite file; None without a writer.
+    """Header fields of ``model`` written as a CRFsuite file; None if it cannot be.
 
     The size and the offsets are those of the file
     :func:`skcrf._persist._crfsuite_file.write_crfsuite` writes, so ``info().header``
     matches what pycrfsuite shows for that file.
     """
     try:
-        from ._persist._crfsuite_file import crfsuite_bytes
-    except ImportError:
-        return None
-    try:
-        raw = crfsuite_bytes(model)[: _HEADER.size]
+        data = crfsuite_bytes(model)
     except ValueError:  # a model CRFsuite cannot store: no file, no header
         return None
-    (
-        magic,
-        size,
-        kind,
-        version,
-        n_features,
-        n_labels,
-        n_attrs,
-        off_features,
-        off_labels,
-        off_attrs,
-        off_labelrefs,
-        off_attrrefs,
-    ) = _HEADER.unpack(raw)
-    return {
-        "magic": magic.decode("latin-1"),
-        "size": str(size),
-        "type": kind.decode("latin-1"),
-        "version": str(version),
-        "num_features": str(n_features),
-        "num_labels": str(n_labels),
-        "num_attrs": str(n_attrs),
-        "off_features": f"0x{off_features:X}",
-        "off_labels": f"0x{off_labels:X}",
-        "off_attrs": f"0x{off_attrs:X}",
-        "off_labelrefs": f"0x{off_labelrefs:X}",
-        "off_attrrefs": f"0x{off_attrrefs:X}",
-    }
+    return {field: _header_text(field, value) for field, value in header_fields(data).items()}
+
+
+def _header_text(field, value):
+    """A header field as CRFsuite's dump prints it: offsets in hexadecimal."""
+    if isinstance(value, bytes):
+        return value.decode("latin-1")
+    if field.startswith("off_"):
+        return f"0x{value:X}"
+    return str(value)
 
 
 def _short_list(items, limit=10):

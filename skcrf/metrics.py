@@ -137,9 +137,26 @@ def _flatten(y_true, y_pred):
     return flat_true, flat_pred
 
 
+def _flat_metric(metric, y_true, y_pred, /, **kwargs):
+    """The scikit-learn ``metric`` of the flattened ``y_true`` and ``y_pred``.
+
+    What every ``flat_*`` function does: the sequences are checked and
+    concatenated (:func:`_flatten`), then ``metric(y_true=..., y_pred=...,
+    **kwargs)`` is called on the flat lists.
+    """
+    flat_true, flat_pred = _flatten(y_true, y_pred)
+    return metric(y_true=flat_true, y_pred=flat_pred, **kwargs)
+
+
 # ---------------------------------------------------------------------------
 # Flat (token-level) metrics
 # ---------------------------------------------------------------------------
+
+# The y_true and y_pred entries of the docstrings' Parameters ({sequences}).
+_SEQUENCES_DOC = """y_true : list of sequences of labels
+        Ground truth labels, one sequence per sample.
+    y_pred : list of sequences of labels
+        Predicted labels; ``y_pred[i]`` must have the length of ``y_true[i]``."""
 
 
 def flat_accuracy_score(
@@ -149,10 +166,7 @@ def flat_accuracy_score(
 
     Parameters
     ----------
-    y_true : list of sequences of labels
-        Ground truth labels, one sequence per sample.
-    y_pred : list of sequences of labels
-        Predicted labels; ``y_pred[i]`` must have the length of ``y_true[i]``.
+    {sequences}
     **kwargs
         Passed to :func:`sklearn.metrics.accuracy_score` (e.g. ``normalize``).
 
@@ -169,8 +183,7 @@ def flat_accuracy_score(
     >>> float(flat_accuracy_score(y_true, y_pred))
     0.8
     """
-    flat_true, flat_pred = _flatten(y_true, y_pred)
-    return _skmetrics.accuracy_score(y_true=flat_true, y_pred=flat_pred, **kwargs)
+    return _flat_metric(_skmetrics.accuracy_score, y_true, y_pred, **kwargs)
 
 
 def flat_precision_score(
@@ -180,10 +193,7 @@ def flat_precision_score(
 
     Parameters
     ----------
-    y_true : list of sequences of labels
-        Ground truth labels, one sequence per sample.
-    y_pred : list of sequences of labels
-        Predicted labels; ``y_pred[i]`` must have the length of ``y_true[i]``.
+    {sequences}
     **kwargs
         Passed to :func:`sklearn.metrics.precision_score` (``average``,
         ``labels``, ``pos_label``, ``zero_division``, ...). As in scikit-learn
@@ -206,8 +216,7 @@ def flat_precision_score(
     ...                      labels=["B-PER", "I-PER"], zero_division=0)
     array([1., 0.])
     """
-    flat_true, flat_pred = _flatten(y_true, y_pred)
-    return _skmetrics.precision_score(y_true=flat_true, y_pred=flat_pred, **kwargs)
+    return _flat_metric(_skmetrics.precision_score, y_true, y_pred, **kwargs)
 
 
 def flat_recall_score(
@@ -217,10 +226,7 @@ def flat_recall_score(
 
     Parameters
     ----------
-    y_true : list of sequences of labels
-        Ground truth labels, one sequence per sample.
-    y_pred : list of sequences of labels
-        Predicted labels; ``y_pred[i]`` must have the length of ``y_true[i]``.
+    {sequences}
     **kwargs
         Passed to :func:`sklearn.metrics.recall_score`.
 
@@ -238,8 +244,7 @@ def flat_recall_score(
     ...                   labels=["B-LOC", "B-PER", "I-PER", "O"])
     array([1., 1., 0., 1.])
     """
-    flat_true, flat_pred = _flatten(y_true, y_pred)
-    return _skmetrics.recall_score(y_true=flat_true, y_pred=flat_pred, **kwargs)
+    return _flat_metric(_skmetrics.recall_score, y_true, y_pred, **kwargs)
 
 
 def flat_f1_score(
@@ -249,10 +254,7 @@ def flat_f1_score(
 
     Parameters
     ----------
-    y_true : list of sequences of labels
-        Ground truth labels, one sequence per sample.
-    y_pred : list of sequences of labels
-        Predicted labels; ``y_pred[i]`` must have the length of ``y_true[i]``.
+    {sequences}
     **kwargs
         Passed to :func:`sklearn.metrics.f1_score`.
 
@@ -269,8 +271,7 @@ def flat_f1_score(
     >>> round(float(flat_f1_score(y_true, y_pred, average="macro")), 4)
     0.7
     """
-    flat_true, flat_pred = _flatten(y_true, y_pred)
-    return _skmetrics.f1_score(y_true=flat_true, y_pred=flat_pred, **kwargs)
+    return _flat_metric(_skmetrics.f1_score, y_true, y_pred, **kwargs)
 
 
 def flat_fbeta_score(
@@ -280,10 +281,7 @@ def flat_fbeta_score(
 
     Parameters
     ----------
-    y_true : list of sequences of labels
-        Ground truth labels, one sequence per sample.
-    y_pred : list of sequences of labels
-        Predicted labels; ``y_pred[i]`` must have the length of ``y_true[i]``.
+    {sequences}
     beta : float
         Weight of recall relative to precision. It may be passed positionally,
         as in ``sklearn_crfsuite.metrics.flat_fbeta_score``.
@@ -303,8 +301,7 @@ def flat_fbeta_score(
     >>> round(float(flat_fbeta_score(y_true, y_pred, 1.0)), 4)
     0.6667
     """
-    flat_true, flat_pred = _flatten(y_true, y_pred)
-    return _skmetrics.fbeta_score(y_true=flat_true, y_pred=flat_pred, beta=beta, **kwargs)
+    return _flat_metric(_skmetrics.fbeta_score, y_true, y_pred, beta=beta, **kwargs)
 
 
 def flat_classification_report(
@@ -317,10 +314,7 @@ def flat_classification_report(
 
     Parameters
     ----------
-    y_true : list of sequences of labels
-        Ground truth labels, one sequence per sample.
-    y_pred : list of sequences of labels
-        Predicted labels; ``y_pred[i]`` must have the length of ``y_true[i]``.
+    {sequences}
     labels : list of labels, default=None
         Labels to include in the report (e.g. all tags except ``'O'``).
     **kwargs
@@ -342,10 +336,7 @@ def flat_classification_report(
     >>> report["I-PER"]["recall"], round(report["O"]["precision"], 4)
     (0.0, 0.6667)
     """
-    flat_true, flat_pred = _flatten(y_true, y_pred)
-    return _skmetrics.classification_report(
-        y_true=flat_true, y_pred=flat_pred, labels=labels, **kwargs
-    )
+    return _flat_metric(_skmetrics.classification_report, y_true, y_pred, labels=labels, **kwargs)
 
 
 # ---------------------------------------------------------------------------
@@ -363,10 +354,7 @@ def sequence_accuracy_score(y_true: LabelSequencesLike, y_pred: LabelSequencesLi
 
     Parameters
     ----------
-    y_true : list of sequences of labels
-        Ground truth labels, one sequence per sample.
-    y_pred : list of sequences of labels
-        Predicted labels; ``y_pred[i]`` must have the length of ``y_true[i]``.
+    {sequences}
 
     Returns
     -------
@@ -394,6 +382,20 @@ def sequence_accuracy_score(y_true: LabelSequencesLike, y_pred: LabelSequencesLi
         for seq_true, seq_pred in zip(y_true, y_pred)
     )
     return n_correct / len(y_true)
+
+
+for _func in (
+    flat_accuracy_score,
+    flat_precision_score,
+    flat_recall_score,
+    flat_f1_score,
+    flat_fbeta_score,
+    flat_classification_report,
+    sequence_accuracy_score,
+):
+    if _func.__doc__:  # None under python -OO
+        _func.__doc__ = _func.__doc__.replace("{sequences}", _SEQUENCES_DOC)
+del _func
 
 
 # ---------------------------------------------------------------------------

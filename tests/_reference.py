@@ -1,8 +1,10 @@
-"""Plain numpy references of the compiled kernels, for the tests only.
+"""Plain references of the package's fast code, for the tests only.
 
 The package's kernels are checked against these (and against brute-force
 enumeration on tiny problems); they favour plainness over speed.
 """
+
+import struct
 
 import numpy as np
 
@@ -164,3 +166,83 @@ def kbest_packed(emissions, transitions, batch_sizes, k, paths_out, scores_out):
                     label, rank = back[t - 1]
                     j, r = int(label[j, r]), int(rank[j, r])
     return found
+
+
+def to_flat(layout, packed):
+    """Rows (axis 0) in the packed order of ``layout`` put back in the flat order."""
+    flat = np.empty_like(packed)
+    flat[layout.flat_index] = packed
+    return flat
+
+
+# -- lookup3 hashlittle, one key at a time --------------------------------------
+
+_U32 = 0xFFFFFFFF
+
+
+def _rot(x, k):
+    return ((x << k) | (x >> (32 - k))) & _U32
+
+
+def _mix(a, b, c):
+    a = (a - c) & _U32
+    a ^= _rot(c, 4)
+    c = (c + b) & _U32
+    b = (b - a) & _U32
+    b ^= _rot(a, 6)
+    a = (a + c) & _U32
+    c = (c - b) & _U32
+    c ^= _rot(b, 8)
+    b = (b + a) & _U32
+    a = (a - c) & _U32
+    a ^= _rot(c, 16)
+    c = (c + b) & _U32
+    b = (b - a) & _U32
+    b ^= _rot(a, 19)
+    a = (a + c) & _U32
+    c = (c - b) & _U32
+    c ^= _rot(b, 4)
+    b = (b + a) & _U32
+    return a, b, c
+
+
+def _final(a, b, c):
+    c ^= b
+    c = (c - _rot(b, 14)) & _U32
+    a ^= c
+    a = (a - _rot(c, 11)) & _U32
+    b ^= a
+    b = (b - _rot(a, 25)) & _U32
+    c ^= b
+    c = (c - _rot(b, 16)) & _U32
+    a ^= c
+    a = (a - _rot(c, 4)) & _U32
+    b ^= a
+    b = (b - _rot(a, 14)) & _U32
+    c ^= b
+    c = (c - _rot(b, 24)) & _U32
+    return a, b, c
+
+
+def hashlittle(key, initval=0):
+    """Bob Jenkins' lookup3 ``hashlittle`` of the bytes ``key`` (a 32-bit int).
+
+    The reference of :func:`skcrf._persist._cqdb.hash_keys`. The key is read
+    as little-endian 32-bit words, 12 bytes (3 words) per round; the last,
+    partial block is padded with zero bytes (this is what the C code's masks
+    amount to).
+    """
+    key = bytes(key)
+    n = len(key)
+    a = b = c = (0xDEADBEEF + n + initval) & _U32
+    if n == 0:
+        return c
+    padded = key.ljust(-(-n // 12) * 12, b"\0")
+    words = struct.unpack(f"<{len(padded) // 4}I", padded)
+    last = len(words) - 3
+    for i in range(0, last, 3):
+        a, b, c = _mix((a + words[i]) & _U32, (b + words[i + 1]) & _U32, (c + words[i + 2]) & _U32)
+    a, b, c = _final(
+        (a + words[last]) & _U32, (b + words[last + 1]) & _U32, (c + words[last + 2]) & _U32
+    )
+    return c

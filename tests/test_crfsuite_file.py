@@ -13,17 +13,13 @@ import time
 
 import numpy as np
 import pytest
+from _reference import hashlittle
 
 from skcrf._featurize._vocabulary import Vocabulary
 from skcrf._inference._decode import Decoder
 from skcrf._model import CRFModel, FittedState
-from skcrf._persist._crfsuite_file import (
-    _hash_keys,
-    crfsuite_bytes,
-    hashlittle,
-    read_crfsuite,
-    write_crfsuite,
-)
+from skcrf._persist._cqdb import hash_keys
+from skcrf._persist._crfsuite_file import crfsuite_bytes, read_crfsuite, write_crfsuite
 
 pycrfsuite = pytest.importorskip("pycrfsuite")
 
@@ -208,11 +204,20 @@ def _tagger(source):
 # -- the hash ----------------------------------------------------------------
 
 
+def _hash_all(keys):
+    """hash_keys of the byte strings ``keys`` (as given: no NUL is added)."""
+    joined = np.frombuffer(b"".join(keys), dtype=np.uint8)
+    return hash_keys(joined, np.array([len(k) for k in keys], dtype=np.int64)).tolist()
+
+
 def test_hashlittle_known_values():
-    # lookup3's published values.
+    # lookup3's published values: the reference, and the package's hash (seed 0).
     assert hashlittle(b"") == 0xDEADBEEF
     assert hashlittle(b"Four score and seven years ago") == 0x17770551
     assert hashlittle(b"Four score and seven years ago", 1) == 0xCD628161
+    assert _hash_all([b"", b"Four score and seven years ago"]) == [0xDEADBEEF, 0x17770551]
+    assert _hash_all([b"Four score and seven years ago", b""]) == [0x17770551, 0xDEADBEEF]
+    assert _hash_all([]) == []
 
 
 def test_vectorized_hash_equals_scalar():
@@ -222,11 +227,14 @@ def test_vectorized_hash_equals_scalar():
         bytes(rng.integers(1, 256, size=int(n), dtype=np.uint8))
         for n in rng.integers(0, 40, size=300)
     ]
-    keys += [b"x" * 1000, b"y" * 4999, b"z" * 37]  # long keys: the Python tail
+    keys += [b"x" * 1000, b"y" * 4999, b"z" * 37]  # long keys: a tail of few keys
     joined = np.frombuffer(b"".join(k + b"\0" for k in keys), dtype=np.uint8)
     sizes = np.array([len(k) + 1 for k in keys], dtype=np.int64)
-    got = _hash_keys(joined, sizes)
+    got = hash_keys(joined, sizes)
     assert got.tolist() == [hashlittle(k + b"\0") for k in keys]
+    # one long key alone, and keys without their NUL (any bytes hash)
+    assert _hash_all([b"w" * 5000]) == [hashlittle(b"w" * 5000)]
+    assert _hash_all(keys) == [hashlittle(k) for k in keys]
 
 
 # -- reading files written by CRFsuite -----------------------------------------

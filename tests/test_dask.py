@@ -75,6 +75,15 @@ def model_arrays(model):
     )
 
 
+def merge_all(stats):
+    """Merge a list of stats in order, pairwise (the tree that skcrf.dask builds)."""
+    stats = list(stats)
+    while len(stats) > 1:
+        merged = [tasks.merge_stats(a, b) for a, b in zip(stats[0::2], stats[1::2])]
+        stats = merged + ([stats[-1]] if len(stats) % 2 else [])
+    return stats[0]
+
+
 # -- the map-reduce, without a cluster -------------------------------------------
 
 
@@ -101,7 +110,7 @@ def test_merged_stats_give_select_features(sizes, options):
         tasks.scan_partition(xp, yp, k, tasks.__version__)
         for k, (xp, yp) in enumerate(zip(chunks(X, sizes), chunks(y, sizes)))
     ]
-    stats = tasks.merge_all([tasks.partition_stats(scan) for scan in scans])
+    stats = merge_all([tasks.partition_stats(scan) for scan in scans])
     bundle = tasks.build_model(stats, **options)
     assert model_arrays(bundle.model) == model_arrays(expected)
     np.testing.assert_allclose(bundle.observed, observed, rtol=1e-12, atol=1e-12)

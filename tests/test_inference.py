@@ -5,7 +5,7 @@ import itertools
 import _reference
 import numpy as np
 import pytest
-from _reference import viterbi
+from _reference import to_flat, viterbi
 from scipy.special import logsumexp
 
 from skcrf._inference._logspace import _forward_backward_log, forward_backward
@@ -43,7 +43,7 @@ def assert_viterbi_matches(emissions, transitions, lengths, reference):
     """Batched Viterbi against ``reference(em, transitions) -> (path, score)``."""
     layout, packed_emissions = packed(emissions, lengths)
     path, best_score = viterbi(packed_emissions, transitions, layout.batch_sizes)
-    flat_path = layout.to_flat(path)
+    flat_path = to_flat(layout, path)
     score = np.empty(len(lengths))
     score[layout.order] = best_score
     start = 0
@@ -71,7 +71,7 @@ def test_forward_backward_matches_brute_force(n_labels, seed, kernel):
 
     result = kernel(packed_emissions, transitions, layout.batch_sizes)
 
-    marginals = layout.to_flat(result.marginals)
+    marginals = to_flat(layout, result.marginals)
     log_z = np.empty(len(lengths))
     log_z[layout.order] = result.log_partition
     expected_pairs = np.zeros((n_labels, n_labels))
@@ -152,7 +152,7 @@ def test_wide_emissions_use_row_maxima(overwrite):
     )
     if not overwrite:
         np.testing.assert_array_equal(packed_emissions, original)
-    marginals = layout.to_flat(result.marginals)
+    marginals = to_flat(layout, result.marginals)
     log_z = np.empty(len(lengths))
     log_z[layout.order] = result.log_partition
     start = 0

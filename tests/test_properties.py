@@ -25,7 +25,7 @@ import warnings
 
 import numpy as np
 import pytest
-from _reference import viterbi
+from _reference import to_flat, viterbi
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from scipy.special import logsumexp
@@ -433,7 +433,7 @@ def test_viterbi_finds_a_best_path(problem):
     lengths, flat, transitions = problem
     layout = pack(lengths)
     path, best_score = viterbi(flat[layout.flat_index], transitions, layout.batch_sizes)
-    flat_path = layout.to_flat(path)
+    flat_path = to_flat(layout, path)
     assert len(flat_path) == sum(lengths)
     per_sequence = _sequences_of(lengths, flat_path)
     best_by_sequence = {}
@@ -496,7 +496,7 @@ def _check_forward_backward(lengths, flat, transitions):
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no overflow or invalid-value warnings
         result = forward_backward(flat[layout.flat_index], transitions, layout.batch_sizes)
-    marginals = layout.to_flat(result.marginals)
+    marginals = to_flat(layout, result.marginals)
     assert np.isfinite(result.log_partition).all()
     assert np.isfinite(marginals).all() and np.isfinite(result.transition_marginals).all()
     n_labels = transitions.shape[0]

@@ -6,7 +6,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
-from _reference import viterbi
+from _reference import to_flat, viterbi
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -94,7 +94,7 @@ def check(
         expected_path, expected_score = viterbi(packed, transitions, layout.batch_sizes)
         np.testing.assert_array_equal(path, expected_path)
         np.testing.assert_array_equal(score, expected_score)
-    flat_path = layout.to_flat(path)
+    flat_path = to_flat(layout, path)
     sequence_score = {int(s): score[k] for k, s in enumerate(layout.order) if lengths[s] > 0}
     for s, (em, p) in enumerate(zip(split(flat_emissions, lengths), split(flat_path, lengths))):
         for reference in references:
@@ -275,7 +275,7 @@ def test_huge_emission_bonus():
     em[np.arange(n_tokens), target] = 1e300
     tr = rng.normal(size=(n_labels, n_labels))
     layout, path, score = check(em, tr, lengths)
-    np.testing.assert_array_equal(layout.to_flat(path), target)
+    np.testing.assert_array_equal(to_flat(layout, path), target)
     assert np.all(np.isfinite(score))
 
 
@@ -295,7 +295,7 @@ def test_forbidden_labels_and_transitions(tight):
     tr[:, 0] = 0.0
     layout, path, _ = check(em, tr, lengths)
     sane_em, sane_tr = np.maximum(em, -1e4), np.maximum(tr, -1e4)
-    flat_path = layout.to_flat(path)
+    flat_path = to_flat(layout, path)
     for em_s, p in zip(split(sane_em, lengths)[:5], split(flat_path, lengths)[:5]):
         np.testing.assert_array_equal(p, brute_force(em_s, sane_tr)[0])
 
@@ -342,7 +342,7 @@ def test_infinite_scores_do_not_crash():
     check(em, tr, lengths)
     tr[2, 4] = -np.inf
     layout, path, _ = decode(em, tr, lengths)
-    flat_path = layout.to_flat(path)
+    flat_path = to_flat(layout, path)
     for em_s, p in zip(split(em, lengths), split(flat_path, lengths)):
         np.testing.assert_array_equal(p, plain_viterbi(em_s, tr)[0])
 
@@ -368,7 +368,7 @@ def test_forbidden_pairs_match_unpruned(density, integer, seed):
     tr[rng.random((n_labels, n_labels)) < density] = -np.inf
     em[rng.random(em.shape) < 0.2] = -np.inf
     layout, path, score = decode(em, tr, lengths)
-    flat_path = layout.to_flat(path)
+    flat_path = to_flat(layout, path)
     sequence_score = {int(s): score[k] for k, s in enumerate(layout.order)}
     for s, (em_s, p) in enumerate(zip(split(em, lengths), split(flat_path, lengths))):
         ref_path, ref_score = plain_viterbi(em_s, tr)

@@ -216,6 +216,33 @@ def partition_stats(scan):
     return scan.stats
 
 
+def _union(left, right, on_equal=None):
+    """``left`` then the items of ``right`` not in it; where each of ``right`` is.
+
+    Returns the merged list and an int64 array: the index in it of each item
+    of ``right``. ``on_equal(known, item)`` is called for each item of
+    ``right`` already there (``known`` its equal).
+    """
+    merged = list(left)
+    index_of = {item: i for i, item in enumerate(merged)}
+    where = np.empty(len(right), dtype=np.int64)
+    for k, item in enumerate(right):
+        index = index_of.get(item)
+        if index is None:
+            index = index_of[item] = len(merged)
+            merged.append(item)
+        elif on_equal is not None:
+            on_equal(merged[index], item)
+        where[k] = index
+    return merged, where
+
+
+def _check_same_label(known, label):
+    if _label_kind(known) is not _label_kind(label):
+        # equal in Python (1 and 1.0) but in different partitions
+        _check_distinct_labels([known, label], "y")
+
+
 def merge_stats(left, right):
     """The stats of ``left``'s partitions followed by ``right``'s.
 
@@ -228,28 +255,8 @@ def merge_stats(left, right):
     -------
     PartitionStats
     """
-    attributes = list(left.attributes)
-    known = {name: a for a, name in enumerate(attributes)}
-    attribute_map = np.empty(len(right.attributes), dtype=np.int64)
-    for a, name in enumerate(right.attributes):
-        index = known.get(name)
-        if index is None:
-            index = known[name] = len(attributes)
-            attributes.append(name)
-        attribute_map[a] = index
-
-    labels = list(left.labels)
-    seen = {label: j for j, label in enumerate(labels)}
-    label_map = np.empty(len(right.labels), dtype=np.int64)
-    for j, label in enumerate(right.labels):
-        index = seen.get(label)
-        if index is None:
-            index = seen[label] = len(labels)
-            labels.append(label)
-        elif _label_kind(labels[index]) is not _label_kind(label):
-            # equal in Python (1 and 1.0) but in different partitions
-            _check_distinct_labels([labels[index], label], "y")
-        label_map[j] = index
+    attributes, attribute_map = _union(left.attributes, right.attributes)
+    labels, label_map = _union(left.labels, right.labels, on_equal=_check_same_label)
 
     n_labels = len(labels)
     keys = np.concatenate(
@@ -280,15 +287,6 @@ def merge_stats(left, right):
         n_tokens=left.n_tokens + right.n_tokens,
         n_sequences=left.n_sequences + right.n_sequences,
     )
-
-
-def merge_all(stats):
-    """Merge a list of stats in order (pairwise, as the tree on the workers does)."""
-    stats = list(stats)
-    while len(stats) > 1:
-        merged = [merge_stats(a, b) for a, b in zip(stats[0::2], stats[1::2])]
-        stats = merged + ([stats[-1]] if len(stats) % 2 else [])
-    return stats[0]
 
 
 class ModelBundle:

@@ -44,29 +44,9 @@ Reference chunks (``b"LFRF"`` for labels, ``b"AFRF"`` for attributes)
     ``dst`` label, and for each label ``i`` it sets the transition score
     ``(i, dst)`` of every feature in the label's list to its weight.
 
-CQDB chunk (constant quark database: string <-> id)
-    A 24-byte header: ``b"CQDB"``, the chunk size, a flag (0), the byte-order
-    mark 0x62445371, the size of the backward array and its offset; then 256
-    table references (offset, number of buckets; offset 0 for an empty
-    table); then the records, in id order from offset 2072: a signed 32-bit
-    id, the key size and the key, a UTF-8 string with its terminating NUL;
-    then the 256 hash tables, then the backward array (the record offset of
-    every id, 0 to ``n - 1``). The header's backward-array size is ``n`` in
-    the files of python-crfsuite 0.9 (older CRFsuite sources store the
-    capacity they had allocated, which may exceed ``n``; only ``n`` entries
-    are written either way, and a lookup by id checks the id against it).
-
-    A key's hash is Bob Jenkins' lookup3 ``hashlittle`` of its bytes with the
-    NUL, seed 0. The key goes to table ``hash % 256``; a table of ``m`` keys
-    has ``2 * m`` buckets of (hash, record offset), empty buckets being (0,
-    0), filled in id order by linear probing from bucket ``(hash >> 8) %
-    (2 * m)``. A lookup probes from that bucket until it meets a bucket with
-    its hash and its string (found) or an empty bucket (not found).
-
-    python-crfsuite's reader trusts these numbers: it copies every table's
-    buckets, counts the records as half the buckets of all 256 references
-    and copies that many backward links, none of it checked against the
-    chunk; a corrupted count crashes it. Hence the strict checks here.
+CQDB chunks (the labels' strings, the attributes')
+    CRFsuite's string database, string <-> id, with lookup3 hash tables:
+    described, read and written in :mod:`skcrf._persist._cqdb`.
 
 Conventions
 -----------
@@ -111,24 +91,41 @@ import numpy as np
 
 from .._model import CRFModel, FittedState
 from .._utils._atomic import write_atomically
+from ._cqdb import (
+    cqdb_bytes,
+    encode_strings,
+    exclusive_cumsum,
+    first_repeat,
+    is_increasing,
+    read_cqdb,
+)
 from ._json import NUMPY_NAMES, decode_value, encode_value, no_duplicate_keys, reject_constant
 from ._npz import check_model_arrays
 
-__all__ = ["read_crfsuite", "write_crfsuite", "crfsuite_bytes"]
+__all__ = ["read_crfsuite", "write_crfsuite", "crfsuite_bytes", "header_fields"]
 
 _MAGIC = b"lCRF"
 _MODEL_TYPE = b"FOMC"
 _VERSION = 100
 _HEADER = struct.Struct("<4sI4sIIIIIIIII")  # 48 bytes
+#: The file header's fields in order, named as CRFsuite's dump names them.
+HEADER_FIELDS = (
+    "magic",
+    "size",
+    "type",
+    "version",
+    "num_features",
+    "num_labels",
+    "num_attrs",
+    "off_features",
+    "off_labels",
+    "off_attrs",
+    "off_labelrefs",
+    "off_attrrefs",
+)
 _CHUNK = struct.Struct("<4sII")  # chunk id, chunk size, number of items
 _FEATURE_DTYPE = np.dtype([("type", "<u4"), ("src", "<u4"), ("dst", "<u4"), ("weight", "<f8")])
 _STATE, _TRANSITION = 0, 1
-
-_CQDB_MAGIC = b"CQDB"
-_CQDB_HEADER = struct.Struct("<4sIIIII")  # 24 bytes
-_CQDB_BYTEORDER = 0x62445371
-_CQDB_TABLES = 256
-_CQDB_DATA = _CQDB_HEADER.size + 8 * _CQDB_TABLES  # the first record: 2072
 
 _LABELS_MAGIC = b"SKLB"
 _LABELS_FORMAT = "skcrf-labels"
@@ -141,194 +138,25 @@ _MAX_FILE_SIZE = _U32  # offsets are 32-bit
 #: of transitions (128 MB at this limit).
 MAX_LABELS = 4096
 
-# Hash keys with numpy while more than this many keys are still being hashed;
-# the few long keys left are finished in Python (per-call overhead wins).
-_VECTOR_MIN_KEYS = 8
-
-
-# -- lookup3 hashlittle ------------------------------------------------------
-
-
-def _rot_py(x, k):
-    return ((x << k) | (x >> (32 - k))) & _U32
-
-
-def _mix_py(a, b, c):
-    a = (a - c) & _U32
-    a ^= _rot_py(c, 4)
-    c = (c + b) & _U32  # noqa: E702
-    b = (b - a) & _U32
-    b ^= _rot_py(a, 6)
-    a = (a + c) & _U32  # noqa: E702
-    c = (c - b) & _U32
-    c ^= _rot_py(b, 8)
-    b = (b + a) & _U32  # noqa: E702
-    a = (a - c) & _U32
-    a ^= _rot_py(c, 16)
-    c = (c + b) & _U32  # noqa: E702
-    b = (b - a) & _U32
-    b ^= _rot_py(a, 19)
-    a = (a + c) & _U32  # noqa: E702
-    c = (c - b) & _U32
-    c ^= _rot_py(b, 4)
-    b = (b + a) & _U32  # noqa: E702
-    return a, b, c
-
-
-def _final_py(a, b, c):
-    c ^= b
-    c = (c - _rot_py(b, 14)) & _U32  # noqa: E702
-    a ^= c
-    a = (a - _rot_py(c, 11)) & _U32  # noqa: E702
-    b ^= a
-    b = (b - _rot_py(a, 25)) & _U32  # noqa: E702
-    c ^= b
-    c = (c - _rot_py(b, 16)) & _U32  # noqa: E702
-    a ^= c
-    a = (a - _rot_py(c, 4)) & _U32  # noqa: E702
-    b ^= a
-    b = (b - _rot_py(a, 14)) & _U32  # noqa: E702
-    c ^= b
-    c = (c - _rot_py(b, 24)) & _U32  # noqa: E702
-    return a, b, c
-
-
-def _finish_py(a, b, c, words):
-    """Run the remaining 12-byte blocks ``words`` (3 ints each) through the hash."""
-    last = len(words) - 3
-    for i in range(0, last, 3):
-        a, b, c = _mix_py(
-            (a + words[i]) & _U32, (b + words[i + 1]) & _U32, (c + words[i + 2]) & _U32
-        )
-    a, b, c = _final_py(
-        (a + words[last]) & _U32, (b + words[last + 1]) & _U32, (c + words[last + 2]) & _U32
-    )
-    return c
-
-
-def hashlittle(key, initval=0):
-    """Bob Jenkins' lookup3 ``hashlittle`` of the bytes ``key`` (a 32-bit int).
-
-    The key is read as little-endian 32-bit words, 12 bytes (3 words) per
-    round; the last, partial block is padded with zero bytes (this is what
-    the C code's masks amount to). CQDB hashes a string's UTF-8 bytes *with*
-    the terminating NUL, seed 0.
-    """
-    key = bytes(key)
-    n = len(key)
-    a = b = c = (0xDEADBEEF + n + initval) & _U32
-    if n == 0:
-        return c
-    padded = key.ljust(-(-n // 12) * 12, b"\0")
-    words = list(struct.unpack(f"<{len(padded) // 4}I", padded))
-    return _finish_py(a, b, c, words)
-
-
-def _rot(x, k):
-    return (x << np.uint32(k)) | (x >> np.uint32(32 - k))
-
-
-def _mix(a, b, c):
-    """lookup3's mix on uint32 arrays, in place (they may be views)."""
-    a -= c
-    a ^= _rot(c, 4)
-    c += b  # noqa: E702
-    b -= a
-    b ^= _rot(a, 6)
-    a += c  # noqa: E702
-    c -= b
-    c ^= _rot(b, 8)
-    b += a  # noqa: E702
-    a -= c
-    a ^= _rot(c, 16)
-    c += b  # noqa: E702
-    b -= a
-    b ^= _rot(a, 19)
-    a += c  # noqa: E702
-    c -= b
-    c ^= _rot(b, 4)
-    b += a  # noqa: E702
-
-
-def _final(a, b, c):
-    """lookup3's final on uint32 arrays, in place."""
-    c ^= b
-    c -= _rot(b, 14)  # noqa: E702
-    a ^= c
-    a -= _rot(c, 11)  # noqa: E702
-    b ^= a
-    b -= _rot(a, 25)  # noqa: E702
-    c ^= b
-    c -= _rot(b, 16)  # noqa: E702
-    a ^= c
-    a -= _rot(c, 4)  # noqa: E702
-    b ^= a
-    b -= _rot(a, 14)  # noqa: E702
-    c ^= b
-    c -= _rot(b, 24)  # noqa: E702
-
-
-def _exclusive_cumsum(counts):
-    out = np.zeros(len(counts), dtype=np.int64)
-    np.cumsum(counts[:-1], out=out[1:])
-    return out
-
-
-def _hash_keys(keys, key_sizes):
-    """CQDB hashes of many keys, a uint32 array.
-
-    ``keys`` is a uint8 array of the keys one after the other, each with its
-    NUL; ``key_sizes`` (int64, each >= 1) their sizes, NUL included.
-    Vectorized over keys: every key is laid out padded with zeros to a
-    multiple of 12 bytes, keys are sorted by their number of 12-byte blocks,
-    and block ``j`` of every key that has one is processed at once (the keys
-    whose last block it is get ``final``, the others ``mix``). Cost: one pass
-    over the bytes plus ~40 numpy calls per block of the longest keys; the
-    few longest keys are finished in Python.
-    """
-    n = len(key_sizes)
-    out = np.empty(n, dtype=np.uint32)
-    if n == 0:
-        return out
-    blocks = (key_sizes + 11) // 12
-    first_row = _exclusive_cumsum(blocks)
-    padded = np.zeros(12 * int(blocks.sum()), dtype=np.uint8)
-    shift = 12 * first_row - _exclusive_cumsum(key_sizes)
-    padded[np.repeat(shift, key_sizes) + np.arange(len(keys))] = keys
-    words = padded.view("<u4").reshape(-1, 3)
-
-    order = np.argsort(-blocks, kind="stable")
-    blocks_sorted = blocks[order]
-    rows = first_row[order]
-    ascending = blocks_sorted[::-1]
-    init = ((key_sizes[order] + 0xDEADBEEF) & _U32).astype(np.uint32)
-    a, b, c = init.copy(), init.copy(), init.copy()
-
-    m = n
-    j = 0
-    while m:
-        if m <= _VECTOR_MIN_KEYS and blocks_sorted[0] - j > 1:
-            # A few long keys: finish them one by one in Python.
-            for i in range(m):
-                rest = words[rows[i] + j : rows[i] + blocks_sorted[i]].ravel().tolist()
-                c[i] = _finish_py(int(a[i]), int(b[i]), int(c[i]), rest)
-            break
-        block = words[rows[:m] + j]
-        a[:m] += block[:, 0]
-        b[:m] += block[:, 1]
-        c[:m] += block[:, 2]
-        m_next = n - int(np.searchsorted(ascending, j + 1, side="right"))
-        if m_next:
-            _mix(a[:m_next], b[:m_next], c[:m_next])
-        if m_next < m:
-            _final(a[m_next:m], b[m_next:m], c[m_next:m])
-        m = m_next
-        j += 1
-    out[order] = c
-    return out
-
-
 # -- reading -----------------------------------------------------------------
+
+
+def header_fields(data):
+    """The file header of a CRFsuite model file, unchecked: ``{field: value}``.
+
+    Parameters
+    ----------
+    data : bytes
+        The file's content (its first 48 bytes at least).
+
+    Returns
+    -------
+    dict
+        The fields of :data:`HEADER_FIELDS` in file order: ``magic`` and
+        ``type`` as bytes, the others as ints. Nothing is checked
+        (:func:`read_crfsuite` checks them all).
+    """
+    return dict(zip(HEADER_FIELDS, _HEADER.unpack_from(data, 0)))
 
 
 def _chunk_bounds(n_bytes, offset, size, what):
@@ -391,231 +219,6 @@ def _read_features(data, offset, n_features):
     )
 
 
-def _first_duplicate(strings, what):
-    seen = {}
-    for k, string in enumerate(strings):
-        if string in seen:
-            raise ValueError(
-                f"{what}: ids {seen[string]} and {k} have the same string {string!r:.100}."
-            )
-        seen[string] = k
-
-
-def _decode_keys(keys, key_sizes, where):
-    """The strings of the NUL-terminated ``keys`` (uint8 array), checked.
-
-    All keys are decoded in one call and split at the NULs: a key is valid
-    UTF-8 with its NUL if and only if the joined bytes are (a NUL cannot be
-    part of a multi-byte sequence), and each key holds exactly one NUL, its
-    last byte (checked), if and only if there are as many NULs as keys.
-    """
-    n = len(key_sizes)
-    ends = np.cumsum(key_sizes)  # one past each key's NUL
-    nuls = np.flatnonzero(keys == 0)
-    if len(nuls) != n:
-        # Some key has a NUL before its end: CRFsuite would see it cut short.
-        owner = np.searchsorted(ends, nuls, side="right")
-        k = int(owner[np.flatnonzero(np.diff(owner) == 0)[0]])
-        raise ValueError(f"{where}: the string of id {k} holds a NUL character.")
-    try:
-        text = keys.tobytes().decode("utf-8")
-    except UnicodeDecodeError as exc:
-        k = int(np.searchsorted(ends, exc.start, side="right"))
-        raise ValueError(
-            f"{where}: the string of id {k} is not valid UTF-8 ({exc.reason})."
-        ) from None
-    strings = text.split("\0")
-    strings.pop()  # after the last NUL
-    if len(set(strings)) != n:
-        _first_duplicate(strings, where)
-    return strings
-
-
-def _read_cqdb(data, offset, n_ids, what):
-    """The ``n_ids`` strings of the CQDB chunk at ``offset``, by id; all checked."""
-    n_bytes = len(data)
-    if offset < _HEADER.size or offset > n_bytes - _CQDB_DATA:
-        raise ValueError(
-            f"the {what} CQDB chunk offset {offset} is out of range (the file has "
-            f"{n_bytes} bytes; truncated or corrupted)."
-        )
-    magic, size, _flag, byteorder, bwd_size, bwd_offset = _CQDB_HEADER.unpack_from(data, offset)
-    where = f"the {what} CQDB chunk at offset {offset}"
-    if magic != _CQDB_MAGIC:
-        raise ValueError(f"{where} has the id {magic!r}, not {_CQDB_MAGIC!r}.")
-    if byteorder != _CQDB_BYTEORDER:
-        raise ValueError(
-            f"{where} has the byte-order mark {byteorder:#x}, not {_CQDB_BYTEORDER:#x} "
-            "(corrupted, or written on a big-endian machine)."
-        )
-    if size < _CQDB_DATA:
-        raise ValueError(f"{where} has an invalid size {size} (at least {_CQDB_DATA}).")
-    _chunk_bounds(n_bytes, offset, size, f"{what} CQDB chunk")
-    chunk = np.frombuffer(data, dtype=np.uint8, count=size, offset=offset)
-
-    # The backward array: the record offset of every id.
-    if n_ids:
-        if bwd_offset == 0:
-            raise ValueError(f"{where} has no backward array (id -> string).")
-        if n_ids > bwd_size:
-            raise ValueError(
-                f"{where}: its backward array holds {bwd_size} ids; {n_ids} are needed."
-            )
-        if bwd_offset < _CQDB_DATA or bwd_offset > size or 4 * n_ids > size - bwd_offset:
-            raise ValueError(
-                f"{where}: the backward array at offset {bwd_offset} ({n_ids} entries) "
-                f"runs outside the chunk ({size} bytes)."
-            )
-        records = np.frombuffer(data, dtype="<u4", count=n_ids, offset=offset + bwd_offset)
-        records = records.astype(np.int64)
-    else:
-        records = np.zeros(0, dtype=np.int64)
-    bad = np.flatnonzero((records < _CQDB_DATA) | (records > size - 8))
-    if bad.size:
-        k = int(bad[0])
-        raise ValueError(f"{where}: the record of id {k} has an invalid offset {records[k]}.")
-    # Record header: the id (int32) and the key size (with its NUL), unaligned.
-    head = chunk[records[:, None] + np.arange(8)].copy().view("<u4").reshape(n_ids, 2)
-    stored = head[:, 0].astype(np.int64)
-    stored[stored >= 2**31] -= 2**32  # a signed id
-    bad = np.flatnonzero(stored != np.arange(n_ids))
-    if bad.size:
-        k = int(bad[0])
-        raise ValueError(f"{where}: the record of id {k} holds the id {stored[k]}.")
-    key_sizes = head[:, 1].astype(np.int64)
-    bad = np.flatnonzero((key_sizes < 1) | (key_sizes > size - 8 - records))
-    if bad.size:
-        k = int(bad[0])
-        raise ValueError(
-            f"{where}: the string of id {k} (size {key_sizes[k]}) runs outside the chunk."
-        )
-    # Records must not overlap: then the keys add up to at most the chunk size.
-    by_offset = np.arange(n_ids) if _is_increasing(records) else np.argsort(records)
-    ends = records + 8 + key_sizes
-    overlap = np.flatnonzero(records[by_offset[1:]] < ends[by_offset[:-1]])
-    if overlap.size:
-        i, k = by_offset[overlap[0]], by_offset[overlap[0] + 1]
-        raise ValueError(f"{where}: the records of ids {i} and {k} overlap.")
-    bad = np.flatnonzero(chunk[ends - 1] != 0)
-    if bad.size:
-        raise ValueError(f"{where}: the string of id {int(bad[0])} is not NUL-terminated.")
-    shift = records + 8 - _exclusive_cumsum(key_sizes)
-    keys = chunk[np.repeat(shift, key_sizes) + np.arange(int(key_sizes.sum()))]
-    strings = _decode_keys(keys, key_sizes, where)
-    _check_hash_tables(data, offset, size, records, _hash_keys(keys, key_sizes), where)
-    return strings, offset + size
-
-
-def _check_hash_tables(data, offset, size, records, hashes, where):
-    """Check that CRFsuite's lookup of every string finds its id.
-
-    Requires the buckets in use to be exactly one per record (so that, the
-    strings being distinct, the only bucket that can answer a lookup is the
-    string's own), each in the table of its hash, with the right hash, and
-    reachable by linear probing from its start bucket without crossing an
-    empty bucket; and every table to have twice as many buckets as strings
-    (as CRFsuite writes them; python-crfsuite's reader trusts those counts).
-    """
-    n_ids = len(records)
-    refs = np.frombuffer(data, dtype="<u4", count=2 * _CQDB_TABLES, offset=offset + 24)
-    refs = refs.astype(np.int64).reshape(_CQDB_TABLES, 2)
-    # CRFsuite counts the records as half the buckets of all 256 references
-    # (an empty table's too) and reads that many backward links: the
-    # references must be exact, not merely harmless.
-    odd = np.flatnonzero((refs[:, 0] == 0) != (refs[:, 1] == 0))
-    if odd.size:
-        t = int(odd[0])
-        raise ValueError(
-            f"{where}: hash table {t} has the offset {refs[t, 0]} and {refs[t, 1]} "
-            "buckets (an empty table has neither)."
-        )
-    used = np.flatnonzero(refs[:, 0] != 0)
-    sizes = refs[used, 1]
-    if int(sizes.sum()) * 8 > size:
-        raise ValueError(
-            f"{where}: its hash tables have {int(sizes.sum())} buckets in all, more than "
-            f"the chunk ({size} bytes) can hold."
-        )
-    tables = []
-    for t, table_offset, m in zip(used.tolist(), refs[used, 0].tolist(), sizes.tolist()):
-        if table_offset < _CQDB_DATA or table_offset > size or 8 * m > size - table_offset:
-            raise ValueError(
-                f"{where}: hash table {t} at offset {table_offset} ({m} buckets) runs "
-                "outside the chunk."
-            )
-        tables.append(np.frombuffer(data, dtype="<u4", count=2 * m, offset=offset + table_offset))
-    # All buckets in one array: table t's are base[t] + [0, m_t).
-    buckets = (
-        np.concatenate(tables).astype(np.int64).reshape(-1, 2)
-        if tables
-        else (np.zeros((0, 2), dtype=np.int64))
-    )
-    base = _exclusive_cumsum(sizes)
-    table_of = np.repeat(used, sizes)
-    empty = buckets[:, 1] == 0
-    empty_before = np.zeros(len(buckets) + 1, dtype=np.int64)
-    np.cumsum(empty, out=empty_before[1:])
-    # Twice as many buckets as strings, as CRFsuite writes them: then CRFsuite's
-    # count of records is right, and every table has an empty bucket, where
-    # the lookup of an unknown string stops (in a full table it never would).
-    n_empty = empty_before[base + sizes] - empty_before[base]
-    wrong = np.flatnonzero(2 * n_empty != sizes)
-    if wrong.size:
-        i = int(wrong[0])
-        raise ValueError(
-            f"{where}: hash table {used[i]} has {sizes[i]} buckets for "
-            f"{sizes[i] - n_empty[i]} strings ({2 * (sizes[i] - n_empty[i])} expected; "
-            "a full table would make CRFsuite search forever)."
-        )
-    filled = np.flatnonzero(~empty)
-    if len(filled) != n_ids:
-        raise ValueError(f"{where}: its hash tables hold {len(filled)} strings; {n_ids} expected.")
-    if n_ids == 0:
-        return
-    # The id of every filled bucket's record (record offsets are distinct).
-    by_offset = np.arange(n_ids) if _is_increasing(records) else np.argsort(records)
-    sorted_records = records[by_offset]
-    targets = buckets[filled, 1]
-    pos = np.minimum(np.searchsorted(sorted_records, targets), n_ids - 1)
-    miss = np.flatnonzero(sorted_records[pos] != targets)
-    if miss.size:
-        g = filled[miss[0]]
-        raise ValueError(
-            f"{where}: a bucket of hash table {table_of[g]} points to offset "
-            f"{buckets[g, 1]}, which is no record."
-        )
-    ids = by_offset[pos]
-    if np.bincount(ids, minlength=n_ids).max() > 1:
-        k = int(np.flatnonzero(np.bincount(ids, minlength=n_ids) > 1)[0])
-        raise ValueError(f"{where}: the string of id {k} is in more than one bucket.")
-    hashes = hashes.astype(np.int64)
-    t = table_of[filled]
-    wrong = np.flatnonzero((hashes[ids] != buckets[filled, 0]) | (hashes[ids] % 256 != t))
-    if wrong.size:
-        k = int(ids[wrong[0]])
-        raise ValueError(
-            f"{where}: the bucket of the string of id {k} (hash table {t[wrong[0]]}) does "
-            "not match its hash."
-        )
-    # Linear probing from (hash >> 8) % m must reach the bucket before an empty
-    # one: count the empty buckets in the cyclic range [start, bucket).
-    table_index = np.searchsorted(used, t)
-    first, m = base[table_index], sizes[table_index]
-    start = first + (hashes[ids] >> 8) % m
-    blocked = np.where(
-        start <= filled,
-        empty_before[filled] - empty_before[start],
-        empty_before[first + m] - empty_before[start] + empty_before[filled] - empty_before[first],
-    )
-    blocked = np.flatnonzero(blocked > 0)
-    if blocked.size:
-        k = int(ids[blocked[0]])
-        raise ValueError(
-            f"{where}: CRFsuite's lookup of the string of id {k} stops at an empty "
-            f"bucket of hash table {t[blocked[0]]} before reaching it."
-        )
-
-
 def _read_refs(data, offset, magic, what, n_owners, kind, types, src, n_kind):
     """Check the reference chunk at ``offset`` against the features.
 
@@ -660,9 +263,7 @@ def _read_refs(data, offset, magic, what, n_owners, kind, types, src, n_kind):
             f"the {what} chunk: the list of {what.split()[0]} {k} ({counts[k]} features) "
             "runs past the end of the chunk."
         )
-    list_start = np.zeros(n_owners, dtype=np.int64)
-    np.cumsum(counts[:-1], out=list_start[1:])
-    index = np.repeat(at + 1 - list_start, counts) + np.arange(total)
+    index = np.repeat(at + 1 - exclusive_cumsum(counts), counts) + np.arange(total)
     fids = words[index].astype(np.int64)
     owners = np.repeat(np.arange(n_owners, dtype=np.int64), counts)
     n_features = len(types)
@@ -744,17 +345,26 @@ def _read_labels_chunk(data, offset, n_labels):
     return labels
 
 
+def _check_n_labels(n_labels):
+    """Refuse a model without labels or with more than :data:`MAX_LABELS`."""
+    if n_labels == 0:
+        raise ValueError("the model has no labels.")
+    if n_labels > MAX_LABELS:
+        # Decoding holds a dense labels x labels transition matrix (CRFsuite
+        # too): a crafted count must not become a huge allocation.
+        raise ValueError(
+            f"the header gives {n_labels} labels; skcrf reads models with at most "
+            f"{MAX_LABELS} (decoding needs a {n_labels} x {n_labels} transition matrix)."
+        )
+
+
 def _storable_label(label):
     return type(label) in _LABEL_TYPES or type(label) in NUMPY_NAMES
 
 
-def _is_increasing(keys):
-    return len(keys) < 2 or bool((keys[1:] > keys[:-1]).all())
-
-
 def _sorted_by(items, keys):
     """``items`` and ``keys`` sorted by ``keys`` (CRFsuite's files already are)."""
-    if _is_increasing(keys):
+    if is_increasing(keys):
         return items, keys
     order = np.argsort(keys, kind="stable")
     return items[order], keys[order]
@@ -803,21 +413,13 @@ def _parse(data):
         )
     if version != _VERSION:
         raise ValueError(f"unsupported model file version {version} (only {_VERSION}).")
-    if n_labels == 0:
-        raise ValueError("the model has no labels.")
-    if n_labels > MAX_LABELS:
-        # Decoding holds a dense labels x labels transition matrix (CRFsuite
-        # too): a crafted count must not become a huge allocation.
-        raise ValueError(
-            f"the header gives {n_labels} labels; skcrf reads models with at most "
-            f"{MAX_LABELS} (decoding needs a {n_labels} x {n_labels} transition matrix)."
-        )
+    _check_n_labels(n_labels)
 
     types, src, dst, weights, end = _read_features(data, off_features, n_features)
     chunk_ends = [end]
-    label_names, end = _read_cqdb(data, off_labels, n_labels, "labels")
+    label_names, end = read_cqdb(data, off_labels, n_labels, "labels", _HEADER.size)
     chunk_ends.append(end)
-    attributes, end = _read_cqdb(data, off_attributes, n_attributes, "attributes")
+    attributes, end = read_cqdb(data, off_attributes, n_attributes, "attributes", _HEADER.size)
     chunk_ends.append(end)
 
     is_state = types == _STATE
@@ -953,118 +555,6 @@ def read_crfsuite(source):
 # -- writing -----------------------------------------------------------------
 
 
-def _encode_strings(strings, what):
-    """CRFsuite strings (str, no NUL, distinct) as joined UTF-8 keys.
-
-    Returns the keys one after the other, each with its NUL (uint8 array), and
-    their sizes (NUL included).
-    """
-    strings = list(strings)
-    n = len(strings)
-    if n == 0:
-        return np.zeros(0, dtype=np.uint8), np.zeros(0, dtype=np.int64)
-    for k, string in enumerate(strings):
-        if not isinstance(string, str):
-            raise TypeError(f"{what} {k} is a {type(string).__name__}, not a str.")
-    joined = "\0".join(strings) + "\0"
-    if joined.count("\0") != n:
-        k = next(k for k, string in enumerate(strings) if "\0" in string)
-        raise ValueError(
-            f"{what} {k} {strings[k]!r:.100} holds a NUL character, which CRFsuite cannot store."
-        )
-    try:
-        encoded = joined.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        ends = np.cumsum(np.fromiter(map(len, strings), dtype=np.int64, count=n) + 1)
-        k = int(np.searchsorted(ends, exc.start, side="right"))
-        raise ValueError(
-            f"{what} {k} {strings[k]!r:.100} cannot be encoded as UTF-8 ({exc.reason})."
-        ) from None
-    if len(set(strings)) != n:
-        seen = {}
-        for k, string in enumerate(strings):
-            if string in seen:
-                raise ValueError(
-                    f"{what}s {seen[string]} and {k} are both written as {string!r:.100}; "
-                    "CRFsuite needs distinct strings."
-                )
-            seen[string] = k
-    keys = np.frombuffer(encoded, dtype=np.uint8)
-    nuls = np.flatnonzero(keys == 0)
-    key_sizes = np.diff(nuls, prepend=-1)
-    return keys, key_sizes
-
-
-def _cqdb_bytes(keys, key_sizes):
-    """A CQDB chunk of the joined ``keys`` (ids 0, 1, ...), as CRFsuite writes it."""
-    n = len(key_sizes)
-    records = _CQDB_DATA + _exclusive_cumsum(8 + key_sizes)
-    data_end = _CQDB_DATA + 8 * n + len(keys)
-
-    # The records: id, key size, key and NUL, packed (unaligned). The bytes
-    # that are not record headers are the keys, in order.
-    body = np.empty(data_end - _CQDB_DATA, dtype=np.uint8)
-    heads = np.empty((n, 2), dtype="<u4")
-    heads[:, 0] = np.arange(n)
-    heads[:, 1] = key_sizes
-    in_head = np.zeros(len(body), dtype=bool)
-    head_at = ((records - _CQDB_DATA)[:, None] + np.arange(8)).ravel()
-    in_head[head_at] = True
-    body[head_at] = heads.view(np.uint8).ravel()
-    body[~in_head] = keys
-
-    # The hash tables: 2 * m buckets for m keys, filled in id order by linear
-    # probing. Keys of different tables never collide, so the r-th key of
-    # every table is placed at once.
-    hashes = _hash_keys(keys, key_sizes).astype(np.int64)
-    tables = hashes % _CQDB_TABLES
-    per_table = np.bincount(tables, minlength=_CQDB_TABLES)
-    n_buckets = 2 * per_table
-    base = np.zeros(_CQDB_TABLES + 1, dtype=np.int64)
-    np.cumsum(n_buckets, out=base[1:])
-    slots = np.full(int(base[-1]), -1, dtype=np.int64)
-    by_table = np.argsort(tables, kind="stable")
-    first_of_table = np.zeros(_CQDB_TABLES, dtype=np.int64)
-    np.cumsum(per_table[:-1], out=first_of_table[1:])
-    rank = np.empty(n, dtype=np.int64)
-    rank[by_table] = np.arange(n) - first_of_table[tables[by_table]]
-    by_rank = np.argsort(rank, kind="stable")
-    rank_start = np.zeros(int(per_table.max(initial=0)) + 1, dtype=np.int64)
-    np.cumsum(np.bincount(rank, minlength=len(rank_start) - 1), out=rank_start[1:])
-    for r in range(len(rank_start) - 1):
-        ids = by_rank[rank_start[r] : rank_start[r + 1]]
-        size = n_buckets[tables[ids]]
-        pos = (hashes[ids] >> 8) % size
-        table_base = base[tables[ids]]
-        while ids.size:
-            where = table_base + pos
-            free = slots[where] < 0
-            slots[where[free]] = ids[free]
-            keep = ~free
-            ids, size, table_base = ids[keep], size[keep], table_base[keep]
-            pos = (pos[keep] + 1) % size
-    buckets = np.zeros((len(slots), 2), dtype="<u4")
-    filled = slots >= 0
-    buckets[filled, 0] = hashes[slots[filled]]
-    buckets[filled, 1] = records[slots[filled]]
-
-    refs = np.zeros((_CQDB_TABLES, 2), dtype="<u4")
-    refs[:, 0] = np.where(per_table > 0, data_end + 8 * base[:-1], 0)
-    refs[:, 1] = n_buckets
-    bwd_offset = data_end + 8 * len(slots) if n else 0
-    size = data_end + 8 * len(slots) + 4 * n
-    header = _CQDB_HEADER.pack(_CQDB_MAGIC, size, 0, _CQDB_BYTEORDER, n, bwd_offset)
-    return b"".join(
-        [
-            header,
-            refs.tobytes(),
-            body.tobytes(),
-            buckets.tobytes(),
-            records.astype("<u4").tobytes(),
-        ]
-    )
-
-
 def _refs_bytes(magic, chunk_offset, n_entries, counts, fids):
     """A reference chunk at ``chunk_offset``: offsets, then per owner its list."""
     n_owners = len(counts)
@@ -1073,9 +563,7 @@ def _refs_bytes(magic, chunk_offset, n_entries, counts, fids):
     words[0] = int.from_bytes(magic, "little")
     words[1] = 4 * n_words
     words[2] = n_entries
-    before = np.zeros(n_owners, dtype=np.int64)
-    np.cumsum(counts[:-1] + 1, out=before[1:])
-    at = 3 + n_entries + before  # word index of each owner's count
+    at = 3 + n_entries + exclusive_cumsum(counts + 1)  # word index of each owner's count
     words[3 : 3 + n_owners] = chunk_offset + 4 * at
     words[at] = counts
     is_fid = np.ones(n_words, dtype=bool)
@@ -1099,14 +587,11 @@ def _label_strings(classes, labels):
 
 def _labels_chunk(classes):
     if len(set(classes)) != len(classes):
-        seen = {}
-        for k, label in enumerate(classes):
-            if label in seen:
-                raise ValueError(
-                    f"labels {seen[label]} and {k} ({classes[seen[label]]!r:.50} and "
-                    f"{label!r:.50}) are equal: they cannot be told apart when read back."
-                )
-            seen[label] = k
+        i, k = first_repeat(classes)
+        raise ValueError(
+            f"labels {i} and {k} ({classes[i]!r:.50} and {classes[k]!r:.50}) are equal: "
+            "they cannot be told apart when read back."
+        )
     items = []
     for k, label in enumerate(classes):
         if not _storable_label(label):
@@ -1139,15 +624,7 @@ def crfsuite_bytes(model, *, labels=None):
     """
     classes = list(model.classes)
     n_labels = len(classes)
-    if n_labels == 0:
-        raise ValueError("the model has no labels.")
-    if n_labels > MAX_LABELS:
-        # Decoding holds a dense labels x labels transition matrix (CRFsuite
-        # too): a crafted count must not become a huge allocation.
-        raise ValueError(
-            f"the header gives {n_labels} labels; skcrf reads models with at most "
-            f"{MAX_LABELS} (decoding needs a {n_labels} x {n_labels} transition matrix)."
-        )
+    _check_n_labels(n_labels)
     n_attributes = len(model.attributes)
     arrays = {
         "state_ptr": np.asarray(model.state_ptr, dtype=np.int64),
@@ -1163,8 +640,8 @@ def crfsuite_bytes(model, *, labels=None):
     check_model_arrays(n_attributes, n_labels, arrays)
 
     strings = _label_strings(classes, labels)
-    label_keys = _encode_strings(strings, "label")
-    attribute_keys = _encode_strings(model.attributes, "attribute")
+    label_keys = encode_strings(strings, "label")
+    attribute_keys = encode_strings(model.attributes, "attribute")
     # The originals are kept iff some label is not exactly its string.
     keep_labels = any(type(c) is not str or c != s for c, s in zip(classes, strings))
 
@@ -1198,8 +675,8 @@ def crfsuite_bytes(model, *, labels=None):
         _CHUNK.pack(b"FEAT", _CHUNK.size + _FEATURE_DTYPE.itemsize * n_features, n_features)
         + features.tobytes()
     )
-    off_labels = put(_cqdb_bytes(*label_keys))
-    off_attributes = put(_cqdb_bytes(*attribute_keys))
+    off_labels = put(cqdb_bytes(*label_keys))
+    off_attributes = put(cqdb_bytes(*attribute_keys))
     align()
     transition_counts = np.bincount(index // n_labels, minlength=n_labels)
     off_label_refs = put(

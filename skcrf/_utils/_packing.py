@@ -44,12 +44,6 @@ class PackedLayout:
     offsets: np.ndarray
     flat_index: np.ndarray
 
-    def to_flat(self, packed):
-        """Reorder packed rows (axis 0) into the user's flat order."""
-        flat = np.empty_like(packed)
-        flat[self.flat_index] = packed
-        return flat
-
 
 def pack(lengths):
     """Compute the packed layout of sequences with the given lengths.
