@@ -195,7 +195,6 @@ import os
 from typing import Any
 
 from ._persist._npz import FORMAT_NAME, FORMAT_VERSION, load_state, save_model, save_state
-from ._persist._npz import load_model as _load_model
 from ._tagger import CRFTagger
 
 __all__ = [
@@ -241,4 +240,4 @@ def load_model(path: "str | os.PathLike[str]", cls: Any = None) -> Any:
     --------
     save_model : Write a model file.
     """
-    return _load_model(path, CRFTagger if cls is None else cls)
+    return (CRFTagger if cls is None else cls)._from_fitted_state(load_state(path))

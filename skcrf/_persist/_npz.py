@@ -2,7 +2,7 @@
 
 The format (file layout, JSON document, the checks on reading) is specified in
 :mod:`skcrf.io`'s docstring, the public face of this module. Nothing here
-imports an estimator: :func:`save_model` and :func:`load_model` duck-type one.
+imports an estimator: :func:`save_model` duck-types one (``skcrf.io.load_model`` builds it back).
 """
 
 import binascii
@@ -28,7 +28,6 @@ from ._json import decode_value, encode_value, is_hashable, no_duplicate_keys, r
 __all__ = [
     "FORMAT_NAME",
     "FORMAT_VERSION",
-    "load_model",
     "load_state",
     "save_model",
     "save_state",
@@ -886,39 +885,3 @@ def load_state(path: str | os.PathLike[str]) -> FittedState:
             ):
                 message = f"corrupted or invalid file ({type(exc).__name__}: {message})"
             raise ValueError(f"Cannot load skcrf model {path!r}: {message}") from exc
-
-
-def load_model(path: str | os.PathLike[str], cls: Any) -> Any:
-    """Load an estimator saved by :func:`save_model`; never unpickles.
-
-    ``cls._from_fitted_state(load_state(path))``: the file is checked as by
-    :func:`load_state`, then the class builds the estimator (and decides
-    what to do with parameters it does not know).
-
-    Parameters
-    ----------
-    path : str or os.PathLike
-        The model file.
-    cls : type
-        The estimator class to build: any class with a classmethod
-        ``_from_fitted_state(state)``.
-
-    Returns
-    -------
-    estimator : cls
-        A fitted estimator equal to the one saved.
-
-    Raises
-    ------
-    ValueError
-        If the file is not a valid skcrf model file; the message says what
-        is wrong. (``cls._from_fitted_state`` may raise too, for instance on
-        parameters it refuses.)
-    OSError
-        If the file cannot be opened (for instance FileNotFoundError).
-
-    See Also
-    --------
-    save_model : Write a model file.
-    """
-    return cls._from_fitted_state(load_state(path))
