@@ -351,8 +351,8 @@ def exp_shifted(double[:, ::1] scores, double[::1] out_max):
 
 from libc.math cimport isfinite
 from libc.stdlib cimport free, malloc
+from skcrf._utils._typedefs cimport intp
 from skcrf._inference._viterbi cimport (
-    intp,
     ViterbiWork,
     viterbi_bound_new,
     viterbi_sequence,

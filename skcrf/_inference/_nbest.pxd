@@ -3,9 +3,7 @@
 
 from libc.stdint cimport int32_t
 
-cimport numpy as cnp
-
-ctypedef cnp.intp_t intp
+from skcrf._utils._typedefs cimport intp
 
 
 # -- lazy k-best (Huang & Chiang 2005, algorithm 3, on the chain) ------------

@@ -22,9 +22,7 @@ Ties go to the lowest label index.
 
 from libc.stdint cimport int32_t
 
-cimport numpy as cnp
-
-ctypedef cnp.intp_t intp
+from skcrf._utils._typedefs cimport intp
 
 
 cdef struct ViterbiWork:

@@ -41,9 +41,9 @@ import numpy as np
 
 cimport numpy as cnp
 
+from skcrf._utils._typedefs cimport intp
 from skcrf._inference._viterbi cimport (
     ViterbiWork,
-    intp,
     viterbi_sequence,
     viterbi_work_free,
     viterbi_work_init,
