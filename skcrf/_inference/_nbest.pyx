@@ -23,7 +23,7 @@ Conventions
   path, whose ties go to the lowest label index.
 """
 
-from libc.math cimport INFINITY, fabs, log
+from libc.math cimport INFINITY, log
 from libc.stdint cimport int32_t, INT32_MAX
 from libc.stdlib cimport free, malloc, realloc
 
@@ -34,13 +34,14 @@ cimport numpy as cnp
 cnp.import_array()
 
 from skcrf._inference._kernels cimport forward_scaled
-from skcrf._inference._viterbi cimport ViterbiWork, viterbi_work_free, viterbi_work_init
-
-
-cdef inline intp _row(const intp* offsets, intp column, intp t) noexcept nogil:
-    if offsets == NULL:
-        return t
-    return offsets[t] + column
+from skcrf._inference._viterbi cimport (
+    ViterbiWork,
+    packed_row,
+    viterbi_start,
+    viterbi_step,
+    viterbi_work_free,
+    viterbi_work_init,
+)
 
 
 # -- lazy k-best ----------------------------------------------------------------
@@ -69,50 +70,6 @@ cdef inline intp _row(const intp* offsets, intp column, intp t) noexcept nogil:
 # first, then the lower label (the first of equal keys in label order), then
 # the lower rank (a label's derivations come best first). The keys and
 # scores are the Viterbi kernel's sums, in its order.
-
-
-cdef extern from *:
-    """
-    #include <stdint.h>
-    #if defined(__SSE2__) || defined(_M_X64) || (defined(_M_IX86_FP) && _M_IX86_FP >= 2)
-    #include <emmintrin.h>
-    #define SKCRF_NBEST_SSE2 1
-    #else
-    #define SKCRF_NBEST_SSE2 0
-    #endif
-
-    /* As skcrf._inference._viterbi: cur[j], bp[j] = p + trow[j], i where p + trow[j] > cur[j]. */
-    static inline void skcrf_nbest_maxplus_update(double *cur, int32_t *bp, const double *trow,
-                                                  double p, int32_t i, Py_ssize_t n) {
-        Py_ssize_t j = 0;
-    #if SKCRF_NBEST_SSE2
-        const __m128d vp = _mm_set1_pd(p);
-        const __m128i vi = _mm_set1_epi32(i);
-        for (; j + 2 <= n; j += 2) {
-            __m128d v = _mm_add_pd(vp, _mm_loadu_pd(trow + j));
-            __m128d s = _mm_loadu_pd(cur + j);
-            __m128i m = _mm_shuffle_epi32(_mm_castpd_si128(_mm_cmpgt_pd(v, s)),
-                                          _MM_SHUFFLE(2, 0, 2, 0));
-            __m128i b = _mm_loadl_epi64((const __m128i *)(bp + j));
-            _mm_storeu_pd(cur + j, _mm_max_pd(v, s));
-            b = _mm_or_si128(_mm_andnot_si128(m, b), _mm_and_si128(m, vi));
-            _mm_storel_epi64((__m128i *)(bp + j), b);
-        }
-    #endif
-        for (; j < n; j++) {
-            double v = p + trow[j];
-            if (v > cur[j]) {
-                cur[j] = v;
-                bp[j] = i;
-            }
-        }
-    }
-    """
-    void skcrf_nbest_maxplus_update(double* cur, int32_t* bp, const double* trow,
-                                    double p, int32_t i, intp n) noexcept nogil
-
-# as skcrf._inference._viterbi
-cdef double _PRUNE_RELATIVE_MARGIN = 1e-9
 
 
 cdef int lazy_kbest_work_init(LazyKBestWork* work, const double* transitions, intp n_labels,
@@ -263,69 +220,18 @@ cdef inline intp _argmax(const double* key, intp n) noexcept nogil:
 
 cdef void _forward(LazyKBestWork* work, const double* emissions, const intp* offsets,
                    intp column, intp length) noexcept nogil:
-    """alpha and bp of every node (the Viterbi kernel's sums, ties and pruning)."""
-    cdef intp n_labels = work.n_labels
-    cdef const double* transitions = work.transitions
-    cdef int32_t* candidates = work.candidates
+    """alpha and bp of every node: the Viterbi kernel's steps (sums, ties and pruning)."""
+    cdef intp n_labels = work.n_labels, t, top_label
     cdef double* prev
-    cdef double* cur
-    cdef int32_t* backpointer
-    cdef const double* em
-    cdef const double* trow
-    cdef const double* bound
-    cdef intp t, j, c, n_candidates, top_label
-    cdef int32_t i
-    cdef double top, threshold, p, s
-
-    em = emissions + _row(offsets, column, 0) * n_labels
-    cur = work.alpha
-    top = em[0]
-    top_label = 0
-    for j in range(n_labels):
-        s = em[j]
-        cur[j] = s
-        if s > top:
-            top = s
-            top_label = j
+    cdef double top
+    top = viterbi_start(emissions + packed_row(offsets, column, 0) * n_labels, n_labels,
+                        work.alpha, &top_label)
     for t in range(1, length):
         prev = work.alpha + (t - 1) * n_labels
-        cur = prev + n_labels
-        n_candidates = 0
-        if work.bound == NULL:
-            threshold = top - (work.spread + work.margin + _PRUNE_RELATIVE_MARGIN * fabs(top))
-            for j in range(n_labels):
-                candidates[n_candidates] = <int32_t>j
-                n_candidates += not (prev[j] < threshold)
-        else:
-            threshold = top - (work.margin + _PRUNE_RELATIVE_MARGIN * fabs(top))
-            bound = work.bound + top_label * n_labels
-            for j in range(n_labels):
-                candidates[n_candidates] = <int32_t>j
-                n_candidates += not (prev[j] < threshold - bound[j])
-        if n_candidates == 0:
-            for j in range(n_labels):
-                candidates[j] = <int32_t>j
-            n_candidates = n_labels
-        backpointer = work.bp + t * n_labels
-        i = candidates[0]
-        p = prev[i]
-        trow = transitions + i * n_labels
-        for j in range(n_labels):
-            cur[j] = p + trow[j]
-            backpointer[j] = i
-        for c in range(1, n_candidates):
-            i = candidates[c]
-            skcrf_nbest_maxplus_update(cur, backpointer, transitions + i * n_labels,
-                                       prev[i], i, n_labels)
-        em = emissions + _row(offsets, column, t) * n_labels
-        top = cur[0] + em[0]
-        top_label = 0
-        for j in range(n_labels):
-            s = cur[j] + em[j]
-            cur[j] = s
-            if s > top:
-                top = s
-                top_label = j
+        top = viterbi_step(work.transitions, n_labels, work.spread, work.margin, work.bound,
+                           work.candidates, prev, top, &top_label,
+                           emissions + packed_row(offsets, column, t) * n_labels,
+                           prev + n_labels, work.bp + t * n_labels)
 
 
 cdef inline intp _new_slot(LazyKBestWork* work, intp t, intp j) noexcept nogil:
@@ -421,7 +327,7 @@ cdef int _request(LazyKBestWork* work, const double* emissions, const intp* offs
         if best < 0:
             work.slot_open[slot] = 0
             continue
-        found.score = key[best] + emissions[_row(offsets, column, t) * n_labels + j]
+        found.score = key[best] + emissions[packed_row(offsets, column, t) * n_labels + j]
         found.label = <int32_t>best
         found.rank = rank[best]
         key[best] = -INFINITY
@@ -475,7 +381,7 @@ cdef intp lazy_kbest_sequence(LazyKBestWork* work, const double* emissions,
             label = final[q].label
             r = final[q].rank
             for t in range(length - 1, -1, -1):
-                paths[q * n_rows + _row(offsets, column, t)] = label
+                paths[q * n_rows + packed_row(offsets, column, t)] = label
                 if t > 0:
                     slot = work.slot_of[t * n_labels + label]
                     if slot < 0:
