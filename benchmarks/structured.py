@@ -4,9 +4,7 @@ Rows (medians of ``--repeats`` timings, each on the whole test split):
 
 - ``predict``: the unconstrained Viterbi (the reference of the ratios);
 - ``predict_nbest(n=10)``: exact 10-best with log-probabilities, target <= 3x
-  (the lazy k-best kernel), next to the same call through the eager kernel
-  kept as the tests' reference (``kbest_packed_eager``, the kernel before
-  issue 10's speed-up: same lists);
+  (the lazy k-best kernel);
 - ``allowed_transitions`` with 50% of the label pairs forbidden (at random,
   ``--seed``), target <= 1.2x;
 - ``partial_labels`` fixing 20% of the positions (to the gold tags, at
@@ -56,18 +54,6 @@ def median_time(fn, repeats):
     return statistics.median(times), times
 
 
-def eager_nbest(tagger, X, n):
-    """``predict_nbest`` through the eager k-best kernel (the lazy one's reference)."""
-    from skcrf._inference import _nbest, _structured
-
-    lazy = _structured.kbest_packed
-    _structured.kbest_packed = _nbest.kbest_packed_eager
-    try:
-        return tagger.predict_nbest(X, n=n)
-    finally:
-        _structured.kbest_packed = lazy
-
-
 def decoding_rows(tagger, X_test, y_test, repeats, rng):
     classes = list(tagger.classes_)
     n_labels = len(classes)
@@ -89,11 +75,6 @@ def decoding_rows(tagger, X_test, y_test, repeats, rng):
     rows = [{"row": "predict", "seconds": base, "all": base_all, "ratio": 1.0, "target": None}]
     for name, fn, target in [
         ("predict_nbest(n=10)", lambda: tagger.predict_nbest(X_test, n=10), NBEST_TARGET),
-        (
-            "predict_nbest(n=10), eager kernel (reference)",
-            lambda: eager_nbest(tagger, X_test, 10),
-            None,
-        ),
         (
             "predict, allowed_transitions 50% forbidden",
             lambda: tagger.predict(X_test, allowed_transitions=pairs),
@@ -117,8 +98,8 @@ def decoding_rows(tagger, X_test, y_test, repeats, rng):
                 "target": target,
             }
         )
-    # sanity: the lazy and eager k-best kernels give the same lists
-    assert tagger.predict_nbest(X_test, n=10) == eager_nbest(tagger, X_test, 10)
+    # sanity: the first of the n best is predict's labelling
+    assert [lst[0][0] for lst in tagger.predict_nbest(X_test, n=10)] == tagger.predict(X_test)
     # sanity: the constraints hold
     constrained = tagger.predict(X_test, allowed_transitions=pairs)
     index = {c: k for k, c in enumerate(classes)}

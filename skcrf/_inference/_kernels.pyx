@@ -351,8 +351,8 @@ def exp_shifted(double[:, ::1] scores, double[::1] out_max):
 
 from libc.math cimport isfinite
 from libc.stdlib cimport free, malloc
+from skcrf._utils._typedefs cimport intp
 from skcrf._inference._viterbi cimport (
-    intp,
     ViterbiWork,
     viterbi_bound_new,
     viterbi_sequence,
@@ -576,7 +576,7 @@ cdef void _fill_labels(const uint64_t[::1] seen, Py_ssize_t words, Py_ssize_t n_
                 k += 1
 
 
-# -- dense vector features (issue 15): products through BLAS --------------------
+# -- dense vector features: products through BLAS -----------------------------
 
 
 def add_vector_scores(const double[:, ::1] vectors, const double[:, ::1] weights,

@@ -3,48 +3,7 @@
 
 from libc.stdint cimport int32_t
 
-cimport numpy as cnp
-
-ctypedef cnp.intp_t intp
-
-
-cdef struct KBestWork:
-    intp n_labels
-    intp k                   # paths kept per (token, label)
-    intp max_length          # capacity of the backpointers, in tokens
-    const double* transitions  # (n_labels, n_labels) row-major, -inf = forbidden; not owned
-    double* column_max       # n_labels: max_i T[i, j] (-inf: j has no allowed predecessor)
-    double width             # width of a band of previous scores (> 0)
-    double* scores           # 2 * n_labels * k: previous and current step, best first
-    int32_t* order           # n_labels: labels sorted by band (label order within a band)
-    int32_t* band_start      # N_BANDS + 1
-    double* band_max         # N_BANDS: the largest best score of each band
-    int32_t* back_label      # max_length * n_labels * k: previous label of each kept path
-    int32_t* back_rank       # max_length * n_labels * k: its rank at the previous label
-    double* final_scores     # k: the sequence's best scores
-    int32_t* final_label     # k: their last labels
-    int32_t* final_rank      # k: their ranks at those labels
-
-
-# Fill ``work`` for ``k`` paths per label and sequences of up to
-# ``max_length`` tokens (transitions: n_labels x n_labels, -inf where
-# forbidden, read, not copied). Returns 0, or -1 when out of memory (``work``
-# then owns nothing). Free with kbest_work_free.
-cdef int kbest_work_init(KBestWork* work, const double* transitions, intp n_labels,
-                         intp k, intp max_length) noexcept nogil
-
-cdef void kbest_work_free(KBestWork* work) noexcept nogil
-
-# The k best labellings of one sequence of ``length`` tokens (1 <= length <=
-# work.max_length), best first. Token ``t`` lives at row ``offsets[t] +
-# column`` (``offsets == NULL``: row ``t``) of ``emissions`` (-inf =
-# label not allowed there); path ``q``'s label of that row is written to
-# ``paths[q * n_rows + row]`` and its score to ``scores[q]`` (-inf and no
-# labels written for the ranks past the number of labellings that exist).
-# Returns the number of labellings found (0: no allowed labelling).
-cdef intp kbest_sequence(KBestWork* work, const double* emissions, const intp* offsets,
-                         intp column, intp length, intp* paths, intp n_rows,
-                         double* scores) noexcept nogil
+from skcrf._utils._typedefs cimport intp
 
 
 # -- lazy k-best (Huang & Chiang 2005, algorithm 3, on the chain) ------------
@@ -82,16 +41,25 @@ cdef struct LazyKBestWork:
     intp* stack              # max_length: nodes waiting for their next derivation
 
 
-# Fill ``work`` (as kbest_work_init; ``tight``: the O(n_labels ** 3) pruning
-# bound of skcrf._inference._viterbi, worth it for batches of more than a few dozen
+# Fill ``work`` for ``k`` paths per sequence and sequences of up to
+# ``max_length`` tokens (transitions: n_labels x n_labels, -inf where
+# forbidden, read, not copied; ``tight``: the O(n_labels ** 3) pruning bound
+# of skcrf._inference._viterbi, worth it for batches of more than a few dozen
 # tokens). Returns 0, or -1 when out of memory (``work`` then owns nothing).
+# Free with lazy_kbest_work_free.
 cdef int lazy_kbest_work_init(LazyKBestWork* work, const double* transitions, intp n_labels,
                               intp k, intp max_length, bint tight) noexcept nogil
 
 cdef void lazy_kbest_work_free(LazyKBestWork* work) noexcept nogil
 
-# As kbest_sequence, with the same results (paths, scores and tie order);
-# returns -1 when out of memory.
+# The k best labellings of one sequence of ``length`` tokens (1 <= length <=
+# work.max_length), best first (ties: see _nbest.pyx). Token ``t`` lives at
+# row ``offsets[t] + column`` (``offsets == NULL``: row ``t``) of
+# ``emissions`` (-inf = label not allowed there); path ``q``'s label of that
+# row is written to ``paths[q * n_rows + row]`` and its score to
+# ``scores[q]`` (-inf and no labels written for the ranks past the number of
+# labellings that exist). Returns the number of labellings found (0: no
+# allowed labelling), or -1 when out of memory.
 cdef intp lazy_kbest_sequence(LazyKBestWork* work, const double* emissions,
                               const intp* offsets, intp column, intp length, intp* paths,
                               intp n_rows, double* scores) noexcept nogil

@@ -10,13 +10,10 @@ Conventions
 - Constraints are scores of ``-inf``: an emission of ``-inf`` forbids the
   label at that token, a transition of ``-inf`` forbids the pair. A labelling
   is allowed when its score is finite. Other scores must be finite.
-- Two kernels with the same results (lists, scores bitwise, tie order):
-  :func:`kbest_packed`, the lazy one (Huang & Chiang's algorithm 3, below:
-  a Viterbi pass, then only what the k best paths need), and
-  :func:`kbest_packed_eager`, the eager one, kept as its reference: the k
-  best labellings of every (token, label) are kept, best first, with a
-  backpointer to (previous label, rank there); the k best of the sequence
-  are merged from its last token. Scores are summed in the order of the
+- :func:`kbest_packed` is the lazy k-best of Huang & Chiang (2005,
+  algorithm 3, below): a pruned Viterbi pass gives every (token, label) its
+  best labelling so far, then only the nodes that the k best paths reach
+  past their best one are expanded. Scores are summed in the order of the
   Viterbi kernel, ``(previous + T[i, j]) + emission``, so the best path and
   its score are bitwise those of :func:`skcrf._inference._viterbi.viterbi_packed`.
 - Ties: labellings of equal score are ordered by their labels read from the
@@ -24,17 +21,9 @@ Conventions
   so on (a labelling's key at each token is its score, then its label, then
   its rank at that label). The first labelling is therefore the Viterbi
   path, whose ties go to the lowest label index.
-
-Pruning of the eager kernel (exact): at each step the previous labels are put in bands of their
-best score (band ``b``: ``floor((top - best) / width) == b``), and for each
-label ``j`` the bands are visited best first; once a band's largest score
-plus ``max_i T[i, j]`` is below the k-th kept score of ``j``, no label of
-that band or of a later one can enter (rounding is monotonic, so the test on
-computed sums is exact). Within a label, its k scores are visited best first
-and the visit stops at the first that cannot enter.
 """
 
-from libc.math cimport INFINITY, fabs, floor, log
+from libc.math cimport INFINITY, log
 from libc.stdint cimport int32_t, INT32_MAX
 from libc.stdlib cimport free, malloc, realloc
 
@@ -45,264 +34,14 @@ cimport numpy as cnp
 cnp.import_array()
 
 from skcrf._inference._kernels cimport forward_scaled
-from skcrf._inference._viterbi cimport ViterbiWork, viterbi_work_free, viterbi_work_init
-
-# Bands of previous scores (the last one takes every lower score).
-DEF N_BANDS = 24
-
-
-cdef int kbest_work_init(KBestWork* work, const double* transitions, intp n_labels,
-                         intp k, intp max_length) noexcept nogil:
-    cdef intp i, j, size
-    cdef double lo = INFINITY, hi = -INFINITY, m, v
-    work.n_labels = n_labels
-    work.k = k
-    work.max_length = max_length
-    work.transitions = transitions
-    work.column_max = NULL
-    work.scores = NULL
-    work.order = NULL
-    work.band_start = NULL
-    work.band_max = NULL
-    work.back_label = NULL
-    work.back_rank = NULL
-    work.final_scores = NULL
-    work.final_label = NULL
-    work.final_rank = NULL
-    if n_labels < 1:
-        n_labels = 1
-    if max_length < 1:
-        max_length = 1
-    size = max_length * n_labels * k
-    work.column_max = <double*>malloc(n_labels * sizeof(double))
-    work.scores = <double*>malloc(2 * n_labels * k * sizeof(double))
-    work.order = <int32_t*>malloc(n_labels * sizeof(int32_t))
-    work.band_start = <int32_t*>malloc((N_BANDS + 1) * sizeof(int32_t))
-    work.band_max = <double*>malloc(N_BANDS * sizeof(double))
-    work.back_label = <int32_t*>malloc(size * sizeof(int32_t))
-    work.back_rank = <int32_t*>malloc(size * sizeof(int32_t))
-    work.final_scores = <double*>malloc(k * sizeof(double))
-    work.final_label = <int32_t*>malloc(k * sizeof(int32_t))
-    work.final_rank = <int32_t*>malloc(k * sizeof(int32_t))
-    if (work.column_max == NULL or work.scores == NULL or work.order == NULL
-            or work.band_start == NULL or work.band_max == NULL
-            or work.back_label == NULL or work.back_rank == NULL
-            or work.final_scores == NULL or work.final_label == NULL
-            or work.final_rank == NULL):
-        kbest_work_free(work)
-        return -1
-    for j in range(work.n_labels):
-        m = -INFINITY
-        for i in range(work.n_labels):
-            v = transitions[i * work.n_labels + j]
-            if v > m:
-                m = v
-            if v != -INFINITY:
-                lo = v if v < lo else lo
-                hi = v if v > hi else hi
-        work.column_max[j] = m
-    # a quarter of the allowed transitions' spread: a band then holds few labels
-    work.width = (hi - lo) / 4.0 if hi > lo else 1.0
-    if not work.width > 1e-3:
-        work.width = 1e-3
-    return 0
-
-
-cdef void kbest_work_free(KBestWork* work) noexcept nogil:
-    free(work.column_max)
-    free(work.scores)
-    free(work.order)
-    free(work.band_start)
-    free(work.band_max)
-    free(work.back_label)
-    free(work.back_rank)
-    free(work.final_scores)
-    free(work.final_label)
-    free(work.final_rank)
-    work.final_scores = NULL
-    work.final_label = NULL
-    work.final_rank = NULL
-    work.column_max = NULL
-    work.scores = NULL
-    work.order = NULL
-    work.band_start = NULL
-    work.band_max = NULL
-    work.back_label = NULL
-    work.back_rank = NULL
-
-
-cdef inline intp _row(const intp* offsets, intp column, intp t) noexcept nogil:
-    if offsets == NULL:
-        return t
-    return offsets[t] + column
-
-
-cdef inline bint _before(double s, int32_t i, int32_t r, double s2, int32_t i2,
-                         int32_t r2) noexcept nogil:
-    """Whether key (s, i, r) comes before (s2, i2, r2): higher score, then lower label, rank."""
-    if s != s2:
-        return s > s2
-    if i != i2:
-        return i < i2
-    return r < r2
-
-
-cdef inline intp _insert(double* c, int32_t* bl, int32_t* br, intp n_in, intp k,
-                         double s, int32_t i, int32_t r) noexcept nogil:
-    """Insert (s, i, r) into the sorted list of ``n_in`` keys (at most k kept).
-
-    Returns the new length, or -1 when the key does not enter (the list is
-    full and the key comes after its last one).
-    """
-    cdef intp pos
-    if n_in == k:
-        if not _before(s, i, r, c[k - 1], bl[k - 1], br[k - 1]):
-            return -1
-        pos = k - 1
-    else:
-        pos = n_in
-        n_in += 1
-    while pos > 0 and _before(s, i, r, c[pos - 1], bl[pos - 1], br[pos - 1]):
-        c[pos] = c[pos - 1]
-        bl[pos] = bl[pos - 1]
-        br[pos] = br[pos - 1]
-        pos -= 1
-    c[pos] = s
-    bl[pos] = i
-    br[pos] = r
-    return n_in
-
-
-cdef intp kbest_sequence(KBestWork* work, const double* emissions, const intp* offsets,
-                         intp column, intp length, intp* paths, intp n_rows,
-                         double* scores) noexcept nogil:
-    cdef intp n_labels = work.n_labels, k = work.k
-    cdef const double* transitions = work.transitions
-    cdef double* prev = work.scores
-    cdef double* cur = work.scores + n_labels * k
-    cdef double* swap
-    cdef const double* em
-    cdef double top, s, p, tij, e, inv_width = 1.0 / work.width
-    cdef double* c
-    cdef int32_t* bl
-    cdef int32_t* br
-    cdef int32_t* order = work.order
-    cdef int32_t* band_start = work.band_start
-    cdef double* band_max = work.band_max
-    cdef int32_t counts[N_BANDS]
-    cdef intp t, j, r, q, b, idx, n_in, result, n_found, band
-    cdef int32_t i, label, rank
-
-    if length <= 0:
-        return 0
-    em = emissions + _row(offsets, column, 0) * n_labels
-    for j in range(n_labels):
-        prev[j * k] = em[j]
-        for r in range(1, k):
-            prev[j * k + r] = -INFINITY
-
-    for t in range(1, length):
-        # bands of the previous labels by their best score
-        top = -INFINITY
-        for j in range(n_labels):
-            if prev[j * k] > top:
-                top = prev[j * k]
-        bl = work.back_label + t * n_labels * k
-        br = work.back_rank + t * n_labels * k
-        if top == -INFINITY:
-            # nothing allowed so far: the sequence has no allowed labelling
-            for q in range(k):
-                scores[q] = -INFINITY
-            return 0
-        for b in range(N_BANDS):
-            counts[b] = 0
-            band_max[b] = -INFINITY
-        for j in range(n_labels):
-            s = prev[j * k]
-            if s == -INFINITY:
-                continue
-            s = floor((top - s) * inv_width)
-            band = <intp>s if s < N_BANDS - 1 else N_BANDS - 1
-            counts[band] += 1
-            if prev[j * k] > band_max[band]:
-                band_max[band] = prev[j * k]
-        band_start[0] = 0
-        for b in range(N_BANDS):
-            band_start[b + 1] = band_start[b] + counts[b]
-            counts[b] = band_start[b]
-        for j in range(n_labels):
-            s = prev[j * k]
-            if s == -INFINITY:
-                continue
-            s = floor((top - s) * inv_width)
-            band = <intp>s if s < N_BANDS - 1 else N_BANDS - 1
-            order[counts[band]] = <int32_t>j
-            counts[band] += 1
-
-        em = emissions + _row(offsets, column, t) * n_labels
-        for j in range(n_labels):
-            c = cur + j * k
-            e = em[j]
-            n_in = 0
-            if e != -INFINITY and work.column_max[j] != -INFINITY:
-                for b in range(N_BANDS):
-                    if band_start[b] == band_start[b + 1]:
-                        continue
-                    if n_in == k and band_max[b] + work.column_max[j] < c[k - 1]:
-                        break
-                    for idx in range(band_start[b], band_start[b + 1]):
-                        i = order[idx]
-                        tij = transitions[i * n_labels + j]
-                        if tij == -INFINITY:
-                            continue
-                        for r in range(k):
-                            p = prev[i * k + r]
-                            if p == -INFINITY:
-                                break
-                            result = _insert(c, bl + j * k, br + j * k, n_in, k,
-                                             p + tij, i, <int32_t>r)
-                            if result < 0:
-                                break  # this label's later paths score no higher
-                            n_in = result
-            for r in range(n_in):
-                c[r] = c[r] + e
-            for r in range(n_in, k):
-                c[r] = -INFINITY
-                bl[j * k + r] = -1
-                br[j * k + r] = -1
-        swap = prev
-        prev = cur
-        cur = swap
-
-    # the k best over the last token's labels: keys (score, label, rank)
-    n_found = 0
-    c = work.final_scores
-    bl = work.final_label
-    br = work.final_rank
-    for j in range(n_labels):
-        for r in range(k):
-            s = prev[j * k + r]
-            if s == -INFINITY:
-                break
-            result = _insert(c, bl, br, n_found, k, s, <int32_t>j, <int32_t>r)
-            if result < 0:
-                break  # this label's later paths score no higher
-            n_found = result
-    for q in range(n_found):
-        scores[q] = c[q]
-    for q in range(n_found, k):
-        scores[q] = -INFINITY
-    # backtrack every path
-    for q in range(n_found):
-        label = bl[q]
-        rank = br[q]
-        for t in range(length - 1, -1, -1):
-            paths[q * n_rows + _row(offsets, column, t)] = label
-            if t > 0:
-                idx = (t * n_labels + label) * k + rank
-                label = work.back_label[idx]
-                rank = work.back_rank[idx]
-    return n_found
+from skcrf._inference._viterbi cimport (
+    ViterbiWork,
+    packed_row,
+    viterbi_start,
+    viterbi_step,
+    viterbi_work_free,
+    viterbi_work_init,
+)
 
 
 # -- lazy k-best ----------------------------------------------------------------
@@ -327,53 +66,10 @@ cdef intp kbest_sequence(KBestWork* work, const double* emissions, const intp* o
 # past their best derivation get candidates: about one Viterbi pass plus
 # O(length * k * n_labels) cheap (vectorized) steps per sequence.
 #
-# Keys are compared as in the eager kernel: the higher key first, then the
-# lower label, then the lower rank; the keys and scores are the same sums in
-# the same order, so the lists (and their ties) are the eager kernel's.
-
-
-cdef extern from *:
-    """
-    #include <stdint.h>
-    #if defined(__SSE2__) || defined(_M_X64) || (defined(_M_IX86_FP) && _M_IX86_FP >= 2)
-    #include <emmintrin.h>
-    #define SKCRF_NBEST_SSE2 1
-    #else
-    #define SKCRF_NBEST_SSE2 0
-    #endif
-
-    /* As skcrf._inference._viterbi: cur[j], bp[j] = p + trow[j], i where p + trow[j] > cur[j]. */
-    static inline void skcrf_nbest_maxplus_update(double *cur, int32_t *bp, const double *trow,
-                                                  double p, int32_t i, Py_ssize_t n) {
-        Py_ssize_t j = 0;
-    #if SKCRF_NBEST_SSE2
-        const __m128d vp = _mm_set1_pd(p);
-        const __m128i vi = _mm_set1_epi32(i);
-        for (; j + 2 <= n; j += 2) {
-            __m128d v = _mm_add_pd(vp, _mm_loadu_pd(trow + j));
-            __m128d s = _mm_loadu_pd(cur + j);
-            __m128i m = _mm_shuffle_epi32(_mm_castpd_si128(_mm_cmpgt_pd(v, s)),
-                                          _MM_SHUFFLE(2, 0, 2, 0));
-            __m128i b = _mm_loadl_epi64((const __m128i *)(bp + j));
-            _mm_storeu_pd(cur + j, _mm_max_pd(v, s));
-            b = _mm_or_si128(_mm_andnot_si128(m, b), _mm_and_si128(m, vi));
-            _mm_storel_epi64((__m128i *)(bp + j), b);
-        }
-    #endif
-        for (; j < n; j++) {
-            double v = p + trow[j];
-            if (v > cur[j]) {
-                cur[j] = v;
-                bp[j] = i;
-            }
-        }
-    }
-    """
-    void skcrf_nbest_maxplus_update(double* cur, int32_t* bp, const double* trow,
-                                    double p, int32_t i, intp n) noexcept nogil
-
-# as skcrf._inference._viterbi
-cdef double _PRUNE_RELATIVE_MARGIN = 1e-9
+# Keys are compared by the tie rule of the conventions above: the higher key
+# first, then the lower label (the first of equal keys in label order), then
+# the lower rank (a label's derivations come best first). The keys and
+# scores are the Viterbi kernel's sums, in its order.
 
 
 cdef int lazy_kbest_work_init(LazyKBestWork* work, const double* transitions, intp n_labels,
@@ -524,69 +220,18 @@ cdef inline intp _argmax(const double* key, intp n) noexcept nogil:
 
 cdef void _forward(LazyKBestWork* work, const double* emissions, const intp* offsets,
                    intp column, intp length) noexcept nogil:
-    """alpha and bp of every node (the Viterbi kernel's sums, ties and pruning)."""
-    cdef intp n_labels = work.n_labels
-    cdef const double* transitions = work.transitions
-    cdef int32_t* candidates = work.candidates
+    """alpha and bp of every node: the Viterbi kernel's steps (sums, ties and pruning)."""
+    cdef intp n_labels = work.n_labels, t, top_label
     cdef double* prev
-    cdef double* cur
-    cdef int32_t* backpointer
-    cdef const double* em
-    cdef const double* trow
-    cdef const double* bound
-    cdef intp t, j, c, n_candidates, top_label
-    cdef int32_t i
-    cdef double top, threshold, p, s
-
-    em = emissions + _row(offsets, column, 0) * n_labels
-    cur = work.alpha
-    top = em[0]
-    top_label = 0
-    for j in range(n_labels):
-        s = em[j]
-        cur[j] = s
-        if s > top:
-            top = s
-            top_label = j
+    cdef double top
+    top = viterbi_start(emissions + packed_row(offsets, column, 0) * n_labels, n_labels,
+                        work.alpha, &top_label)
     for t in range(1, length):
         prev = work.alpha + (t - 1) * n_labels
-        cur = prev + n_labels
-        n_candidates = 0
-        if work.bound == NULL:
-            threshold = top - (work.spread + work.margin + _PRUNE_RELATIVE_MARGIN * fabs(top))
-            for j in range(n_labels):
-                candidates[n_candidates] = <int32_t>j
-                n_candidates += not (prev[j] < threshold)
-        else:
-            threshold = top - (work.margin + _PRUNE_RELATIVE_MARGIN * fabs(top))
-            bound = work.bound + top_label * n_labels
-            for j in range(n_labels):
-                candidates[n_candidates] = <int32_t>j
-                n_candidates += not (prev[j] < threshold - bound[j])
-        if n_candidates == 0:
-            for j in range(n_labels):
-                candidates[j] = <int32_t>j
-            n_candidates = n_labels
-        backpointer = work.bp + t * n_labels
-        i = candidates[0]
-        p = prev[i]
-        trow = transitions + i * n_labels
-        for j in range(n_labels):
-            cur[j] = p + trow[j]
-            backpointer[j] = i
-        for c in range(1, n_candidates):
-            i = candidates[c]
-            skcrf_nbest_maxplus_update(cur, backpointer, transitions + i * n_labels,
-                                       prev[i], i, n_labels)
-        em = emissions + _row(offsets, column, t) * n_labels
-        top = cur[0] + em[0]
-        top_label = 0
-        for j in range(n_labels):
-            s = cur[j] + em[j]
-            cur[j] = s
-            if s > top:
-                top = s
-                top_label = j
+        top = viterbi_step(work.transitions, n_labels, work.spread, work.margin, work.bound,
+                           work.candidates, prev, top, &top_label,
+                           emissions + packed_row(offsets, column, t) * n_labels,
+                           prev + n_labels, work.bp + t * n_labels)
 
 
 cdef inline intp _new_slot(LazyKBestWork* work, intp t, intp j) noexcept nogil:
@@ -682,7 +327,7 @@ cdef int _request(LazyKBestWork* work, const double* emissions, const intp* offs
         if best < 0:
             work.slot_open[slot] = 0
             continue
-        found.score = key[best] + emissions[_row(offsets, column, t) * n_labels + j]
+        found.score = key[best] + emissions[packed_row(offsets, column, t) * n_labels + j]
         found.label = <int32_t>best
         found.rank = rank[best]
         key[best] = -INFINITY
@@ -736,7 +381,7 @@ cdef intp lazy_kbest_sequence(LazyKBestWork* work, const double* emissions,
             label = final[q].label
             r = final[q].rank
             for t in range(length - 1, -1, -1):
-                paths[q * n_rows + _row(offsets, column, t)] = label
+                paths[q * n_rows + packed_row(offsets, column, t)] = label
                 if t > 0:
                     slot = work.slot_of[t * n_labels + label]
                     if slot < 0:
@@ -793,9 +438,9 @@ def kbest_packed(const double[:, ::1] emissions, const double[:, ::1] transition
                  double[:, ::1] scores_out):
     """The k best labellings of every sequence of a packed batch.
 
-    The lazy kernel (Huang & Chiang's algorithm 3): the same lists, scores
-    and tie order as :func:`kbest_packed_eager`, at about the cost of one
-    Viterbi pass plus ``O(length * k * log n_labels)`` per sequence.
+    The lazy kernel (Huang & Chiang's algorithm 3), at about the cost of one
+    Viterbi pass plus ``O(length * k * n_labels)`` per sequence; ties as the
+    module's conventions say.
 
     Parameters
     ----------
@@ -856,50 +501,6 @@ def kbest_packed(const double[:, ::1] emissions, const double[:, ::1] transition
                     break
                 found_view[column] = got
             lazy_kbest_work_free(&work)
-            free(offsets)
-    if status != 0:
-        raise MemoryError()
-    return found
-
-
-def kbest_packed_eager(const double[:, ::1] emissions, const double[:, ::1] transitions,
-                       const Py_ssize_t[::1] batch_sizes, intp k, intp[:, ::1] paths_out,
-                       double[:, ::1] scores_out):
-    """:func:`kbest_packed` by the eager kernel (k best kept at every node).
-
-    The reference of the lazy kernel in the tests; same arguments and
-    results.
-    """
-    cdef intp n_rows = emissions.shape[0], n_labels = emissions.shape[1]
-    cdef intp max_length = batch_sizes.shape[0], n_sequences, t, column, length
-    cdef KBestWork work
-    cdef intp* offsets
-    cdef int status = 0
-    n_sequences = _check_kbest_args(emissions, transitions, batch_sizes, k, paths_out,
-                                    scores_out)
-    found = np.zeros(n_sequences, dtype=np.intp)
-    cdef intp[::1] found_view = found
-    if n_rows == 0:
-        return found
-    with nogil:
-        offsets = <intp*>malloc((max_length + 1) * sizeof(intp))
-        if offsets == NULL:
-            status = -1
-        elif kbest_work_init(&work, &transitions[0, 0], n_labels, k, max_length) != 0:
-            free(offsets)
-            status = -1
-        else:
-            offsets[0] = 0
-            for t in range(max_length):
-                offsets[t + 1] = offsets[t] + batch_sizes[t]
-            length = max_length
-            for column in range(n_sequences):
-                while length > 0 and batch_sizes[length - 1] <= column:
-                    length -= 1
-                found_view[column] = kbest_sequence(
-                    &work, &emissions[0, 0], offsets, column, length, &paths_out[0, 0],
-                    n_rows, &scores_out[column, 0])
-            kbest_work_free(&work)
             free(offsets)
     if status != 0:
         raise MemoryError()

@@ -23,9 +23,7 @@ Conventions
   :mod:`skcrf._inference._nbest`).
 - n-best lists come from the lazy k-best kernel (:func:`skcrf._inference._nbest.kbest_packed`,
   Huang & Chiang's algorithm 3: one pruned Viterbi pass, then only the
-  nodes the n best paths reach are expanded), whose lists, scores and ties
-  are those of the eager kernel kept as its reference
-  (:func:`skcrf._inference._nbest.kbest_packed_eager`).
+  nodes the n best paths reach are expanded).
 - An empty sequence has one labelling, the empty one, of probability 1.
 - Per-sequence results are in the caller's sequence order; per-token ones
   in flat order.

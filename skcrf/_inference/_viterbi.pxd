@@ -10,7 +10,7 @@ Usage from another module (all nogil)::
     )
 
     cdef ViterbiWork work
-    if viterbi_work_init(&work, transitions_ptr, n_labels, max_length) != 0:
+    if viterbi_work_init(&work, transitions_ptr, n_labels, max_length, tight) != 0:
         ...  # out of memory
     score = viterbi_sequence(&work, emissions_ptr, offsets_ptr, column, length, path_ptr)
     viterbi_work_free(&work)
@@ -20,11 +20,10 @@ followed by label ``j``; emission rows are ``n_labels`` contiguous doubles.
 Ties go to the lowest label index.
 """
 
+from libc.math cimport fabs
 from libc.stdint cimport int32_t
 
-cimport numpy as cnp
-
-ctypedef cnp.intp_t intp
+from skcrf._utils._typedefs cimport intp
 
 
 cdef struct ViterbiWork:
@@ -80,3 +79,143 @@ cdef double viterbi_sequence(ViterbiWork* work, const double* emissions,
 cdef int viterbi_packed_c(const double* emissions, const double* transitions,
                           intp n_labels, const intp* batch_sizes, intp max_length,
                           intp* path, double* best_score) noexcept nogil
+
+
+# -- one step of the recursion, shared by every Viterbi pass -----------------
+#
+# Inline (defined here, compiled into each module that cimports it): the
+# Viterbi kernel and the forward pass of the lazy k-best (skcrf._inference._nbest)
+# take the same sums in the same order, so their scores are bitwise equal.
+
+cdef extern from *:
+    """
+    #include <stdint.h>
+    #if defined(__SSE2__) || defined(_M_X64) || (defined(_M_IX86_FP) && _M_IX86_FP >= 2)
+    #include <emmintrin.h>
+    #define SKCRF_VITERBI_SSE2 1
+    #else
+    #define SKCRF_VITERBI_SSE2 0
+    #endif
+
+    /* Relative margin of the pruning bound against rounding (the sums round
+       at ~1e-16 relative; any margin much larger than that is exact and safe). */
+    #define SKCRF_PRUNE_RELATIVE_MARGIN 1e-9
+
+    /* cur[j], bp[j] = p + trow[j], i  where  p + trow[j] > cur[j]  (strict:
+       an equal score keeps the earlier, lower label), for j < n. The
+       scalar loop compiles to branches, which the data mispredict; SSE2 is
+       part of the x86-64 baseline (no -march needed). */
+    static inline void skcrf_maxplus_update(double *cur, int32_t *bp, const double *trow,
+                                            double p, int32_t i, Py_ssize_t n) {
+        Py_ssize_t j = 0;
+    #if SKCRF_VITERBI_SSE2
+        const __m128d vp = _mm_set1_pd(p);
+        const __m128i vi = _mm_set1_epi32(i);
+        for (; j + 2 <= n; j += 2) {
+            __m128d v = _mm_add_pd(vp, _mm_loadu_pd(trow + j));
+            __m128d s = _mm_loadu_pd(cur + j);
+            /* 64-bit lane masks -> two 32-bit masks in the low half */
+            __m128i m = _mm_shuffle_epi32(_mm_castpd_si128(_mm_cmpgt_pd(v, s)),
+                                          _MM_SHUFFLE(2, 0, 2, 0));
+            __m128i b = _mm_loadl_epi64((const __m128i *)(bp + j));
+            _mm_storeu_pd(cur + j, _mm_max_pd(v, s));  /* v > s ? v : s */
+            b = _mm_or_si128(_mm_andnot_si128(m, b), _mm_and_si128(m, vi));
+            _mm_storel_epi64((__m128i *)(bp + j), b);
+        }
+    #endif
+        for (; j < n; j++) {
+            double v = p + trow[j];
+            if (v > cur[j]) {
+                cur[j] = v;
+                bp[j] = i;
+            }
+        }
+    }
+    """
+    # the relative rounding margin of the pruning (see ViterbiWork.margin)
+    const double PRUNE_RELATIVE_MARGIN "SKCRF_PRUNE_RELATIVE_MARGIN"
+    void skcrf_maxplus_update(double* cur, int32_t* bp, const double* trow,
+                              double p, int32_t i, intp n) noexcept nogil
+
+
+cdef inline intp packed_row(const intp* offsets, intp column, intp t) noexcept nogil:
+    """Row of token ``t`` of sequence ``column``: ``offsets[t] + column``
+    (``offsets == NULL``: row ``t``)."""
+    if offsets == NULL:
+        return t
+    return offsets[t] + column
+
+
+cdef inline double viterbi_start(const double* em, intp n_labels, double* cur,
+                                 intp* top_label) noexcept nogil:
+    """Step 0: ``cur = em``. Returns max(em); its lowest label into ``top_label``."""
+    cdef intp j, best = 0
+    cdef double s, top = em[0]
+    for j in range(n_labels):
+        s = em[j]
+        cur[j] = s
+        if s > top:
+            top = s
+            best = j
+    top_label[0] = best
+    return top
+
+
+cdef inline double viterbi_step(const double* transitions, intp n_labels, double spread,
+                                double margin, const double* bound, int32_t* candidates,
+                                const double* prev, double top, intp* top_label,
+                                const double* em, double* cur,
+                                int32_t* backpointer) noexcept nogil:
+    """One step: ``cur[j] = (prev[i] + T[i, j]) + em[j]`` for the best ``i``
+    (the lowest on ties), written to ``backpointer[j]``.
+
+    Only the previous labels that the exact pruning keeps are swept, in
+    increasing order: with ``bound == NULL`` those within ``spread`` (plus
+    the margins) of ``top``, else within the per-label ``bound`` of the best
+    previous label (see ViterbiWork). ``top`` and ``top_label`` are the best
+    previous score and its lowest label; returns the best new score, its
+    lowest label into ``top_label``. ``candidates``: n_labels scratch.
+    """
+    cdef intp j, c, n_candidates = 0, best = top_label[0]
+    cdef int32_t i
+    cdef double threshold, p, s
+    cdef const double* trow
+    # previous labels still in the running, in increasing order
+    # (branch-free); a NaN threshold (infinite scores) prunes nothing
+    if bound == NULL:
+        threshold = top - (spread + margin + PRUNE_RELATIVE_MARGIN * fabs(top))
+        for j in range(n_labels):
+            candidates[n_candidates] = <int32_t>j
+            n_candidates += not (prev[j] < threshold)
+    else:
+        threshold = top - (margin + PRUNE_RELATIVE_MARGIN * fabs(top))
+        bound = bound + best * n_labels
+        for j in range(n_labels):
+            candidates[n_candidates] = <int32_t>j
+            n_candidates += not (prev[j] < threshold - bound[j])
+    if n_candidates == 0:  # cannot happen (the top label passes); be safe
+        for j in range(n_labels):
+            candidates[j] = <int32_t>j
+        n_candidates = n_labels
+
+    i = candidates[0]
+    p = prev[i]
+    trow = transitions + i * n_labels
+    for j in range(n_labels):
+        cur[j] = p + trow[j]
+        backpointer[j] = i
+    for c in range(1, n_candidates):
+        i = candidates[c]
+        skcrf_maxplus_update(cur, backpointer, transitions + i * n_labels, prev[i], i,
+                             n_labels)
+
+    top = cur[0] + em[0]
+    best = 0
+    for j in range(n_labels):
+        s = cur[j] + em[j]
+        cur[j] = s
+        if s > top:
+            top = s
+            best = j
+    top_label[0] = best
+    return top

@@ -1,29 +1,30 @@
 """Compiled Viterbi decoding of linear-chain CRFs (batched and single sequence).
 
-Same conventions and results as :func:`skcrf._inference._logspace.viterbi` (the numpy
-version, kept as the reference): ``emissions[r, j]`` is the score of label
-``j`` at row ``r``, ``transitions[i, j]`` the score of label ``i`` followed
-by label ``j``, no start or end transitions; ties go to the lowest label
-index, in the backpointers and at the final argmax (as CRFsuite).
+Conventions: ``emissions[r, j]`` is the score of label ``j`` at row ``r``,
+``transitions[i, j]`` the score of label ``i`` followed by label ``j``, no
+start or end transitions; ties go to the lowest label index, in the
+backpointers and at the final argmax (as CRFsuite).
 
 The batch is decoded one sequence at a time (the sequence's tokens are rows
 ``offsets[t] + s`` of the packed layout), so the two score rows of the
 recursion and the sequence's backpointers stay in the L1/L2 cache. One step
-is a max-plus product ``best[j] = max_i prev[i] + T[i, j]`` computed as a
-sweep over the previous labels ``i`` (in increasing order, with a strict
-``>`` so the lowest label keeps a tie) of the contiguous row ``T[i, :]``,
-which the compiler vectorizes across ``j``.
+(``viterbi_step``, defined inline in ``_viterbi.pxd`` and shared with the
+forward pass of the lazy k-best in :mod:`skcrf._inference._nbest`) is a
+max-plus product ``best[j] = max_i prev[i] + T[i, j]`` computed as a sweep
+over the previous labels ``i`` (in increasing order, with a strict ``>`` so
+the lowest label keeps a tie) of the contiguous row ``T[i, :]``, vectorized
+across ``j`` (SSE2).
 
-Exact pruning (as ``_inference._viterbi_step``): with ``spread = max T - min
-T``, a previous label ``i`` with ``prev[i] < max(prev) - spread`` can neither
-win nor tie at any ``j``, since ``prev[i] + T[i, j] <= prev[i] + max T <
-max(prev) + min T``. A small margin covers the rounding of the sums (it is
-relative to the size of the scores and of the transitions, so the rounded
-sums keep the exact order); pruning less is always safe. With trained
-(peaked) emissions only a handful of labels remain per step. Forbidden pairs
-(``-inf`` transitions, from constraints) keep the tight per-label bound
-exact: a pair ``i -> j`` that is forbidden cannot win at ``j``, and one the
-best label cannot take keeps ``i`` in the running.
+Exact pruning: with ``spread = max T - min T``, a previous label ``i`` with
+``prev[i] < max(prev) - spread`` can neither win nor tie at any ``j``, since
+``prev[i] + T[i, j] <= prev[i] + max T < max(prev) + min T``. A small margin
+covers the rounding of the sums (it is relative to the size of the scores
+and of the transitions, so the rounded sums keep the exact order); pruning
+less is always safe. With trained (peaked) emissions only a handful of
+labels remain per step. Forbidden pairs (``-inf`` transitions, from
+constraints) keep the tight per-label bound exact: a pair ``i -> j`` that is
+forbidden cannot win at ``j``, and one the best label cannot take keeps
+``i`` in the running.
 """
 
 from libc.math cimport INFINITY, fabs
@@ -37,44 +38,7 @@ cnp.import_array()
 
 cdef extern from *:
     """
-    #include <stdint.h>
-    #if defined(__SSE2__) || defined(_M_X64) || (defined(_M_IX86_FP) && _M_IX86_FP >= 2)
-    #include <emmintrin.h>
-    #define SKCRF_VITERBI_SSE2 1
-    #else
-    #define SKCRF_VITERBI_SSE2 0
-    #endif
-
-    /* cur[j], bp[j] = p + trow[j], i  where  p + trow[j] > cur[j]  (strict:
-       an equal score keeps the earlier, lower label), for j < n. The
-       scalar loop compiles to branches, which the data mispredict; SSE2 is
-       part of the x86-64 baseline (no -march needed). */
-    static inline void skcrf_maxplus_update(double *cur, int32_t *bp, const double *trow,
-                                            double p, int32_t i, Py_ssize_t n) {
-        Py_ssize_t j = 0;
-    #if SKCRF_VITERBI_SSE2
-        const __m128d vp = _mm_set1_pd(p);
-        const __m128i vi = _mm_set1_epi32(i);
-        for (; j + 2 <= n; j += 2) {
-            __m128d v = _mm_add_pd(vp, _mm_loadu_pd(trow + j));
-            __m128d s = _mm_loadu_pd(cur + j);
-            /* 64-bit lane masks -> two 32-bit masks in the low half */
-            __m128i m = _mm_shuffle_epi32(_mm_castpd_si128(_mm_cmpgt_pd(v, s)),
-                                          _MM_SHUFFLE(2, 0, 2, 0));
-            __m128i b = _mm_loadl_epi64((const __m128i *)(bp + j));
-            _mm_storeu_pd(cur + j, _mm_max_pd(v, s));  /* v > s ? v : s */
-            b = _mm_or_si128(_mm_andnot_si128(m, b), _mm_and_si128(m, vi));
-            _mm_storel_epi64((__m128i *)(bp + j), b);
-        }
-    #endif
-        for (; j < n; j++) {
-            double v = p + trow[j];
-            if (v > cur[j]) {
-                cur[j] = v;
-                bp[j] = i;
-            }
-        }
-    }
+    /* SKCRF_VITERBI_SSE2 and <emmintrin.h>: see _viterbi.pxd */
 
     /* lo, hi = min, max of x[:n] (n >= 1); *nonfinite = 0.0 if every x is
        finite, else NaN. Independent accumulators: no latency chain. */
@@ -115,12 +79,6 @@ cdef extern from *:
     """
     void skcrf_minmax(const double* x, intp n, double* lo, double* hi,
                       double* nonfinite) noexcept nogil
-    void skcrf_maxplus_update(double* cur, int32_t* bp, const double* trow,
-                              double p, int32_t i, intp n) noexcept nogil
-
-# Relative margin of the pruning bound against rounding (the sums round at
-# ~1e-16 relative; any margin much larger than that is exact and safe).
-cdef double _PRUNE_RELATIVE_MARGIN = 1e-9
 
 
 cdef int viterbi_work_init(ViterbiWork* work, const double* transitions,
@@ -146,7 +104,7 @@ cdef int viterbi_work_init(ViterbiWork* work, const double* transitions,
     absmax = fabs(lo) if fabs(lo) > fabs(hi) else fabs(hi)
     # NaN or +inf transitions give a NaN margin: no pruning at all
     work.spread = INFINITY if forbidden else (hi - lo) + nonfinite
-    work.margin = _PRUNE_RELATIVE_MARGIN * (1.0 + absmax) + nonfinite
+    work.margin = PRUNE_RELATIVE_MARGIN * (1.0 + absmax) + nonfinite
     if _alloc_scratch(work) != 0:
         return -1
     if tight and n > 0 and nonfinite == 0.0:
@@ -251,93 +209,36 @@ cdef void viterbi_work_free(ViterbiWork* work) noexcept nogil:
     work.backpointers = NULL
 
 
-cdef inline intp _row(const intp* offsets, intp column, intp t) noexcept nogil:
-    if offsets == NULL:
-        return t
-    return offsets[t] + column
-
-
 cdef double viterbi_sequence(ViterbiWork* work, const double* emissions,
                              const intp* offsets, intp column, intp length,
                              intp* path) noexcept nogil:
     cdef intp n_labels = work.n_labels
-    cdef const double* transitions = work.transitions
     cdef double* prev = work.scores
     cdef double* cur = work.scores + n_labels
     cdef double* swap
-    cdef int32_t* candidates = work.candidates
-    cdef int32_t* backpointer
-    cdef const double* em
-    cdef const double* trow
-    cdef const double* bound
-    cdef intp t, j, c, n_candidates, top_label
-    cdef int32_t i
-    cdef double top, threshold, p, s
+    cdef intp t, j, top_label
+    cdef double top
 
     if length <= 0:
         return 0.0
     # step 0: the emissions; track the best label (lowest index on ties)
-    em = emissions + _row(offsets, column, 0) * n_labels
-    top = em[0]
-    top_label = 0
-    for j in range(n_labels):
-        s = em[j]
-        prev[j] = s
-        if s > top:
-            top = s
-            top_label = j
-
+    top = viterbi_start(emissions + packed_row(offsets, column, 0) * n_labels, n_labels,
+                        prev, &top_label)
     for t in range(1, length):
-        # previous labels still in the running, in increasing order
-        # (branch-free); a NaN threshold (infinite scores) prunes nothing
-        n_candidates = 0
-        if work.bound == NULL:
-            threshold = top - (work.spread + work.margin + _PRUNE_RELATIVE_MARGIN * fabs(top))
-            for j in range(n_labels):
-                candidates[n_candidates] = <int32_t>j
-                n_candidates += not (prev[j] < threshold)
-        else:
-            threshold = top - (work.margin + _PRUNE_RELATIVE_MARGIN * fabs(top))
-            bound = work.bound + top_label * n_labels
-            for j in range(n_labels):
-                candidates[n_candidates] = <int32_t>j
-                n_candidates += not (prev[j] < threshold - bound[j])
-        if n_candidates == 0:  # cannot happen (the top label passes); be safe
-            for j in range(n_labels):
-                candidates[j] = <int32_t>j
-            n_candidates = n_labels
-
-        backpointer = work.backpointers + t * n_labels
-        i = candidates[0]
-        p = prev[i]
-        trow = transitions + i * n_labels
-        for j in range(n_labels):
-            cur[j] = p + trow[j]
-            backpointer[j] = i
-        for c in range(1, n_candidates):
-            i = candidates[c]
-            skcrf_maxplus_update(cur, backpointer, transitions + i * n_labels,
-                                 prev[i], i, n_labels)
-
-        em = emissions + _row(offsets, column, t) * n_labels
-        top = cur[0] + em[0]
-        top_label = 0
-        for j in range(n_labels):
-            s = cur[j] + em[j]
-            cur[j] = s
-            if s > top:
-                top = s
-                top_label = j
+        top = viterbi_step(work.transitions, n_labels, work.spread, work.margin, work.bound,
+                           work.candidates, prev, top, &top_label,
+                           emissions + packed_row(offsets, column, t) * n_labels, cur,
+                           work.backpointers + t * n_labels)
         swap = prev
         prev = cur
         cur = swap
 
     # backtrack
-    path[_row(offsets, column, length - 1)] = top_label
+    path[packed_row(offsets, column, length - 1)] = top_label
     j = top_label
     for t in range(length - 1, 0, -1):
         j = work.backpointers[t * n_labels + j]
-        path[_row(offsets, column, t - 1)] = j
+        path[packed_row(offsets, column, t - 1)] = j
     return top
 
 
@@ -398,8 +299,8 @@ def viterbi_packed(const double[:, ::1] emissions, const double[:, ::1] transiti
                    double[::1] best_score_out=None):
     """Most probable labelling of every sequence of a packed batch.
 
-    Same results as :func:`skcrf._inference._logspace.viterbi`; the GIL is released
-    for the whole computation, so threads can decode shards concurrently.
+    The GIL is released for the whole computation, so threads can decode
+    shards concurrently.
 
     Parameters
     ----------

@@ -41,9 +41,10 @@ import numpy as np
 
 cimport numpy as cnp
 
+from skcrf._utils._typedefs cimport intp
 from skcrf._inference._viterbi cimport (
+    PRUNE_RELATIVE_MARGIN,
     ViterbiWork,
-    intp,
     viterbi_sequence,
     viterbi_work_free,
     viterbi_work_init,
@@ -56,8 +57,6 @@ cnp.import_array()
 cdef extern from "_vector_exp.h":
     void skcrf_exp_nonpositive(double* a, Py_ssize_t n) noexcept nogil
 
-# Same relative rounding margin as skcrf._inference._viterbi's pruning.
-cdef double _PRUNE_MARGIN = 1e-9
 # Fold the l2sgd decay factor into the weights before it gets this small
 # (it is exactly 0 when eta * lambda == 1, which would divide by zero).
 cdef double _MIN_DECAY = 1e-9
@@ -232,7 +231,8 @@ cdef class OnlineProblem:
             return
         absmax = fabs(lo) if fabs(lo) > fabs(hi) else fabs(hi)
         self.work.spread = hi - lo
-        self.work.margin = _PRUNE_MARGIN * (1.0 + absmax)
+        # the relative rounding margin of skcrf._inference._viterbi's pruning
+        self.work.margin = PRUNE_RELATIVE_MARGIN * (1.0 + absmax)
 
     cdef inline long long _find(self, int a, intp label) noexcept nogil:
         """The feature (attribute a, label), or -1 (binary search: labels increase)."""
