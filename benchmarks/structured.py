@@ -1,4 +1,4 @@
-"""Issue #10 on the Treebank tasks: n-best, constrained decoding, partial labels.
+"""Structured decoding on the Treebank tasks: n-best, constrained decoding, partial labels.
 
 Rows (medians of ``--repeats`` timings, each on the whole test split):
 
