@@ -14,7 +14,7 @@ from sklearn.feature_extraction import DictVectorizer
 from sklearn.utils import check_random_state
 
 from ._compat import Interval, StrOptions, _fit_context
-from ._featurize._labels import check_labels, encode_labels
+from ._featurize._labels import check_distinct_labels, check_labels, encode_labels
 from ._featurize._stream import encode_data
 from ._featurize._validation import check_reusable
 from ._featurize._vocabulary import Vocabulary
@@ -1065,7 +1065,9 @@ calibration_candidates, calibration_max_trials : default=None
             _, log_proba, _ = nbest(self._decoder, encoded, 1, n_threads, constraints=constraints)
             return log_proba[:, 0]
         labels = check_labels(y, encoded.lengths, name="y")
-        label_index, _ = encode_labels(labels, self.classes_, name="y")
+        label_index, _ = encode_labels(
+            labels, self.classes_, name="y", lengths=encoded.lengths, classes_name="classes_"
+        )
         return sequence_scores(
             self._decoder, encoded, label_index, n_threads, constraints=constraints
         )
@@ -1118,6 +1120,9 @@ calibration_candidates, calibration_max_trials : default=None
         true = check_labels(y, encoded.lengths, name="y")
         if not true:
             raise ValueError("score needs at least one token; all sequences are empty.")
+        check_distinct_labels(
+            true, "y", classes=self.classes_, lengths=encoded.lengths, classes_name="classes_"
+        )
         path = self._decoder.viterbi(
             encoded,
             effective_n_threads(self.n_jobs),

@@ -563,6 +563,125 @@ def test_labels_equal_but_not_the_same_are_an_error(first, second, kinds):
         CRFTagger(c2=0.01).fit(X_TOY, y)
 
 
+# Two kinds only, each label its own class in Python: the labels (1, True)
+# merge into one key before any type is looked at.
+EQUAL_NOT_SAME = [
+    (1, True),
+    (0, False),
+    (1, 1.0),
+    (True, 1.0),
+    (np.int64(2), 2.0),
+    (np.bool_(True), 1),
+    (Decimal(1), 1),
+    ((1, "a"), (True, "a")),
+    (frozenset({0}), frozenset({False})),
+]
+EQUAL_NOT_SAME_IDS = [
+    "int-bool",
+    "0-False",
+    "int-float",
+    "bool-float",
+    "np.int64-float",
+    "np.bool_-int",
+    "Decimal-int",
+    "tuple",
+    "frozenset",
+]
+
+
+@pytest.mark.parametrize("first, second", EQUAL_NOT_SAME, ids=EQUAL_NOT_SAME_IDS)
+@pytest.mark.parametrize("algorithm", ["lbfgs", "ap"])
+def test_fit_rejects_two_labels_equal_but_not_the_same_as_only_labels(first, second, algorithm):
+    y = [[first, first, second], [second, first], [first, second, second]]
+    with pytest.raises(
+        ValueError,
+        match=r"y\[0\]\[2\]: the labels .* at y\[0\]\[0\] and .* "
+        "equal in Python but not the same",
+    ):
+        CRFTagger(algorithm=algorithm).fit(X_TOY, y)
+
+
+@pytest.mark.parametrize("first, second", EQUAL_NOT_SAME, ids=EQUAL_NOT_SAME_IDS)
+def test_partial_fit_rejects_labels_equal_to_classes_but_not_the_same(first, second):
+    y = [[first, first, second], [first, first], [first, first, first]]
+    tagger = CRFTagger(algorithm="ap")
+    # the labels against the classes
+    with pytest.raises(ValueError, match=r"y\[0\]\[2\]: the label .* of partial_fit's classes"):
+        tagger.partial_fit(X_TOY, y, classes=[first, "z"])
+    # the classes among themselves
+    with pytest.raises(ValueError, match="classes: the labels .* at index 0 and .* at index 1"):
+        tagger.partial_fit(X_TOY, [[first] * 3, [first] * 2, [first] * 3], classes=[first, second])
+    assert not hasattr(tagger, "classes_")
+    # a later call: its labels and its classes against the first call's
+    tagger.partial_fit(X_TOY, [[first] * 3, [first] * 2, [first] * 3], classes=[first, "z"])
+    before = tagger.coef_.toarray()
+    with pytest.raises(ValueError, match=r"y\[0\]\[2\]: the label .* of partial_fit's classes"):
+        tagger.partial_fit(X_TOY, y)
+    with pytest.raises(ValueError, match="differs from classes_"):
+        tagger.partial_fit(X_TOY, [[first] * 3, [first] * 2, [first] * 3], classes=[second, "z"])
+    np.testing.assert_array_equal(tagger.coef_.toarray(), before)
+    assert tagger.classes_.tolist() == [first, "z"]
+    assert type(tagger.classes_[0]) is type(first)
+
+
+@pytest.mark.parametrize("first, second", EQUAL_NOT_SAME, ids=EQUAL_NOT_SAME_IDS)
+@pytest.mark.parametrize("missing_label", [None, "?"])
+def test_warm_start_rejects_labels_equal_to_previous_classes_but_not_the_same(
+    first, second, missing_label
+):
+    tagger = CRFTagger(c2=0.01, warm_start=True, missing_label=missing_label)
+    tagger.fit(X_TOY, [[first, "b", "b"], ["b", first], [first, "b", first]])
+    classes = tagger.classes_.tolist()
+    y = [["b", "b", "b"], ["b", second], ["b", "b", "b"]]
+    with pytest.raises(
+        ValueError,
+        match=r"y\[1\]\[1\]: the label .* of classes_ \(of the model "
+        r"warm_start continues\)",
+    ):
+        tagger.fit(X_TOY, y)
+    assert tagger.classes_.tolist() == classes
+    assert [type(c) for c in tagger.classes_] == [type(c) for c in classes]
+
+
+def test_warm_start_rejects_a_mix_of_labels_equal_to_previous_classes():
+    # fit with [1, 2], then warm-start with [True, 2.0]: every new label has a
+    # twin among the classes, and the two kinds alone would merge silently
+    tagger = CRFTagger(c2=0.01, warm_start=True)
+    tagger.fit(X_TOY, [[1, 2, 2], [1, 2], [1, 2, 1]])
+    with pytest.raises(ValueError, match=r"y\[0\]\[0\]: the label True \(bool\) and the label 1 "):
+        tagger.fit(X_TOY, [[True, 2.0, 2.0], [True, 2.0], [True, 2.0, True]])
+    assert tagger.classes_.tolist() == [1, 2]
+    assert [type(c) for c in tagger.classes_] == [int, int]
+
+
+def test_labels_equal_to_the_model_labels_but_not_the_same_are_an_error_everywhere():
+    y = [[1, 2, 2], [1, 2], [1, 2, 1]]
+    twin = [[True, 2, 2], [1, 2], [1, 2, 1]]
+    tagger = CRFTagger(c2=0.01).fit(X_TOY, y)
+    match = r"y\[0\]\[0\]: the label True \(bool\) and the label 1 \(int\) of classes_"
+    with pytest.raises(ValueError, match=match):
+        tagger.score(X_TOY, twin)
+    with pytest.raises(ValueError, match=match):
+        tagger.sequence_log_proba(X_TOY, twin)
+    with pytest.raises(ValueError, match=r"y_dev\[0\]\[0\]: the label True \(bool\)"):
+        CRFTagger(c2=0.01).fit(X_TOY, y, X_TOY, twin)
+    with pytest.raises(ValueError, match=r"partial_labels\[0\]\[0\]: the label True \(bool\)"):
+        tagger.predict(X_TOY, partial_labels=[[True, None, None], None, None])
+    with pytest.raises(ValueError, match=r"partial_labels\[0\]\[1\]: the label 2.0 \(float\)"):
+        tagger.predict(X_TOY, partial_labels=[[None, {1, 2.0}, None], None, None])
+    with pytest.raises(ValueError, match=r"allowed_transitions: .* True \(bool\), which is equal"):
+        tagger.predict(X_TOY, allowed_transitions=[(True, 2)])
+    # missing_label=0 and a label False: unknown or a label? Not silently unknown
+    with pytest.raises(
+        ValueError,
+        match=r"y\[0\]\[0\]: the label False \(bool\) is equal in Python to missing_label=0",
+    ):
+        CRFTagger(c2=0.01, missing_label=0).fit(X_TOY, [[False, 2, 2], [1, 2], [1, 2, 1]])
+    # a fuzzy label's members are labels too
+    with pytest.raises(ValueError, match="equal in Python but not the same"):
+        CRFTagger(c2=0.01, missing_label=-1).fit(X_TOY, [[{True, 2}, 2, 2], [1, 2], [1, 2, 1]])
+
+
 def test_labels_of_one_kind_in_different_types_are_one_label():
     # np.str_ and str (or np.int64 and int) are the same label, not a conflict
     y = [[np.str_("A"), "B", "C"], ["A", np.str_("B")], ["A", "B", "C"]]

@@ -37,10 +37,10 @@ the driver subtracts the observed counts and adds ``c2 * ||w||^2``.
 import numpy as np
 
 from .._featurize._labels import (
-    _check_distinct_labels,
-    _label_kind,
+    check_distinct_labels,
     check_labels,
     encode_labels,
+    same_label,
 )
 from .._featurize._validation import check_sequences, check_sums
 from .._featurize._vocabulary import Vocabulary
@@ -171,9 +171,8 @@ def scan_partition(X_part, y_part, k, version):
     encoded = vocabulary.encode(sequences, grow=n_tokens > 0, name=x_name)
     check_sums(encoded, vocabulary, name=x_name)
     labels = check_labels(list(y_part), encoded.lengths, name=y_name)
+    check_distinct_labels(labels, y_name, lengths=encoded.lengths)
     unique = list(dict.fromkeys(labels))
-    if len(set(map(type, unique))) > 1:
-        _check_distinct_labels(labels, y_name)
     local_classes = np.empty(len(unique), dtype=object)
     local_classes[:] = unique
     label_index, _ = encode_labels(labels, local_classes, name=y_name)
@@ -238,9 +237,14 @@ def _union(left, right, on_equal=None):
 
 
 def _check_same_label(known, label):
-    if _label_kind(known) is not _label_kind(label):
+    if not same_label(known, label):
         # equal in Python (1 and 1.0) but in different partitions
-        _check_distinct_labels([known, label], "y")
+        raise ValueError(
+            f"y: the labels {known!r:.100} ({type(known).__name__}) of an earlier "
+            f"partition and {label!r:.100} ({type(label).__name__}) of a later one are "
+            "equal in Python but not the same label; they would be merged into one "
+            "class. Use labels of one type (e.g. all str)."
+        )
 
 
 def merge_stats(left, right):

@@ -24,12 +24,14 @@ from ._validation import (
 __all__ = [
     "PartialLabels",
     "check_classes",
+    "check_distinct_labels",
     "check_label_sequence_pair",
     "check_label_sequences",
     "check_labels",
     "check_partial_labels",
     "check_partial_training_labels",
     "encode_labels",
+    "same_label",
 ]
 
 
@@ -96,6 +98,7 @@ def check_classes(classes):
     classes = list(classes)
     if not classes:
         raise ValueError("classes must hold at least one label.")
+    check_distinct_labels([], classes=classes, classes_name="classes")
     return classes
 
 
@@ -131,7 +134,7 @@ def _is_nan(label):
         return False
 
 
-def encode_labels(labels, classes=None, name="y"):
+def encode_labels(labels, classes=None, name="y", lengths=None, classes_name="classes"):
     """Map labels to indices.
 
     Parameters
@@ -140,18 +143,33 @@ def encode_labels(labels, classes=None, name="y"):
     classes : ndarray of object or None
         Known classes; ``None`` learns them: sorted when the labels can be
         sorted, else in order of first appearance.
+    name : str
+        How to call the labels in error messages.
+    lengths : array of int, optional
+        Tokens of each sequence: errors then name ``name[i][j]`` (else the
+        token in flat order).
+    classes_name : str
+        How to call ``classes`` in error messages.
 
     Returns
     -------
     indices : ndarray of int
         Index into ``classes``; -1 for a label not in ``classes``.
     classes : ndarray of object
+
+    Raises
+    ------
+    ValueError
+        If two labels, or a label and one of ``classes``, are equal in Python
+        but not the same label (``1``, ``1.0``, ``True``): see
+        :func:`check_distinct_labels`.
     """
     try:
+        check_distinct_labels(
+            labels, name, classes=classes, lengths=lengths, classes_name=classes_name
+        )
         if classes is None:
             unique = list(dict.fromkeys(labels))
-            if len(set(map(type, unique))) > 1:
-                _check_distinct_labels(labels, name)
             try:
                 unique = sorted(unique)
             except TypeError:
@@ -168,42 +186,131 @@ def encode_labels(labels, classes=None, name="y"):
                 hash(label)
             except TypeError:
                 raise TypeError(
-                    f"{name}: label {label!r} (token {k} in flat order) is not "
+                    f"{_where(name, k, lengths)}: label {label!r} is not "
                     "hashable; labels must be hashable (str, int, ...)."
                 ) from exc
         raise
     return indices, classes
 
 
+def _kind_of_type(cls):
+    """What labels of type ``cls`` are, with numpy's scalar types counted as Python's."""
+    if issubclass(cls, str):
+        return str
+    if issubclass(cls, (bool, np.bool_)):
+        return bool
+    if issubclass(cls, numbers.Integral):
+        return int
+    if issubclass(cls, numbers.Real):
+        return float
+    return cls
+
+
 def _label_kind(label):
     """What a label is, with numpy's scalar types counted as Python's."""
-    if isinstance(label, str):
-        return str
-    if isinstance(label, (bool, np.bool_)):
-        return bool
-    if isinstance(label, numbers.Integral):
-        return int
-    if isinstance(label, numbers.Real):
-        return float
-    return type(label)
+    return _kind_of_type(type(label))
 
 
-def _check_distinct_labels(labels, name):
+def _label_key(label):
+    """A label with its kind, recursively.
+
+    Two labels are the same label exactly when their keys are equal:
+    ``(1, "a")`` and ``(True, "a")`` are not, though Python finds them equal.
+    """
+    if isinstance(label, (tuple, frozenset)):
+        members = (_label_key(member) for member in label)
+        return type(label), (tuple(members) if isinstance(label, tuple) else frozenset(members))
+    return _label_kind(label), label
+
+
+def same_label(first, second):
+    """Whether two labels equal in Python are also the same label (of one kind)."""
+    return bool(_label_key(first) == _label_key(second))
+
+
+def _may_conflict(types):
+    """Whether labels of these types can be equal without being the same."""
+    kinds = {_kind_of_type(cls) for cls in types}
+    return len(kinds) > 1 or any(issubclass(cls, (tuple, frozenset)) for cls in types)
+
+
+def _where(name, row, lengths):
+    if lengths is None:
+        return f"{name} (token {row} in flat order)"
+    i, j = locate_row(row, np.asarray(lengths))
+    return f"{name}[{i}][{j}]"
+
+
+def _describe(label):
+    return f"{_short(label)} ({type(label).__name__})"
+
+
+def check_distinct_labels(
+    labels, name="y", *, classes=None, lengths=None, rows=None, classes_name="classes"
+):
     """Reject labels that are equal but not the same (``1``, ``1.0``, ``True``).
 
     Python's ``==`` would merge them into one class, and predictions would
-    return only one of them: a silent wrong answer.
+    return only one of them: a silent wrong answer. The labels are checked
+    among themselves and against ``classes`` (labels a model already has);
+    numpy's scalar types count as Python's (``np.int64(1)`` is ``1``), and a
+    tuple or frozenset is compared member by member.
+
+    Parameters
+    ----------
+    labels : list of hashable
+    name : str
+        How to call the labels in error messages.
+    classes : sequence of hashable, optional
+        Labels already known (a model's classes): checked among themselves
+        too, as ``classes_name``.
+    lengths : array of int, optional
+        Tokens of each sequence, to name ``name[i][j]``.
+    rows : list of int, optional
+        The token (in flat order) of each label, when ``labels`` are not all
+        the tokens' labels in order.
+    classes_name : str
+
+    Raises
+    ------
+    ValueError
+        Naming both labels, their types and where they are.
     """
+    known = [] if classes is None else list(classes)
+    types = set(map(type, labels))
+    types.update(map(type, known))
+    if not _may_conflict(types):
+        return
     first = {}
-    for k, label in enumerate(labels):
-        seen = first.setdefault(label, (k, label))
-        if _label_kind(seen[1]) is not _label_kind(label):
+    for k, label in enumerate(known):
+        key = _label_key(label)
+        seen = first.setdefault(label, (k, label, key, True))
+        if seen[2] != key:
             raise ValueError(
-                f"{name}: the labels {seen[1]!r} ({type(seen[1]).__name__}, token "
-                f"{seen[0]} in flat order) and {label!r} ({type(label).__name__}, "
-                f"token {k}) are equal in Python but not the same label; they would "
-                "be merged into one class. Use labels of one type (e.g. all str)."
+                f"{classes_name}: the labels {_describe(seen[1])} at index {seen[0]} and "
+                f"{_describe(label)} at index {k} are equal in Python but not the same "
+                "label; they would be merged into one class. Use labels of one type "
+                "(e.g. all str)."
             )
+    for k, label in enumerate(labels):
+        key = _label_key(label)
+        row = k if rows is None else rows[k]
+        seen = first.setdefault(label, (row, label, key, False))
+        if seen[2] == key:
+            continue
+        if seen[3]:
+            raise ValueError(
+                f"{_where(name, row, lengths)}: the label {_describe(label)} and the label "
+                f"{_describe(seen[1])} of {classes_name} {_short(known)} are equal in "
+                "Python but not the same label; they would be merged into one class. "
+                "Use labels of the classes' type."
+            )
+        raise ValueError(
+            f"{_where(name, row, lengths)}: the labels {_describe(seen[1])} at "
+            f"{_where(name, seen[0], lengths)} and {_describe(label)} are equal in "
+            "Python but not the same label; they would be merged into one class. "
+            "Use labels of one type (e.g. all str)."
+        )
 
 
 # -- label sequences on their own (metrics) ------------------------------------
@@ -346,7 +453,8 @@ def check_partial_labels(partial_labels, lengths, classes, name="partial_labels"
             f"X has {len(lengths)} sequences but {name} has {len(sequences)} entries; "
             "give one entry (None or a list with one entry per token) per sequence."
         )
-    index = {label: k for k, label in enumerate(classes.tolist())}
+    labels = classes.tolist()
+    index = {label: k for k, label in enumerate(labels)}
     n_labels = len(index)
     rows, known, set_rows, set_masks = [], [], [], []
     offset = 0
@@ -370,7 +478,7 @@ def check_partial_labels(partial_labels, lengths, classes, name="partial_labels"
                 if isinstance(value, (set, frozenset)):
                     mask = np.zeros(n_labels, dtype=bool)
                     for member in value:
-                        k = _label_position(index, member, name, i, j)
+                        k = _label_position(index, labels, member, name, i, j)
                         if k is not None:
                             mask[k] = True
                     if not mask.any():
@@ -382,7 +490,7 @@ def check_partial_labels(partial_labels, lengths, classes, name="partial_labels"
                     set_rows.append(offset + j)
                     set_masks.append(mask)
                     continue
-                k = _label_position(index, value, name, i, j)
+                k = _label_position(index, labels, value, name, i, j)
                 if k is None:
                     raise ValueError(
                         f"{name}[{i}][{j}]: the label {_short(value)} is not one of the "
@@ -402,15 +510,24 @@ def check_partial_labels(partial_labels, lengths, classes, name="partial_labels"
     return token_index, token_masks
 
 
-def _label_position(index, label, name, i, j):
-    """Index of ``label`` among the model's labels, or None."""
+def _label_position(index, labels, label, name, i, j):
+    """Index of ``label`` among the model's ``labels`` (``index``: label -> k), or None."""
     try:
-        return index.get(label)
+        k = index.get(label)
     except TypeError:
         raise TypeError(
             f"{name}[{i}][{j}]: {_short(label)} is not hashable; give None, a label or "
             "a set of labels."
         ) from None
+    if k is not None:
+        known = labels[k]
+        if not same_label(known, label):
+            raise ValueError(
+                f"{name}[{i}][{j}]: the label {_describe(label)} is equal in Python to "
+                f"the model's label {_describe(known)} but not the same label; use the "
+                "labels of classes_."
+            )
+    return k
 
 
 class PartialLabels(NamedTuple):
@@ -485,7 +602,7 @@ def check_partial_training_labels(y, lengths, missing_label, name="y", previous_
                         "at least one label."
                     )
                 for member in label:
-                    if _is_missing(member, missing_label):
+                    if _is_missing(member, missing_label, name, i, j):
                         raise ValueError(
                             f"{name}[{i}][{j}]: the fuzzy label {_short(label)} holds "
                             f"missing_label={missing_label!r:.60}; use missing_label alone "
@@ -495,7 +612,7 @@ def check_partial_training_labels(y, lengths, missing_label, name="y", previous_
                     member_rows.append(len(flat))
                 flat.append(label)
                 kinds.append(2)
-            elif _is_missing(label, missing_label):
+            elif _is_missing(label, missing_label, name, i, j):
                 flat.append(label)
                 kinds.append(1)
             else:
@@ -506,6 +623,14 @@ def check_partial_training_labels(y, lengths, missing_label, name="y", previous_
     known_labels = [flat[k] for k in known_rows.tolist()]
     # the checks name the token in flat order through locate_row
     _check_label_values(known_labels + members, [len(known_labels) + len(members)], name)
+    check_distinct_labels(
+        known_labels + members,
+        name,
+        classes=previous_classes,
+        lengths=lengths,
+        rows=known_rows.tolist() + member_rows,
+        classes_name="classes_ (of the model warm_start continues)",
+    )
     prior = [] if previous_classes is None else list(previous_classes)
     _, classes = encode_labels(prior + known_labels + members, name=name)
     label_index = np.full(len(flat), -1, dtype=np.intp)
@@ -532,8 +657,17 @@ def check_partial_training_labels(y, lengths, missing_label, name="y", previous_
     return label_index, classes, PartialLabels(partial, token_index, masks[rows], complete)
 
 
-def _is_missing(label, missing_label):
+def _is_missing(label, missing_label, name, i, j):
+    """Whether ``name[i][j]``, ``label``, is ``missing_label``."""
     try:
-        return bool(label == missing_label)
+        equal = bool(label == missing_label)
     except Exception:  # noqa: BLE001 - an odd __eq__ (numpy arrays): not missing
         return False
+    if equal and not same_label(label, missing_label):
+        raise ValueError(
+            f"{name}[{i}][{j}]: the label {_describe(label)} is equal in Python to "
+            f"missing_label={_describe(missing_label)} but not the same label; is it "
+            "unknown or a label? Give missing_label itself for an unknown label, or "
+            "choose a missing_label of another value."
+        )
+    return equal

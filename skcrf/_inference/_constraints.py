@@ -39,7 +39,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from .._featurize._labels import check_partial_labels
+from .._featurize._labels import check_partial_labels, same_label
 
 __all__ = [
     "SCHEMES",
@@ -219,13 +219,21 @@ def transition_constraints(classes, allowed_transitions):
         ends = []
         for label in pair:
             try:
-                ends.append(index[label])
+                k = index[label]
             except (KeyError, TypeError):
                 raise ValueError(
                     f"allowed_transitions: the pair {tuple(pair)!r:.100} names the label "
                     f"{label!r:.60}, which is not one of the model's labels "
                     f"{list(classes)!r:.200}."
                 ) from None
+            if not same_label(classes[k], label):
+                raise ValueError(
+                    f"allowed_transitions: the pair {tuple(pair)!r:.100} names the label "
+                    f"{label!r:.60} ({type(label).__name__}), which is equal in Python to "
+                    f"the model's label {classes[k]!r:.60} ({type(classes[k]).__name__}) "
+                    "but not the same label; use the labels of classes_."
+                )
+            ends.append(k)
         allowed[ends[0], ends[1]] = True
     return allowed, np.ones(n, dtype=bool), np.ones(n, dtype=bool)
 

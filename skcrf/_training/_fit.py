@@ -33,9 +33,11 @@ from sklearn.exceptions import ConvergenceWarning
 
 from .._featurize._labels import (
     check_classes,
+    check_distinct_labels,
     check_labels,
     check_partial_training_labels,
     encode_labels,
+    same_label,
 )
 from .._featurize._stream import encode_data
 from .._featurize._validation import check_sequences, check_sums, locate_row
@@ -117,6 +119,11 @@ def resolve_settings(params):
     return algorithm, settings
 
 
+#: How errors call the labels a warm start and a later partial_fit keep.
+_PREVIOUS_CLASSES = "classes_ (of the model warm_start continues)"
+_FIXED_CLASSES = "partial_fit's classes"
+
+
 class TrainingData(NamedTuple):
     """Labelled training sequences as numbers."""
 
@@ -167,8 +174,15 @@ def encode_training_data(
         labels = check_labels(y, encoded.lengths, name="y")
         classes = None
         if previous_classes is not None:
+            check_distinct_labels(
+                labels,
+                "y",
+                classes=previous_classes,
+                lengths=encoded.lengths,
+                classes_name=_PREVIOUS_CLASSES,
+            )
             _, classes = encode_labels([*previous_classes.tolist(), *dict.fromkeys(labels)])
-        label_index, classes = encode_labels(labels, classes, name="y")
+        label_index, classes = encode_labels(labels, classes, name="y", lengths=encoded.lengths)
     else:
         label_index, classes, partial = check_partial_training_labels(
             y, encoded.lengths, missing_label, name="y", previous_classes=previous_classes
@@ -193,7 +207,9 @@ def _encode_fixed_labels(encoded, y, known, missing_label):
                 "algorithm='lbfgs' marginalizes over the unknown labels."
             )
     labels = check_labels(y, encoded.lengths, name="y")
-    label_index, _ = encode_labels(labels, known, name="y")
+    label_index, _ = encode_labels(
+        labels, known, name="y", lengths=encoded.lengths, classes_name=_FIXED_CLASSES
+    )
     if (label_index < 0).any():
         row = int(np.flatnonzero(label_index < 0)[0])
         i, j = locate_row(row, encoded.lengths)
@@ -215,7 +231,9 @@ def partial_fit_classes(classes, fitted_classes):
         return encode_labels(check_classes(classes), name="classes")[1]
     if classes is not None:
         _, given = encode_labels(check_classes(classes), name="classes")
-        if given.tolist() != fitted_classes.tolist():
+        if len(given) != len(fitted_classes) or not all(
+            a == b and same_label(a, b) for a, b in zip(given.tolist(), fitted_classes.tolist())
+        ):
             raise ValueError(
                 f"classes={list(given)!r:.200} differs from classes_="
                 f"{list(fitted_classes)!r:.200} fixed by the first call to partial_fit."
@@ -309,7 +327,13 @@ class DevEvaluator:
         if not labels:
             raise ValueError(f"{x_name} has no tokens: all sequences are empty.")
         # Labels unseen in training get -1: always wrong, never a new class.
-        self.truth, _ = encode_labels(labels, model.classes, name=y_name)
+        self.truth, _ = encode_labels(
+            labels,
+            model.classes,
+            name=y_name,
+            lengths=self.encoded.lengths,
+            classes_name="the model's classes",
+        )
         self.name = x_name
         self.unseen = Counter(labels[k] for k in np.flatnonzero(self.truth < 0).tolist())
         lengths = np.asarray(self.encoded.lengths)
