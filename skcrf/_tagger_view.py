@@ -161,7 +161,8 @@ class CRFsuiteTagger:
     shows); the differences are clearer errors where pycrfsuite answers
     silently (``tag()`` or ``probability`` before any ``set``, an unknown
     label) and no model files: build an estimator from a CRFsuite file with
-    ``CRFTagger.from_crfsuite(path)`` instead of ``open``.
+    ``CRFTagger.from_crfsuite(path)`` instead of ``open`` (or use
+    ``skcrf.pycrfsuite.Tagger``, this class with ``open``).
 
     Parameters
     ----------
@@ -265,7 +266,8 @@ class CRFsuiteTagger:
         raise NotImplementedError(
             "CRFsuiteTagger.open: this tagger shows the model of a fitted skcrf "
             "CRFTagger and opens no files. Load a CRFsuite model file with "
-            "skcrf.CRFTagger.from_crfsuite(path) and use its tagger_."
+            "skcrf.CRFTagger.from_crfsuite(path) and use its tagger_, or with "
+            "skcrf.pycrfsuite.Tagger().open(path)."
         )
 
     def open_inmemory(self, value: bytes) -> NoReturn:

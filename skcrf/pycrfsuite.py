@@ -3,48 +3,51 @@
 Code written for python-crfsuite (``pycrfsuite``) runs unchanged with this
 one import changed: :class:`ItemSequence`, :class:`Tagger`,
 :class:`BaseTrainer` / :class:`Trainer` (with CRFsuite's parameter names,
-defaults and help, its log messages and the ``on_*`` hooks, and
-``logparser``), :class:`CRFSuiteError` and :data:`CRFSUITE_VERSION`. Nothing
-here calls CRFsuite: tagging runs on skcrf's kernels, training on skcrf's fit
-driver (the same model CRFsuite trains), and models are CRFsuite model files
-(written and read by :mod:`skcrf`'s own CRFsuite file code) that
-python-crfsuite, CRFsuite and sklearn-crfsuite open.
+defaults and help strings, its log messages, the ``on_*`` hooks and
+``logparser``), :class:`CRFSuiteError` and :data:`CRFSUITE_VERSION`.
+Nothing here calls CRFsuite: tagging runs on skcrf's kernels (the tagger is
+the one behind :attr:`skcrf.CRFTagger.tagger_`), training on skcrf's fit
+driver (the model CRFsuite trains: the same features, objective and
+optimizers, labels and attributes numbered as CRFsuite numbers them), and
+models are CRFsuite model files that python-crfsuite, CRFsuite and
+sklearn-crfsuite open.
 
 Items are taken as pycrfsuite takes them (see :class:`ItemSequence`):
 iterables of feature names (lists, sets, ``dict.keys()``, generators),
-``{name: float}`` dicts, ``{name: str}`` (the attribute ``name:str``), bools,
-nested dicts, lists and sets (names joined by ``:``).
+``{name: float}`` and ``{name: bool}`` dicts, ``{name: str}`` (the attribute
+``name:str``), nested dicts, lists and sets (names joined by ``:``).
 
 Threads: one :class:`Tagger` may be shared by any number of threads. Calls
 that pass the sequence (``tag(xseq)``) give exactly what sequential calls
-give. :meth:`Tagger.set` stores the sequence per thread, so ``set(xseq)``
-then ``tag()``, ``probability(yseq)`` or ``marginal(y, pos)`` in one thread
-reads that thread's sequence (pycrfsuite keeps one for all threads). A
-:class:`Trainer` is not meant to be shared while it trains.
+give. :meth:`Tagger.set` stores the sequence per thread: ``set(xseq)`` then
+``tag()``, ``probability(yseq)`` or ``marginal(y, pos)`` read the calling
+thread's sequence (pycrfsuite keeps one for all threads). ``open`` and
+``close`` replace the model at once; a thread's sequence set under the
+previous model then counts as not set. A :class:`Trainer` is not meant to
+be shared while it trains.
 
-Differences from python-crfsuite, all deliberate (see the "From
-python-crfsuite" section of the migration guide):
+Differences from python-crfsuite, on purpose (the migration guide's "From
+python-crfsuite" lists them all):
 
-- Errors instead of silent answers or crashes: ``tag()``,
+- Errors where pycrfsuite answers silently or crashes: ``tag()``,
   ``probability`` and ``marginal`` before any ``set`` raise ValueError
   (pycrfsuite answers ``[]`` and 0.0); a closed tagger raises
-  :class:`~skcrf._tagger_view.TaggerClosedError` from every method (a
-  ValueError and a RuntimeError, what pycrfsuite raises from each);
-  malformed items (``None`` values, non-string keys, a string as an item or
-  a sequence) raise TypeError and non-finite values ValueError, where
-  pycrfsuite raises SystemError, segfaults or trains on NaN; a file that is
-  not a well-formed CRFsuite model raises ValueError on ``open`` (CRFsuite
-  may crash later); out-of-range parameter values raise ValueError from
-  :meth:`BaseTrainer.train` (CRFsuite trains with them).
+  :class:`TaggerClosedError` from every method (a ValueError and a
+  RuntimeError, what pycrfsuite raises from each); a malformed item or
+  sequence (a ``None`` value, a key that is not a string, a string where
+  an item or a sequence is expected) raises :class:`ItemFormatError` (a
+  TypeError and a ValueError) and a non-finite value ValueError, where
+  pycrfsuite raises SystemError, iterates the string or trains on NaN; a
+  file that is not a well-formed CRFsuite model raises ValueError on
+  ``open``; out-of-range parameter values raise ValueError from
+  :meth:`BaseTrainer.train`.
 - ``open``, ``train`` and ``dump`` take path-like objects too; ``dump``
-  replaces the file (CRFsuite overwrites it in place without truncating).
-- The online trainers shuffle with their own fixed-seed generator, so they
-  are deterministic but do not reproduce CRFsuite's ``rand()`` order; l2sgd
-  logs its calibration settings but not each trial.
-- ``TrainLogParser`` is ``skcrf.pycrfsuite.TrainLogParser`` (pycrfsuite's is
-  in its private ``_logparser`` module).
-- A label seen only in the held-out group is not added to the model
-  (CRFsuite adds it, without features); it is scored as always wrong.
+  replaces the file.
+- The online trainers shuffle with their own fixed-seed generator: they
+  are deterministic, but their order is not CRFsuite's ``rand()`` order;
+  l2sgd logs its calibration settings but not each trial.
+- ``TrainLogParser`` is ``skcrf.pycrfsuite.TrainLogParser`` (pycrfsuite's
+  is in its private ``_logparser`` module).
 """
 
 from __future__ import annotations
@@ -66,7 +69,13 @@ from ._featurize._vocabulary import Vocabulary
 from ._model import CRFModel
 from ._persist._crfsuite_file import read_crfsuite, write_crfsuite
 from ._tagger import CRFTagger
-from ._tagger_view import CRFsuiteTagger, ParsedDump, TaggerClosedError, file_header
+from ._tagger_view import (
+    CRFsuiteTagger,
+    ParsedDump,
+    TaggerClosedError,
+    UnknownLabelError,
+    file_header,
+)
 from ._training import _fit as fit_driver
 from ._training._lbfgs import LBFGSStatus
 from ._training._online_train import OnlineStatus
@@ -78,12 +87,12 @@ __all__ = [
     "CRFSuiteError",
     "ItemFormatError",
     "ItemSequence",
-    "LabelScore",
     "ParsedDump",
     "Tagger",
     "TaggerClosedError",
     "TrainLogParser",
     "Trainer",
+    "UnknownLabelError",
 ]
 
 #: The CRFsuite version whose model files and training semantics skcrf
@@ -308,9 +317,9 @@ class Tagger(CRFsuiteTagger):
     model (a file written by CRFsuite, python-crfsuite, sklearn-crfsuite or
     skcrf) and returns a context manager that closes it. ``labels``,
     ``info``, ``dump``, ``set``, ``tag``, ``probability`` and ``marginal``
-    are those of :class:`~skcrf._tagger_view.CRFsuiteTagger` (the
-    ``tagger_`` of :class:`skcrf.CRFTagger`), which this class extends with
-    files and pycrfsuite's item formats (:class:`ItemSequence`).
+    are those of :attr:`skcrf.CRFTagger.tagger_` (the same class, which
+    this one extends with files and pycrfsuite's item formats, see
+    :class:`ItemSequence`).
 
     The results are CRFsuite's: the same labels, and probabilities and
     marginals equal to pycrfsuite's to rounding (1e-9). ``info()`` and
@@ -416,8 +425,8 @@ class Tagger(CRFsuiteTagger):
         ------
         ValueError
             If the lengths differ, no sequence is set, or a label is unknown
-            (:class:`~skcrf._tagger_view.UnknownLabelError`, also a
-            RuntimeError as in pycrfsuite).
+            (:class:`UnknownLabelError`, also a RuntimeError as in
+            pycrfsuite).
         """
         return super().probability(
             [y.decode("utf-8") if isinstance(y, bytes) else y for y in yseq]
