@@ -239,7 +239,7 @@ class CRFsuiteTagger:
 
     @property
     def model(self) -> CRFModel | None:
-        """The :class:`~skcrf._model.CRFModel` this view shows (None when closed)."""
+        """The model (a ``CRFModel``) this view shows; None when closed."""
         loaded = self._loaded
         return None if loaded is None else loaded.model
 
