@@ -54,7 +54,9 @@ myst_heading_anchors = 3
 
 # -- autodoc, autosummary, numpydoc ------------------------------------------
 autosummary_generate = True
-autodoc_default_options = {"members": True, "inherited-members": False}
+# inherited members only where a template asks (":inherited-members:"); a False
+# default here would override the directive option (Sphinx 9)
+autodoc_default_options = {"members": True}
 autodoc_typehints = "none"
 autodoc_member_order = "bysource"
 numpydoc_show_class_members = False

@@ -23,9 +23,16 @@ Conventions
   model trained on strings or read from a CRFsuite file, but an skcrf model
   trained on ints returns ints (pycrfsuite only knows strings). The dump
   writes ``str(label)``.
-- ``set`` stores one sequence; ``tag()``, ``probability`` and ``marginal``
-  read it. As with pycrfsuite, one view is not meant for concurrent use from
-  several threads.
+- ``set`` stores one sequence per thread; ``tag()``, ``probability`` and
+  ``marginal`` read the calling thread's. Calls that pass ``xseq`` give, from
+  any number of threads sharing one view, exactly the results of sequential
+  calls (pycrfsuite's ``Tagger`` keeps one sequence for all threads).
+- A view holds at most one model. Built without one (``skcrf.pycrfsuite``'s
+  ``Tagger()``) it is closed until a model is loaded: every method then
+  raises :class:`TaggerClosedError`. Loading replaces everything at once
+  (the model, its vocabulary, decoder and caches are one object), so a
+  thread never sees half of two models; a sequence set under a model that
+  was since replaced counts as not set.
 """
 
 from __future__ import annotations
@@ -51,7 +58,7 @@ from ._typing import SequenceLike
 if TYPE_CHECKING:
     from ._model import CRFModel
 
-__all__ = ["CRFsuiteTagger", "ParsedDump", "UnknownLabelError"]
+__all__ = ["CRFsuiteTagger", "ParsedDump", "TaggerClosedError", "UnknownLabelError"]
 
 
 class UnknownLabelError(ValueError, RuntimeError):
@@ -60,6 +67,16 @@ class UnknownLabelError(ValueError, RuntimeError):
     A ``ValueError``; also a ``RuntimeError``, which is what pycrfsuite raises
     in this case ("Failed to convert into label identifier"), so that code
     catching either keeps working.
+    """
+
+
+class TaggerClosedError(ValueError, RuntimeError):
+    """A tagger without a model: never opened, or closed.
+
+    A ``ValueError`` and a ``RuntimeError``: pycrfsuite raises the first from
+    ``labels``, ``set``, ``tag``, ``probability`` and ``marginal`` on a closed
+    tagger ("The tagger is not opened") and the second from ``info`` and
+    ``dump`` ("Tagger is closed"), so code catching either keeps working.
     """
 
 
@@ -100,14 +117,39 @@ class ParsedDump:
 class _SetSequence:
     """The sequence given to ``set``: its encoding and what was computed from it."""
 
-    __slots__ = ("encoded", "emissions", "path", "marginals", "log_partition")
+    __slots__ = ("loaded", "encoded", "emissions", "path", "marginals", "log_partition")
 
-    def __init__(self, encoded, emissions):
+    def __init__(self, loaded, encoded, emissions):
+        self.loaded = loaded  # the _Loaded it was encoded for
         self.encoded = encoded
         self.emissions = emissions
         self.path = None
         self.marginals = None
         self.log_partition = None
+
+
+class _Loaded:
+    """One model and everything derived from it, replaced as one object."""
+
+    def __init__(
+        self,
+        model: CRFModel,
+        vocabulary: Vocabulary | None,
+        decoder: Decoder | None,
+        file_header: dict[str, str] | None,
+    ) -> None:
+        if vocabulary is None:
+            vocabulary = Vocabulary(model.attributes, model.value_separator)
+        self.model = model
+        self.vocabulary = vocabulary
+        self.decoder = Decoder(model) if decoder is None else decoder
+        self.classes = list(model.classes.tolist())
+        self.label_index = {label: k for k, label in enumerate(self.classes)}
+        # a model read from a file is shown as the file holds it
+        self.from_file = file_header is not None
+        self.header_fields: dict[str, str] | None = file_header
+        self.info: ParsedDump | None = None
+        self.stored_model: CRFModel | None = model if self.from_file else None
 
 
 class CRFsuiteTagger:
@@ -119,12 +161,14 @@ class CRFsuiteTagger:
     shows); the differences are clearer errors where pycrfsuite answers
     silently (``tag()`` or ``probability`` before any ``set``, an unknown
     label) and no model files: build an estimator from a CRFsuite file with
-    ``CRFTagger.from_crfsuite(path)`` instead of ``open``.
+    ``CRFTagger.from_crfsuite(path)`` instead of ``open`` (or use
+    ``skcrf.pycrfsuite.Tagger``, this class with ``open``).
 
     Parameters
     ----------
-    model : CRFModel
-        The fitted model.
+    model : CRFModel, optional
+        The fitted model. None: the tagger is closed until a model is
+        loaded (``skcrf.pycrfsuite.Tagger`` opens files into it).
     vocabulary : Vocabulary, optional
         The model's attribute vocabulary (the estimator's, to share its
         caches); built from ``model.attributes`` when omitted.
@@ -154,30 +198,58 @@ class CRFsuiteTagger:
     """
 
     def __init__(
-        self, model: CRFModel, vocabulary: Vocabulary | None = None, decoder: Decoder | None = None
+        self,
+        model: CRFModel | None = None,
+        vocabulary: Vocabulary | None = None,
+        decoder: Decoder | None = None,
     ) -> None:
-        self._model = model
-        if vocabulary is None:
-            vocabulary = Vocabulary(model.attributes, model.value_separator)
-        self._vocabulary = vocabulary
-        self._decoder = Decoder(model) if decoder is None else decoder
-        self._classes = list(model.classes.tolist())
-        self._label_index = {label: k for k, label in enumerate(self._classes)}
         # the sequence given to set(), one per thread: threads share a view
         self._local = threading.local()
-        self._info: ParsedDump | None = None
-        self._header_fields: dict[str, str] | None = None
-        self._stored_model: CRFModel | None = None
+        self._loaded: _Loaded | None = None
+        if model is not None:
+            self._load(model, vocabulary, decoder)
+
+    def _load(
+        self,
+        model: CRFModel,
+        vocabulary: Vocabulary | None = None,
+        decoder: Decoder | None = None,
+        *,
+        file_header: dict[str, str] | None = None,
+    ) -> None:
+        """Show ``model`` from now on (one assignment: threads see old or new).
+
+        ``file_header``: the header fields of the file ``model`` was read
+        from; the view then shows the model as that file holds it (every
+        feature, zero weights included) instead of as CRFsuite would store it.
+        """
+        self._loaded = _Loaded(model, vocabulary, decoder, file_header)
+
+    def _unload(self) -> None:
+        self._loaded = None
+
+    def _state(self, method: str) -> _Loaded:
+        loaded = self._loaded
+        if loaded is None:
+            raise TaggerClosedError(
+                f"{method}: the tagger has no model: open a model file first (it was "
+                "never opened, or was closed)."
+            )
+        return loaded
 
     @property
-    def model(self) -> CRFModel:
-        """The :class:`~skcrf._model.CRFModel` this view shows."""
-        return self._model
+    def model(self) -> CRFModel | None:
+        """The model (a ``CRFModel``) this view shows; None when closed."""
+        loaded = self._loaded
+        return None if loaded is None else loaded.model
 
     def __repr__(self) -> str:
+        loaded = self._loaded
+        if loaded is None:
+            return f"<{type(self).__name__}: closed>"
         return (
-            f"<{type(self).__name__}: {len(self._classes)} labels, "
-            f"{self._model.n_attributes} attributes>"
+            f"<{type(self).__name__}: {len(loaded.classes)} labels, "
+            f"{loaded.model.n_attributes} attributes>"
         )
 
     # -- what pycrfsuite opens from files ----------------------------------
@@ -194,7 +266,8 @@ class CRFsuiteTagger:
         raise NotImplementedError(
             "CRFsuiteTagger.open: this tagger shows the model of a fitted skcrf "
             "CRFTagger and opens no files. Load a CRFsuite model file with "
-            "skcrf.CRFTagger.from_crfsuite(path) and use its tagger_."
+            "skcrf.CRFTagger.from_crfsuite(path) and use its tagger_, or with "
+            "skcrf.pycrfsuite.Tagger().open(path)."
         )
 
     def open_inmemory(self, value: bytes) -> NoReturn:
@@ -224,8 +297,13 @@ class CRFsuiteTagger:
         -------
         list
             In label-id order (``classes``); see the module's note on types.
+
+        Raises
+        ------
+        TaggerClosedError
+            If no model is loaded.
         """
-        return list(self._classes)
+        return list(self._state("labels()").classes)
 
     def info(self) -> ParsedDump:
         """The model's parameters, as the parsed text dump.
@@ -234,13 +312,19 @@ class CRFsuiteTagger:
         -------
         ParsedDump
             Ids as strings, weights as printed by the dump (six decimals).
+
+        Raises
+        ------
+        TaggerClosedError
+            If no model is loaded.
         """
-        if self._info is None:
-            self._info = self._parsed_dump()
+        loaded = self._state("info()")
+        if loaded.info is None:
+            loaded.info = self._parsed_dump(loaded)
         # a fresh copy each call, as pycrfsuite builds a new one each call
         info = ParsedDump()
         for name in ("header", "labels", "attributes", "transitions", "state_features"):
-            setattr(info, name, dict(getattr(self._info, name)))
+            setattr(info, name, dict(getattr(loaded.info, name)))
         return info
 
     def dump(self, filename: str | os.PathLike[str] | None = None) -> None:
@@ -250,8 +334,13 @@ class CRFsuiteTagger:
         ----------
         filename : str or path-like, optional
             Where to write (the file is replaced). None writes to stdout.
+
+        Raises
+        ------
+        TaggerClosedError
+            If no model is loaded.
         """
-        text = self._dump_text()
+        text = self._dump_text(self._state("dump()"))
         if filename is None:
             sys.stdout.write(text)
             sys.stdout.flush()
@@ -276,16 +365,26 @@ class CRFsuiteTagger:
             strings) or a list of feature names; a
             ``pycrfsuite.ItemSequence`` is accepted too. Attributes the model
             does not know are ignored.
+
+        Raises
+        ------
+        TaggerClosedError
+            If no model is loaded.
         """
-        xseq = _plain_sequence(xseq)
-        encoded = self._vocabulary.encode(
-            check_sequences([xseq], name="xseq"), grow=False, name="xseq"
+        loaded = self._state("set()")
+        tokens = self._tokens(xseq)
+        encoded = loaded.vocabulary.encode(
+            check_sequences([tokens], name="xseq"), grow=False, name="xseq"
         )
         n_tokens = len(encoded.indptr) - 1
-        emissions = np.zeros((n_tokens, len(self._classes)))
-        state_scores(encoded.indptr, encoded.ids, encoded.values, self._decoder.arrays, emissions)
+        emissions = np.zeros((n_tokens, len(loaded.classes)))
+        state_scores(encoded.indptr, encoded.ids, encoded.values, loaded.decoder.arrays, emissions)
         check_emissions(emissions, encoded.lengths, name="xseq")
-        self._local.current = _SetSequence(encoded, emissions)
+        self._local.current = _SetSequence(loaded, encoded, emissions)
+
+    def _tokens(self, xseq: Any) -> Any:
+        """``xseq`` as the list of tokens that skcrf encodes (a hook for subclasses)."""
+        return _plain_sequence(xseq)
 
     def tag(self, xseq: SequenceLike | None = None) -> list[Any]:
         """The most probable labels (Viterbi) of a sequence.
@@ -300,16 +399,25 @@ class CRFsuiteTagger:
         -------
         list
             One label per token.
+
+        Raises
+        ------
+        TaggerClosedError
+            If no model is loaded.
+        ValueError
+            If ``xseq`` is omitted and this thread set no sequence (under the
+            model now loaded).
         """
         if xseq is not None:
             self.set(xseq)
         current = self._require_set("tag()")
+        loaded = current.loaded
         if current.path is None:
             if len(current.emissions):
-                current.path = self._decoder.viterbi_single(current.encoded, name="xseq")
+                current.path = loaded.decoder.viterbi_single(current.encoded, name="xseq")
             else:
                 current.path = np.zeros(0, dtype=np.intp)
-        return [self._classes[k] for k in current.path.tolist()]
+        return [loaded.classes[k] for k in current.path.tolist()]
 
     def probability(self, yseq: Iterable[Any]) -> float:
         """``P(yseq | xseq)`` of a label sequence, for the sequence set last.
@@ -328,9 +436,11 @@ class CRFsuiteTagger:
         ------
         ValueError
             If ``yseq`` and the sequence differ in length, or a label is not
-            one of the model's (:class:`UnknownLabelError`).
+            one of the model's (:class:`UnknownLabelError`), or no sequence
+            is set (:class:`TaggerClosedError` without a model).
         """
         current = self._require_set("probability()")
+        loaded = current.loaded
         yseq = list(yseq)
         n_tokens = len(current.emissions)
         if len(yseq) != n_tokens:
@@ -340,8 +450,10 @@ class CRFsuiteTagger:
             )
         if n_tokens == 0:
             return 0.0  # CRFsuite's answer for an empty sequence
-        path = np.array([self._label_id(label, f"yseq[{t}]") for t, label in enumerate(yseq)])
-        transitions = self._decoder.transitions
+        path = np.array(
+            [self._label_id(loaded, label, f"yseq[{t}]") for t, label in enumerate(yseq)]
+        )
+        transitions = loaded.decoder.transitions
         score = current.emissions[np.arange(n_tokens), path].sum()
         score += transitions[path[:-1], path[1:]].sum()
         return math.exp(score - self._log_partition(current))
@@ -363,9 +475,11 @@ class CRFsuiteTagger:
         ------
         ValueError
             If ``pos`` is out of range or ``y`` is not a label of the model
-            (:class:`UnknownLabelError`).
+            (:class:`UnknownLabelError`), or no sequence is set
+            (:class:`TaggerClosedError` without a model).
         """
         current = self._require_set("marginal()")
+        loaded = current.loaded
         pos = operator.index(pos)
         n_tokens = len(current.emissions)
         if not 0 <= pos < n_tokens:
@@ -373,57 +487,64 @@ class CRFsuiteTagger:
                 f"marginal(): position {pos} is out of range: the sequence set has "
                 f"{n_tokens} items."
             )
-        label = self._label_id(y, "y")
+        label = self._label_id(loaded, y, "y")
         if current.marginals is None:
-            current.marginals = self._decoder.marginals(current.encoded, name="xseq")
+            current.marginals = loaded.decoder.marginals(current.encoded, name="xseq")
         return float(current.marginals[pos, label])
 
     # -- helpers ---------------------------------------------------------------
 
     def _require_set(self, method):
+        loaded = self._state(method)
         current = getattr(self._local, "current", None)
-        if current is None:
+        if current is None or current.loaded is not loaded:
             raise ValueError(
                 f"{method}: no sequence is set in this thread. Call set(xseq) or tag(xseq) first."
             )
         return current
 
-    def _label_id(self, label, where):
+    @staticmethod
+    def _label_id(loaded, label, where):
         try:
-            return self._label_index[label]
+            return loaded.label_index[label]
         except (KeyError, TypeError):
             raise UnknownLabelError(
                 f"{where}: {label!r} is not a label of the model; its labels are "
-                f"{_short_list(self._classes)}."
+                f"{_short_list(loaded.classes)}."
             ) from None
 
-    def _log_partition(self, current):
+    @staticmethod
+    def _log_partition(current):
         if current.log_partition is None:
             n_tokens = len(current.emissions)
             result = forward_backward(
-                current.emissions, self._decoder.transitions, np.ones(n_tokens, dtype=np.intp)
+                current.emissions,
+                current.loaded.decoder.transitions,
+                np.ones(n_tokens, dtype=np.intp),
             )
             current.log_partition = float(result.log_partition[0])
         return current.log_partition
 
-    def _stored(self):
+    def _stored(self, loaded=None):
         """The model as CRFsuite's trainer stores it in a file.
 
         Only the nonzero features, and only the attributes that keep one
-        (in attribute order, renumbered), as ``crf1de_save_model`` writes.
+        (in attribute order, renumbered), as ``crf1de_save_model`` writes; a
+        model read from a file is shown as the file holds it.
         """
-        if self._stored_model is None:
-            self._stored_model = self._model.without_zeros()
-        return self._stored_model
+        loaded = self._state("_stored()") if loaded is None else loaded
+        if loaded.stored_model is None:
+            loaded.stored_model = loaded.model.without_zeros()
+        return loaded.stored_model
 
-    def _features(self):
+    def _features(self, loaded):
         """``(state, transitions)`` of the stored model, in the dump's order.
 
         ``state``: ``(attribute id, label id, weight)`` by attribute then
         label; ``transitions``: ``(from id, to id, weight)`` by from then to.
         """
-        model = self._stored()
-        n_labels = len(self._classes)
+        model = self._stored(loaded)
+        n_labels = len(loaded.classes)
         state = list(
             zip(
                 model.state_attributes().tolist(),
@@ -437,10 +558,10 @@ class CRFsuiteTagger:
         ]
         return state, transitions
 
-    def _header(self):
+    def _header(self, loaded):
         """The header fields of the stored model's file, as strings."""
-        if self._header_fields is None:
-            model = self._stored()
+        if loaded.header_fields is None:
+            model = self._stored(loaded)
             fields = _written_header(model)
             if fields is None:
                 # A model CRFsuite cannot store: the counts, and zeros for
@@ -459,14 +580,14 @@ class CRFsuiteTagger:
                     "off_labelrefs": "0x0",
                     "off_attrrefs": "0x0",
                 }
-            self._header_fields = fields
-        return dict(self._header_fields)
+            loaded.header_fields = fields
+        return dict(loaded.header_fields)
 
-    def _dump_text(self):
-        state, transitions = self._features()
-        names, classes = self._stored().attributes, self._classes
+    def _dump_text(self, loaded):
+        state, transitions = self._features(loaded)
+        names, classes = self._stored(loaded).attributes, loaded.classes
         lines = ["FILEHEADER = {"]
-        lines += [f"  {key}: {value}" for key, value in self._header().items()]
+        lines += [f"  {key}: {value}" for key, value in self._header(loaded).items()]
         lines += ["}", "", "LABELS = {"]
         lines += [f"  {k:5d}: {label}" for k, label in enumerate(classes)]
         lines += ["}", "", "ATTRIBUTES = {"]
@@ -478,12 +599,12 @@ class CRFsuiteTagger:
         lines += ["}", "", ""]
         return "\n".join(lines)
 
-    def _parsed_dump(self):
+    def _parsed_dump(self, loaded):
         """The :class:`ParsedDump` of :meth:`dump`'s text, built directly."""
-        state, transitions = self._features()
-        names, classes = self._stored().attributes, self._classes
+        state, transitions = self._features(loaded)
+        names, classes = self._stored(loaded).attributes, loaded.classes
         info = ParsedDump()
-        info.header = self._header()
+        info.header = self._header(loaded)
         info.labels = {label: str(k) for k, label in enumerate(classes)}
         info.attributes = {name: str(a) for a, name in enumerate(names)}
         # weights as the dump prints them, so that info() and dump() agree
@@ -512,8 +633,13 @@ def _written_header(model):
     """
     try:
         data = crfsuite_bytes(model)
-    except ValueError:  # a model CRFsuite cannot store: no file, no header
+    except (ValueError, TypeError):  # a model CRFsuite cannot store: no file, no header
         return None
+    return file_header(data)
+
+
+def file_header(data: bytes) -> dict[str, str]:
+    """The header fields of the CRFsuite file ``data``, as CRFsuite's dump prints them."""
     return {field: _header_text(field, value) for field, value in header_fields(data).items()}
 
 

@@ -29,7 +29,14 @@ import skcrf
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
-PUBLIC_MODULES = ["skcrf.metrics", "skcrf.io", "skcrf.nltk", "skcrf.datasets", "skcrf.dask"]
+PUBLIC_MODULES = [
+    "skcrf.metrics",
+    "skcrf.io",
+    "skcrf.nltk",
+    "skcrf.datasets",
+    "skcrf.dask",
+    "skcrf.pycrfsuite",
+]
 
 FENCE = re.compile(
     r"^(?P<indent> *)(?P<fence>```+|~~~+)(?P<info>[^\n`]*)\n(?P<body>.*?)^(?P=indent)(?P=fence) *$",

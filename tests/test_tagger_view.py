@@ -428,3 +428,30 @@ def test_non_string_labels_are_returned_as_they_are(tmp_path):
     assert "      0: 1\n" in text and "(0) w:a --> 1:" in text
     with pytest.raises(ValueError, match="'1' is not a label"):
         view.marginal("1", 0)
+
+
+def test_info_of_labels_no_crfsuite_file_keeps(tmp_path):
+    """Tuple labels cannot be kept in a CRFsuite file (the writer raises TypeError):
+    info() and dump() still answer, with the counts and a zero size and offsets."""
+    X = [[{"w": "a"}, {"w": "b"}], [{"w": "b"}, {"w": "a"}]]
+    y = [[("A", 1), ("B", 2)], [("B", 2), ("A", 1)]]
+    crf = CRFTagger(c2=0.1).fit(X, y)
+    view = crf.tagger_
+    info = view.info()
+    assert info.labels == {("A", 1): "0", ("B", 2): "1"}
+    assert info.header["num_labels"] == "2" and info.header["size"] == "0"
+    assert info.state_features
+    text = _dump_text(view, tmp_path / "d.txt")
+    assert "  size: 0\n" in text and "LABELS = {" in text
+
+
+def test_a_view_without_a_model_is_closed(fitted):
+    from skcrf._tagger_view import TaggerClosedError
+
+    view = CRFsuiteTagger()
+    assert view.model is None and "closed" in repr(view)
+    for call in (view.labels, view.info, view.tag, lambda: view.set([{"w": "the"}])):
+        with pytest.raises(TaggerClosedError, match="no model"):
+            call()
+    view._load(fitted._model)
+    assert view.labels() == list(fitted.classes_)

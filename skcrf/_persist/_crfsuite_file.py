@@ -624,7 +624,8 @@ def crfsuite_bytes(model, *, labels=None):
     """
     classes = list(model.classes)
     n_labels = len(classes)
-    _check_n_labels(n_labels)
+    if n_labels:  # no labels: the file CRFsuite's trainer writes without data
+        _check_n_labels(n_labels)
     n_attributes = len(model.attributes)
     arrays = {
         "state_ptr": np.asarray(model.state_ptr, dtype=np.int64),

@@ -370,6 +370,7 @@ def make_monitor(
     n_iter_no_change=10,
     tol=1e-7,
     callback=None,
+    log=None,
 ):
     """The log and monitor of a fit.
 
@@ -382,6 +383,10 @@ def make_monitor(
     validation_scorer : callable or None
         ``validation_scorer(model, vocabulary, X_val, y_val)`` returns
         ``score(w)`` (higher is better); None: token accuracy.
+    log : TrainingLog or None
+        The log to record into (``skcrf.pycrfsuite``'s writes CRFsuite's
+        messages as it goes); None: a new one, quiet or printing by
+        ``verbose``.
     """
     holdout = None if dev is None else DevEvaluator(*dev, vocabulary, model, n_jobs)
     score = None
@@ -392,7 +397,8 @@ def make_monitor(
             ).accuracy
         else:
             score = validation_scorer(model, vocabulary, *validation)
-    log = TrainingLog(verbose=verbose, total=settings["max_iterations"] or None)
+    if log is None:
+        log = TrainingLog(verbose=verbose, total=settings["max_iterations"] or None)
     return TrainingMonitor(
         log,
         holdout=holdout,
