@@ -1,5 +1,6 @@
 """The public estimator: a linear-chain CRF tagger with scikit-learn's API."""
 
+import copy
 import os
 import threading
 from collections.abc import Callable, Iterable, Mapping
@@ -26,7 +27,7 @@ from ._persist._crfsuite_file import crfsuite_bytes, read_crfsuite, write_crfsui
 from ._persist._npz import load_state, save_state
 from ._tagger_view import CRFsuiteTagger
 from ._training import _fit as fit_driver
-from ._training._fit import ALGORITHM_DEFAULTS
+from ._training._fit import ALGORITHM_DEFAULTS, FEATURE_DEFAULTS, TRAINER_PARAMETERS
 from ._training._monitor import CallbackInfo
 from ._typing import LabelSequencesLike, SequenceLike, SequencesLike
 from ._utils._threads import effective_n_threads
@@ -155,9 +156,10 @@ calibration_candidates, calibration_max_trials : default=None
         trainers, so only None is accepted.
     n_jobs : int or None, default=None
         Threads used to train and decode: sequences are split into
-        ``n_jobs`` shards evaluated in parallel. None means 1; -1 means all
-        cores. Any value gives the same model (up to floating-point
-        summation order).
+        ``n_jobs`` shards evaluated in parallel (at most one per sequence
+        with a token, and to decode one per block of sequences: no thread
+        without work). None means 1; -1 means all cores. Any value gives
+        the same model (up to floating-point summation order).
     random_state : int, RandomState instance or None, default=None
         Shuffling of the online trainers (and their learning-rate
         calibration): an int makes a fit reproducible. Not used by
@@ -530,9 +532,8 @@ calibration_candidates, calibration_max_trials : default=None
             allowed_transitions=self.allowed_transitions,
             stacklevel=3,  # past _fit_context's wrapper
         )
-        self._set_fitted_result(fitted)
+        self._store_fit(fitted)
         self.__dict__.pop("_partial_fit_rng", None)
-        self._write_model_file()
         return self
 
     def _monitor_options(self, X_dev, y_dev, validation, callback):
@@ -542,6 +543,7 @@ calibration_candidates, calibration_max_trials : default=None
             "dev": None if X_dev is None else (X_dev, y_dev),
             "validation": validation,
             "validation_scorer": None if self.scoring is None else self._validation_scorer,
+            "validation_name": None if self.scoring is None else _scoring_name(self.scoring),
             "n_iter_no_change": self.n_iter_no_change,
             "tol": self.tol,
             "callback": callback,
@@ -610,6 +612,7 @@ calibration_candidates, calibration_max_trials : default=None
                 self._trainer_state,
                 None,
             )
+        rng = self._partial_fit_random_state(previous is not None)
         result = fit_driver.partial_fit(
             X,
             y,
@@ -618,31 +621,45 @@ calibration_candidates, calibration_max_trials : default=None
             # new: an interrupted call must leave the old vocabulary as it was
             Vocabulary() if previous is None else self._vocabulary_copy(),
             classes,
-            random_state=self._partial_fit_random_state(previous is not None),
+            random_state=rng,
             verbose=self.verbose,
             previous=previous,
             missing_label=self.missing_label,
         )
-        self._set_fitted_result(result)
-        self._write_model_file()
+        self._store_fit(result)
+        self._partial_fit_rng = rng
         return self
 
     def _partial_fit_random_state(self, fitted):
-        """One random stream across partial_fit calls, seeded by random_state."""
+        """One random stream across partial_fit calls, seeded by random_state.
+
+        A copy of the stream: the call stores it back when it succeeds, so a
+        call that fails leaves the stream where it was.
+        """
         if not fitted or "_partial_fit_rng" not in self.__dict__:
-            self._partial_fit_rng = check_random_state(self.random_state)
-        return self._partial_fit_rng
+            return check_random_state(self.random_state)
+        return copy.deepcopy(self._partial_fit_rng)
 
     # -- fitted state ------------------------------------------------------
 
     def _set_fitted(
-        self, model, n_iter, status, log, vocabulary=None, trainer_state=None, best_iteration=None
+        self,
+        model,
+        n_iter,
+        status,
+        log,
+        vocabulary=None,
+        trainer_state=None,
+        best_iteration=None,
+        decoder=None,
     ):
         if vocabulary is None:
             vocabulary = Vocabulary(model.attributes, model.value_separator)
+        if decoder is None:
+            decoder = Decoder(model)
         self._model = model
         self._vocabulary = vocabulary
-        self._decoder = Decoder(model)
+        self._decoder = decoder
         self._trainer_state = trainer_state
         self.classes_ = model.classes
         self.attributes_ = model.attributes
@@ -652,8 +669,21 @@ calibration_candidates, calibration_max_trials : default=None
         self.training_log_ = log
         self.best_iteration_ = best_iteration
 
-    def _set_fitted_result(self, result):
-        """Store a :class:`~skcrf._training._fit.FitResult` (all in one step)."""
+    def _store_fit(self, result):
+        """Write ``model_filename`` from a fit's result, then store the result.
+
+        In that order, and everything that can fail first: a fit whose
+        ``model_filename`` cannot be written (a folder made read-only, a path
+        that is a folder, labels CRFsuite cannot keep) leaves the estimator
+        exactly as it was, and the file too (the write is atomic), so the
+        two agree.
+
+        Parameters
+        ----------
+        result : FitResult
+        """
+        decoder = Decoder(result.model)
+        self._write_model_file(result.model)
         self._set_fitted(
             result.model,
             result.n_iter,
@@ -662,6 +692,7 @@ calibration_candidates, calibration_max_trials : default=None
             result.vocabulary,
             result.trainer_state,
             best_iteration=result.best_iteration,
+            decoder=decoder,
         )
 
     def _get_fitted_state(self):
@@ -738,10 +769,30 @@ calibration_candidates, calibration_max_trials : default=None
                 f"model_filename={self.model_filename!r}: the folder {folder!r} does "
                 "not exist, so the trained model could not be written there."
             )
+        if os.path.isdir(self.model_filename):
+            raise IsADirectoryError(
+                f"model_filename={self.model_filename!r} is a folder; give the path "
+                "of a file for the trained model."
+            )
+        if not os.access(folder, os.W_OK | os.X_OK):
+            raise PermissionError(
+                f"model_filename={self.model_filename!r}: the folder {folder!r} is not "
+                "writable, so the trained model could not be written there."
+            )
 
-    def _write_model_file(self):
-        if self.model_filename is not None:
-            self.to_crfsuite(self.model_filename)
+    def _write_model_file(self, model):
+        """Write ``model`` to ``model_filename`` (atomically), if it is set."""
+        if self.model_filename is None:
+            return
+        try:
+            write_crfsuite(model.without_zeros(), self.model_filename)
+        except OSError as exc:
+            raise OSError(
+                exc.errno,
+                f"model_filename={self.model_filename!r}: the trained model could not "
+                f"be written ({exc.strerror or exc}); the estimator and the file keep "
+                "their previous state",
+            ) from exc
 
     def __getstate__(self):
         state = dict(super().__getstate__())  # a copy: it may be our __dict__
@@ -1166,6 +1217,14 @@ calibration_candidates, calibration_max_trials : default=None
         return self._fitted_model().transition_features()
 
 
+def _scoring_name(scoring):
+    """``scoring`` as error messages name it: ``scoring='f1'``, ``scoring=my_scorer``."""
+    if isinstance(scoring, str):
+        return f"scoring={scoring!r}"
+    name = getattr(scoring, "__qualname__", None) or getattr(scoring, "__name__", None)
+    return f"scoring={name or repr(scoring)[:100]}"
+
+
 def _check_single(xseq):
     """Reject a list of sequences passed where one sequence is expected."""
     if isinstance(xseq, (str, bytes, Mapping)) or not hasattr(xseq, "__len__"):
@@ -1182,15 +1241,48 @@ def _check_single(xseq):
             )
 
 
+#: The parameters of ``sklearn_crfsuite.CRF`` that CRFTagger has too, which
+#: ``from_crfsuite`` copies (``model_filename`` and ``trainer_cls`` are not).
+_SKLEARN_CRFSUITE_PARAMETERS = (
+    "algorithm",
+    *FEATURE_DEFAULTS,
+    *sorted(TRAINER_PARAMETERS),
+    "verbose",
+    "keep_tempfiles",
+)
+
+
 def _sklearn_crfsuite_model(crf, names):
-    """The model file of a fitted ``sklearn_crfsuite.CRF`` and its parameters in ``names``."""
+    """The model file of a fitted ``sklearn_crfsuite.CRF`` and its parameters in ``names``.
+
+    Read attribute by attribute, never through ``get_params``: a CRF
+    unpickled from an older sklearn-crfsuite (before 0.4) lacks the
+    attributes of later parameters (``keep_tempfiles``, ``model_filename``,
+    kept in its ``modelfile`` then), and ``get_params`` fails on it. A
+    parameter it does not have keeps CRFTagger's default.
+    """
     modelfile = getattr(crf, "modelfile", None)
-    path = getattr(modelfile, "name", None)
-    if path is None or not hasattr(crf, "get_params"):
+    if modelfile is None or not hasattr(modelfile, "name"):
         raise TypeError(
-            "from_crfsuite takes the path of a CRFsuite model file or a fitted "
-            f"sklearn_crfsuite.CRF; got {type(crf).__name__}."
+            "from_crfsuite takes the path of a CRFsuite model file, its content "
+            f"(bytes) or a fitted sklearn_crfsuite.CRF; got {type(crf).__name__}."
         )
-    if not os.path.exists(path):
-        raise NotFittedError(f"the {type(crf).__name__} given has no model file: fit it first.")
-    return path, {k: v for k, v in crf.get_params(deep=False).items() if k in names}
+    path = modelfile.name
+    if path is None or not os.path.exists(path):
+        raise NotFittedError(
+            f"the {type(crf).__name__} given has no model file"
+            f"{'' if path is None else f' ({path!r} does not exist)'}: fit it first."
+        )
+    params = {}
+    for name in _SKLEARN_CRFSUITE_PARAMETERS:
+        if name not in names:
+            continue
+        value = getattr(crf, name, _MISSING)
+        if value is _MISSING and name == "keep_tempfiles":  # before 0.4
+            value = getattr(modelfile, name, _MISSING)
+        if value is not _MISSING:
+            params[name] = value
+    return path, params
+
+
+_MISSING = object()

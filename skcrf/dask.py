@@ -447,16 +447,18 @@ class DaskCRFTagger(CRFTagger):
             if own_client:
                 client.close()
         status, weights = fit_driver.outcome(algorithm, result, monitor, stacklevel=3)
-        self._set_fitted(
-            model.with_weights(weights),
-            result.n_iter,
-            status,
-            monitor.log,
-            vocabulary,
-            best_iteration=monitor.best_iteration,
+        self._store_fit(
+            fit_driver.FitResult(
+                model.with_weights(weights),
+                vocabulary,
+                result.n_iter,
+                status,
+                monitor.log,
+                None,
+                monitor.best_iteration,
+            )
         )
         self.fit_info_ = info
-        self._write_model_file()
         return self
 
     def _connect(self, distributed):

@@ -827,17 +827,62 @@ def test_large_model_speed():
     _assert_models_identical(back, model)
 
 
-def test_a_huge_label_count_is_refused_before_any_allocation():
+@pytest.mark.parametrize("field, what", [(20, "labels"), (24, "attributes")])
+@pytest.mark.parametrize("count", [10**9, 2**32 - 1])
+def test_a_huge_count_is_refused_before_any_allocation(field, what, count):
+    # no fixed cap: the counts of the header are bounded by what the file can
+    # hold; a crafted one fails before anything of its size is allocated
     import struct
-
-    from skcrf._persist._crfsuite_file import MAX_LABELS
+    import tracemalloc
 
     model = _small_model_for_label_cap()
-    data = bytearray(crfsuite_bytes(model))
-    # the label count is the 6th 32-bit field of the header
-    struct.pack_into("<I", data, 20, MAX_LABELS + 1)
-    with pytest.raises(ValueError, match=f"{MAX_LABELS + 1} labels"):
-        read_crfsuite(bytes(data))
+    data = bytearray(crfsuite_bytes(model)[:1024])  # a 1 kB file: its header, then some
+    struct.pack_into("<I", data, 4, len(data))
+    # the label and attribute counts: the 6th and 7th 32-bit fields of the header
+    struct.pack_into("<I", data, field, count)
+    tracemalloc.start()
+    try:
+        with pytest.raises(ValueError, match=f"gives {count} {what}, but a file of 1024 bytes"):
+            read_crfsuite(bytes(data))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 100_000
+
+
+def test_five_thousand_labels_are_written_and_read_back(tmp_path):
+    # beyond the former 4,096-label cap: written, read back, same predictions
+    from skcrf import CRFTagger
+
+    rng = np.random.default_rng(5)
+    n_labels, n_attributes = 5000, 40
+    classes = np.array([f"T{k}" for k in range(n_labels)], dtype=object)
+    per_attribute = 60
+    state_labels = np.sort(
+        np.stack(
+            [rng.choice(n_labels, per_attribute, replace=False) for _ in range(n_attributes)]
+        ),
+        axis=1,
+    )
+    transition_index = np.sort(rng.choice(n_labels * n_labels, 20_000, replace=False))
+    model = CRFModel(
+        classes,
+        [f"a{k}" for k in range(n_attributes)],
+        np.arange(n_attributes + 1, dtype=np.int64) * per_attribute,
+        state_labels.ravel().astype(np.int32),
+        rng.normal(size=n_attributes * per_attribute) * 3,
+        transition_index.astype(np.int64),
+        rng.normal(size=len(transition_index)),
+    )
+    path = tmp_path / "m.crfsuite"
+    write_crfsuite(model, path)
+    back = read_crfsuite(path).model
+    _assert_models_identical(back, model)
+    original = CRFTagger._from_fitted_state(FittedState(params={}, model=model))
+    loaded = CRFTagger.from_crfsuite(path)
+    X = [[{f"a{a}": 1.0} for a in rng.integers(n_attributes, size=n)] for n in (1, 5, 12)]
+    assert loaded.predict(X) == original.predict(X)
+    assert [loaded.predict_single(x) for x in X] == loaded.predict(X)
 
 
 def _small_model_for_label_cap():

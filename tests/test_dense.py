@@ -7,6 +7,8 @@ rows + a row per token) whose scores and expected counts are BLAS products;
 everything else sees ordinary attributes.
 """
 
+import re
+
 import numpy as np
 import pytest
 
@@ -181,3 +183,114 @@ def test_online_trainers_take_vectors():
     a = CRFTagger(algorithm="ap", max_iterations=3, random_state=0).fit(X, y)
     b = CRFTagger(algorithm="ap", max_iterations=3, random_state=0).fit(as_scalar_keys(X), y)
     np.testing.assert_allclose(a._model.weights, b._model.weights)
+
+
+def _unaligned(values):
+    """A read-only float64 copy of ``values`` at an odd address."""
+    data = b"\0" + np.asarray(values, dtype=np.float64).tobytes()
+    array = np.frombuffer(data, dtype=np.float64, offset=1)
+    assert not array.flags.aligned
+    return array
+
+
+def _strided(values, dtype=np.float64):
+    array = np.zeros(2 * len(values), dtype=dtype)
+    array[::2] = values
+    return array[::2]
+
+
+# Each converts a float64 vector whose numbers every dtype holds exactly
+# (multiples of 1/4, small), so the model must be the float64 one, bitwise.
+VECTOR_FORMS = {
+    "big-endian": lambda v: v.astype(">f8"),
+    "little-endian": lambda v: v.astype("<f8"),
+    "strided": _strided,
+    "reversed view": lambda v: np.ascontiguousarray(v[::-1])[::-1],
+    "big-endian strided": lambda v: _strided(v, ">f8"),
+    "unaligned": _unaligned,
+    "read-only": lambda v: _readonly(v),
+    "float32": lambda v: v.astype(np.float32),
+    "big-endian float32": lambda v: v.astype(">f4"),
+    "float16": lambda v: v.astype(np.float16),
+    "longdouble": lambda v: v.astype(np.longdouble),
+    "int64 (whole numbers)": lambda v: np.round(v).astype(np.int64),
+    "big-endian int32": lambda v: np.round(v).astype(">i4"),
+    "uint8": lambda v: np.abs(np.round(v)).astype(np.uint8),
+    "bool": lambda v: v > 0,
+    "column of a Fortran array": lambda v: np.asfortranarray(np.stack([v, v + 1], axis=1))[:, 0],
+}
+
+
+def _readonly(v):
+    v = v.copy()
+    v.flags.writeable = False
+    return v
+
+
+def _vector_problem(form):
+    rng = np.random.default_rng(4)
+    words = [f"w{k}" for k in range(8)]
+    vectors = {w: np.round(rng.normal(size=4) * 8) / 4 for w in words}
+    X_native, X_form, y = [], [], []
+    for _ in range(40):
+        # plain str values (not np.str_): the encoder's fast path sees the vectors
+        chosen = [str(w) for w in rng.choice(words, int(rng.integers(1, 6)))]
+        # the numbers the equivalent list of floats holds
+        native = {w: np.array([float(x) for x in form(vectors[w]).tolist()]) for w in chosen}
+        X_native.append([{"w": w, "emb": native[w]} for w in chosen])
+        X_form.append([{"w": w, "emb": form(vectors[w])} for w in chosen])
+        y.append(["A" if native[w][0] > 0 else "B" for w in chosen])
+    return X_native, X_form, y
+
+
+@pytest.mark.parametrize("form", list(VECTOR_FORMS))
+def test_vector_arrays_of_any_byte_order_layout_and_numeric_dtype(form):
+    # the same model and predictions as float64 vectors of the same numbers
+    # (and as lists of floats), through fit (dense block), predict (CSR
+    # entries), predict_single and the online trainers
+    convert = VECTOR_FORMS[form]
+    X_native, X_form, y = _vector_problem(convert)
+    as_lists = [[{**t, "emb": t["emb"].tolist()} for t in seq] for seq in X_native]
+    for params in (
+        dict(c2=0.1, max_iterations=30),
+        dict(algorithm="ap", max_iterations=5, random_state=0),
+    ):
+        native = CRFTagger(**params).fit(X_native, y)
+        other = CRFTagger(**params).fit(X_form, y)
+        assert other.attributes_ == native.attributes_
+        np.testing.assert_array_equal(other._model.weights, native._model.weights)
+        expected = native.predict(X_native)
+        assert native.predict(as_lists) == expected
+        assert other.predict(X_form) == expected
+        assert native.predict(X_form) == expected
+        assert [native.predict_single(x) for x in X_form] == expected
+        assert native.predict_marginals(X_form) == native.predict_marginals(X_native)
+
+
+@pytest.mark.parametrize(
+    "value, error, message",
+    [
+        (np.array(0.5), ValueError, "is a 0-D array; a vector feature must be 1-D"),
+        (np.array(0.5, dtype=">f8"), ValueError, "is a 0-D array"),
+        (np.zeros((1, 3)), ValueError, "is a 2-D array"),
+        (np.zeros((3, 1), dtype=">f8"), ValueError, "is a 2-D array"),
+        (np.zeros(0, dtype=">f8"), ValueError, "empty vector"),
+        (np.array([0.5, np.nan, 1.0], dtype=">f8"), ValueError, "the value nan at index 1"),
+        (_strided([0.5, np.inf, 1.0]), ValueError, "the value inf at index 1"),
+        (np.array([0.5, 1.0], dtype=object), TypeError, "numpy ndarray of dtype object"),
+        (np.array([0.5, 1.0], dtype=complex), TypeError, "numpy ndarray of dtype complex128"),
+        (np.array(["a", "b"]), TypeError, "numpy ndarray of dtype <U1"),
+    ],
+)
+def test_vector_arrays_that_are_not_vectors_name_their_token(value, error, message):
+    tagger = CRFTagger(max_iterations=5).fit(
+        [[{"w": "a", "emb": np.ones(3)}, {"w": "b", "emb": -np.ones(3)}]], [["A", "B"]]
+    )
+    X = [[{"w": "a"}], [{"w": "a"}, {"w": "b"}, {"w": "a", "emb": value}]]
+    where = r"\[1\]\[2\]: feature 'emb' "
+    with pytest.raises(error, match=r"X" + where + ".*" + re.escape(message)):
+        tagger.predict(X)
+    with pytest.raises(error, match=r"X" + where + ".*" + re.escape(message)):
+        CRFTagger(max_iterations=2).fit(X, [["A"], ["A", "B", "A"]])
+    with pytest.raises(error, match=re.escape(message)):
+        tagger.predict_single(X[1])

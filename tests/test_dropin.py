@@ -131,6 +131,154 @@ def test_model_filename_that_does_not_exist_or_cannot_be_written(tmp_path):
         CRFTagger(model_filename=tmp_path / "no" / "m.crfsuite").fit([DAYS], [WEATHER])
 
 
+def fitted_snapshot(tagger):
+    """Everything a failed fit must leave as it was: each attribute (the same
+    object), the log's entries, the weights, the online trainer's state and
+    random stream."""
+    attributes = dict(vars(tagger))
+    log = attributes.get("training_log_")
+    state = attributes.get("_trainer_state")
+    rng = attributes.get("_partial_fit_rng")
+    model = attributes.get("_model")
+    deep = {
+        "log": None if log is None else (list(log.iterations), log.status, log.message),
+        "weights": None if model is None else model.weights.copy(),
+        "trainer": None
+        if state is None
+        else [None if a is None else a.copy() for a in (state.weights, state.weight_sums)]
+        + [state.n_epochs, state.n_updates, state.counter, state.order.copy()],
+        "rng": None if rng is None else pickle.dumps(rng.get_state()),
+    }
+    return attributes, deep
+
+
+def assert_unchanged(tagger, snapshot, X):
+    attributes, deep = snapshot
+    assert vars(tagger).keys() == attributes.keys()
+    for name, value in attributes.items():
+        assert vars(tagger)[name] is value, name
+    again = fitted_snapshot(tagger)[1]
+    for name in ("log", "rng"):
+        assert again[name] == deep[name], name
+    for name in ("weights",):
+        np.testing.assert_array_equal(again[name], deep[name])
+    if deep["trainer"] is not None:
+        for a, b in zip(again["trainer"], deep["trainer"]):
+            np.testing.assert_array_equal(a, b)
+    if "_model" in attributes:
+        assert tagger.predict(X) == tagger.predict(X)
+
+
+@pytest.mark.parametrize("warm_start", [False, True])
+@pytest.mark.parametrize("algorithm", ["lbfgs", "ap"])
+def test_a_fit_that_fails_to_write_model_filename_leaves_the_estimator_and_the_file(
+    tmp_path, warm_start, algorithm
+):
+    X, y = [DAYS, DAYS[::-1]], [WEATHER, WEATHER[::-1]]
+    path = tmp_path / "weather.crfsuite"
+    tagger = CRFTagger(algorithm, model_filename=path, warm_start=warm_start, max_iterations=5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tagger.fit(X, y)
+    content = path.read_bytes()
+    predicted = tagger.predict(X)
+    before = fitted_snapshot(tagger)
+
+    # a path that becomes a folder while training
+    late = tmp_path / "late.crfsuite"
+    tagger.set_params(model_filename=late)
+    before[0]["model_filename"] = late
+
+    def make_folder(info):
+        late.mkdir(exist_ok=True)
+
+    with pytest.raises(IsADirectoryError, match="model_filename=.*late.crfsuite.*could not be"):
+        tagger.fit([DAYS[2:]], [WEATHER[2:]], callback=make_folder)
+    assert_unchanged(tagger, before, X)
+    assert tagger.predict(X) == predicted
+    late.rmdir()
+
+    # labels CRFsuite cannot tell apart (1 and "1" are both "1" in the file)
+    tagger.set_params(model_filename=path, warm_start=False)
+    before[0]["model_filename"], before[0]["warm_start"] = path, False
+    with pytest.raises(ValueError, match="'1'"):
+        tagger.fit([DAYS], [[1, "1"] * 5])
+    assert_unchanged(tagger, before, X)
+    assert path.read_bytes() == content
+    assert not late.exists()
+    # the file and the estimator agree
+    assert CRFTagger(model_filename=path).predict(X) == predicted
+
+
+def test_a_partial_fit_that_fails_late_leaves_the_log_and_random_stream(tmp_path, monkeypatch):
+    import errno
+
+    import skcrf._tagger
+
+    X, y = [DAYS, DAYS[::-1], DAYS[2:]], [WEATHER, WEATHER[::-1], WEATHER[2:]]
+    path = tmp_path / "weather.crfsuite"
+    tagger = CRFTagger("pa", model_filename=path, random_state=0)
+    twin = CRFTagger("pa", random_state=0)
+    for estimator in (tagger, twin):
+        estimator.partial_fit(X, y, classes=["rain", "sun"])
+        estimator.partial_fit(X, y)
+    content = path.read_bytes()
+    before = fitted_snapshot(tagger)
+    assert len(tagger.training_log_) == 2
+
+    def read_only(model, path, **kwargs):  # a folder made read-only after the check
+        raise OSError(errno.EROFS, "Read-only file system", str(path))
+
+    with monkeypatch.context() as patch:
+        patch.setattr(skcrf._tagger, "write_crfsuite", read_only)
+        with pytest.raises(OSError, match="model_filename=.*could not be written"):
+            tagger.partial_fit(X, y)
+        with pytest.raises(OSError, match="Read-only"):
+            tagger.fit(X, y)
+    assert_unchanged(tagger, before, X)
+    assert len(tagger.training_log_) == 2
+    assert path.read_bytes() == content
+    # the failed calls consumed nothing: the next one is the one it would have been
+    tagger.partial_fit(X, y)
+    twin.partial_fit(X, y)
+    np.testing.assert_array_equal(tagger._model.weights, twin._model.weights)
+    assert len(tagger.training_log_) == 3
+    assert CRFTagger(model_filename=path).predict(X) == tagger.predict(X)
+
+
+def test_an_unfitted_estimator_whose_fit_fails_late_stays_unfitted(tmp_path, monkeypatch):
+    import skcrf._tagger
+
+    def failing(model, path, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    tagger = CRFTagger(model_filename=tmp_path / "m.crfsuite")
+    before = fitted_snapshot(tagger)
+    monkeypatch.setattr(skcrf._tagger, "write_crfsuite", failing)
+    with pytest.raises(OSError, match="No space left"):
+        tagger.fit([DAYS], [WEATHER])
+    assert_unchanged(tagger, before, [DAYS])
+    assert not hasattr(tagger, "classes_")
+    assert not (tmp_path / "m.crfsuite").exists()
+
+
+def test_model_filename_that_is_a_folder_or_read_only_fails_before_training(tmp_path):
+    called = []
+    with pytest.raises(IsADirectoryError, match="is a folder"):
+        CRFTagger(model_filename=tmp_path).fit([DAYS], [WEATHER], callback=called.append)
+    assert not called
+    if os.geteuid() == 0:
+        pytest.skip("root writes into read-only folders")
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    folder.chmod(0o500)
+    try:
+        with pytest.raises(PermissionError, match="not writable"):
+            CRFTagger(model_filename=folder / "m.crfsuite").fit([DAYS], [WEATHER])
+    finally:
+        folder.chmod(0o700)
+
+
 def test_models_move_between_sklearn_crfsuite_and_skcrf(tmp_path):
     sklearn_crfsuite = pytest.importorskip("sklearn_crfsuite")
     pycrfsuite = pytest.importorskip("pycrfsuite")

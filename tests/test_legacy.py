@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from sklearn.exceptions import NotFittedError
 
 import skcrf
 
@@ -79,3 +80,59 @@ def test_legacy_models_keep_training():
     assert len(online.predict(X)) == len(X)
     repickled = pickle.loads(pickle.dumps(online))
     assert repickled.predict(X) == online.predict(X)
+
+
+# -- sklearn-crfsuite pickles ---------------------------------------------------------
+# Fitted sklearn_crfsuite.CRF objects pickled by sklearn-crfsuite 0.3 to 0.5
+# (see tests/data/legacy/make_sklearn_crfsuite_pickles.py). Before 0.4 a CRF
+# has no keep_tempfiles or model_filename attribute, so get_params fails on
+# it once unpickled with a later sklearn-crfsuite.
+
+SKLEARN_CRFSUITE = json.loads((LEGACY / "sklearn_crfsuite_expected.json").read_text())
+SKLEARN_CRFSUITE_VERSIONS = sorted(k for k in SKLEARN_CRFSUITE if k != "X_test")
+
+
+@pytest.mark.parametrize("release", SKLEARN_CRFSUITE_VERSIONS)
+def test_from_crfsuite_reads_sklearn_crfsuite_pickles_of_every_version(release):
+    pytest.importorskip("sklearn_crfsuite")
+    with open(LEGACY / f"sklearn_crfsuite_{release}.pkl", "rb") as f:
+        crf = pickle.load(f)
+    X = SKLEARN_CRFSUITE["X_test"]
+    expected = SKLEARN_CRFSUITE[release]
+    tagger = skcrf.CRFTagger.from_crfsuite(crf)
+    # what the pickle's own tagger predicts, now and when it was made
+    own = [list(seq) for seq in crf.predict(X)]
+    assert tagger.predict(X) == own == expected["predict"]
+    for seq, own_seq in zip(tagger.predict_marginals(X), crf.predict_marginals(X)):
+        for token, own_token in zip(seq, own_seq):
+            assert token.keys() == own_token.keys()
+            for label, p in token.items():
+                assert p == pytest.approx(own_token[label], abs=1e-9)
+    # its parameters are copied, the ones it lacks are CRFTagger's defaults
+    params = tagger.get_params()
+    assert (params["c1"], params["c2"], params["max_iterations"]) == (0.05, 0.01, 50)
+    assert params["algorithm"] == "lbfgs" and params["all_possible_transitions"] is True
+    assert params["keep_tempfiles"] is False and params["model_filename"] is None
+    if "keep_tempfiles" not in expected["attributes"]:
+        assert not hasattr(crf, "keep_tempfiles")  # the case get_params fails on
+
+
+def test_from_crfsuite_takes_a_crf_without_get_params_or_unfitted():
+    sklearn_crfsuite = pytest.importorskip("sklearn_crfsuite")
+    with open(LEGACY / "sklearn_crfsuite_0.3.6.pkl", "rb") as f:
+        crf = pickle.load(f)
+    X = SKLEARN_CRFSUITE["X_test"]
+
+    class Bare:  # a CRF of a version whose BaseEstimator was a plain object
+        pass
+
+    bare = Bare()
+    bare.__dict__.update(vars(crf))
+    assert not hasattr(bare, "get_params")
+    tagger = skcrf.CRFTagger.from_crfsuite(bare)
+    assert tagger.predict(X) == SKLEARN_CRFSUITE["0.3.6"]["predict"]
+    assert tagger.get_params()["c1"] == 0.05
+    with pytest.raises(NotFittedError, match="no model file"):
+        skcrf.CRFTagger.from_crfsuite(sklearn_crfsuite.CRF())
+    with pytest.raises(TypeError, match="sklearn_crfsuite.CRF; got object"):
+        skcrf.CRFTagger.from_crfsuite(object())

@@ -564,3 +564,20 @@ def test_empty_training_set():
             random_state=np.random.RandomState(0),
         )
         assert result.x.shape == (model.n_features,)
+
+
+def test_l2sgd_period_zero_disables_the_delta_test():
+    # the docs: 0 turns the test off (it divided by zero)
+    data = make_problem(13, n_sequences=10)
+    entries = []
+    result = run(
+        "l2sgd",
+        data,
+        settings={"period": 0, "delta": 1e9, "max_iterations": 5},
+        callback=lambda e, w: entries.append(e),
+    )
+    assert result.status is OnlineStatus.MAX_ITERATIONS and result.n_iter == 5
+    assert not any("improvement" in entry for entry in entries)
+    # the same run with the test on stops at its first chance
+    result = run("l2sgd", data, settings={"period": 1, "delta": 1e9, "max_iterations": 5})
+    assert result.status is OnlineStatus.SMALL_IMPROVEMENT and result.n_iter == 2

@@ -208,6 +208,43 @@ def test_missing_labels_training():
         CRFTagger(algorithm="ap", missing_label="?").fit(X, hidden)
 
 
+@pytest.mark.parametrize("missing_label", ["?", 0, -1, ("no", "label")])
+@pytest.mark.parametrize("algorithm", ["lbfgs", "l2sgd", "ap"])
+def test_every_label_missing_is_an_error_at_fit(missing_label, algorithm):
+    # zero classes: the fit used to succeed and predict to fail on an index
+    X, y = entity_data(seed=4, n=8)
+    hidden = [[missing_label] * len(seq) for seq in y]
+    tagger = CRFTagger(algorithm=algorithm, missing_label=missing_label)
+    with pytest.raises(ValueError, match=r"every label of y \(\d+ tokens\) is missing_label"):
+        tagger.fit(X, hidden)
+    assert not hasattr(tagger, "classes_")
+    # on a warm start the previous classes exist, but nothing is learned from them
+    tagger.set_params(algorithm="lbfgs", warm_start=True)
+    tagger.fit(X, y)
+    before = tagger.coef_.toarray()
+    with pytest.raises(ValueError, match="every label of y"):
+        tagger.fit(X, hidden)
+    np.testing.assert_array_equal(tagger.coef_.toarray(), before)
+    # partial_fit, with classes given
+    with pytest.raises(ValueError, match="every label of y"):
+        CRFTagger(algorithm="ap", missing_label=tagger.missing_label).partial_fit(
+            X, hidden, classes=["O", "B-PER"]
+        )
+
+
+def test_sets_of_every_label_and_missing_labels_only_are_an_error_at_fit():
+    X, y = entity_data(seed=4, n=8)
+    everything = {"O", "B-PER"}
+    unknown = [[everything if k % 2 else "?" for k in range(len(seq))] for seq in y]
+    with pytest.raises(ValueError, match="constrain nothing"):
+        CRFTagger(missing_label="?").fit(X, unknown)
+    # one set that excludes a label is something to learn from
+    unknown[0][0] = {"O"}
+    tagger = CRFTagger(missing_label="?").fit(X, unknown)
+    assert tagger.classes_.tolist() == ["B-PER", "O"]
+    assert len(tagger.predict(X)) == len(X)
+
+
 # ---------------------------------------------------------------- properties
 
 

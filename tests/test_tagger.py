@@ -185,6 +185,77 @@ def test_n_jobs_gives_the_same_model():
     np.testing.assert_allclose(one.transition_, two.transition_, rtol=1e-9, atol=1e-12)
 
 
+def _record_thread_pools(monkeypatch):
+    """The ``max_workers`` of every thread pool skcrf starts (training and decoding)."""
+    import concurrent.futures
+
+    import skcrf._inference._decode
+
+    sizes = []
+
+    class Recording(concurrent.futures.ThreadPoolExecutor):
+        def __init__(self, max_workers=None, *args, **kwargs):
+            sizes.append(max_workers)
+            super().__init__(max_workers, *args, **kwargs)
+
+    monkeypatch.setattr(skcrf._training._objective, "ThreadPoolExecutor", Recording)
+    monkeypatch.setattr(skcrf._inference._decode, "ThreadPoolExecutor", Recording)
+    return sizes
+
+
+def _worker_threads():
+    return sum(t.name.startswith("ThreadPoolExecutor") for t in threading.enumerate())
+
+
+@pytest.mark.parametrize("n_empty", [0, 200])
+def test_n_jobs_far_above_the_work_starts_no_idle_threads(monkeypatch, n_empty):
+    # 3 sequences with tokens (and empty ones, which are no work): at most 3 threads
+    X, y = X_TOY[:3] + [[]] * n_empty, Y_TOY[:3] + [[]] * n_empty
+    sizes = _record_thread_pools(monkeypatch)
+    workers = []
+
+    def count(info):
+        workers.append(_worker_threads())
+
+    many = CRFTagger(n_jobs=500).fit(X, y, callback=count)
+    assert sizes and max(sizes) <= 3
+    assert max(workers) <= 3
+    assert many.n_iter_ == len(workers)
+    # the same model as n_jobs equal to the work (the same shards), bit for bit
+    exact = CRFTagger(n_jobs=3).fit(X, y)
+    np.testing.assert_array_equal(many._model.weights, exact._model.weights)
+    one = CRFTagger(n_jobs=1).fit(X, y)
+    np.testing.assert_allclose(many._model.weights, one._model.weights, rtol=1e-9, atol=1e-12)
+    assert many.predict(X) == one.predict(X)
+
+
+def test_n_jobs_far_above_the_blocks_decodes_on_as_many_threads(monkeypatch):
+    # 12,000 tokens of 3 labels: past the tokens-per-thread threshold for 3
+    # threads, but one block of work (BLOCK_ELEMENTS tokens x labels)
+    from skcrf._inference._blocks import count_blocks
+
+    rng = np.random.default_rng(0)
+    words = ["the", "a", "dog", "cat", "barks", "sleeps"]
+    X = [[{"w": words[k]} for k in rng.integers(0, 6, size=4000)] for _ in range(3)]
+    tagger = CRFTagger(max_iterations=20).fit(X_TOY, Y_TOY)
+    assert count_blocks([4000] * 3, len(tagger.classes_)) == 1
+    expected = tagger.predict(X)
+    expected_marginals = tagger.predict_marginals(X)
+    sizes = _record_thread_pools(monkeypatch)
+    tagger.set_params(n_jobs=500)
+    assert tagger.predict(X) == expected
+    assert tagger.predict_marginals(X) == expected_marginals
+    tagger.predict_nbest(X, 2)
+    tagger.sequence_log_proba(X)
+    assert sizes == []  # one block: decoded on the calling thread
+    # more blocks: no more threads than blocks
+    X_more = X * 8  # 96,000 tokens: 5 blocks of 21,845 tokens at most
+    n_blocks = count_blocks([4000] * 24, len(tagger.classes_))
+    assert 1 < n_blocks < 96_000 // 4000
+    assert tagger.predict(X_more) == expected * 8
+    assert sizes and max(sizes) <= n_blocks
+
+
 def test_training_is_deterministic():
     a = CRFTagger(c1=0.05, c2=0.1).fit(X_TOY, Y_TOY)
     b = CRFTagger(c1=0.05, c2=0.1).fit(X_TOY, Y_TOY)
@@ -522,3 +593,33 @@ def test_global_output_config_does_not_matter():
         assert configured.predict(X_TOY) == plain.predict(X_TOY)
         assert configured.predict_marginals(X_TOY) == plain.predict_marginals(X_TOY)
     assert_same_coef(configured.coef_, plain.coef_)
+
+
+@pytest.mark.parametrize("algorithm", ["lbfgs", "l2sgd"])
+def test_period_zero_disables_the_delta_test(algorithm):
+    # the docs: 0 turns the delta test off (l2sgd divided by zero)
+    X, y = X_TOY * 3, Y_TOY * 3
+    params = {"epsilon": 0.0} if algorithm == "lbfgs" else {}  # no convergence test either
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        tagger = CRFTagger(algorithm, period=0, delta=1e9, max_iterations=4, **params)
+        tagger.fit(X, y)
+        assert tagger.n_iter_ == 4
+        assert tagger.status_.name == "MAX_ITERATIONS"
+        # the test on, with that delta, stops at its first chance
+        tagger.set_params(period=1).fit(X, y)
+    assert tagger.n_iter_ < 4
+    assert (
+        tagger.status_.name == {"lbfgs": "STOPPED_DELTA", "l2sgd": "SMALL_IMPROVEMENT"}[algorithm]
+    )
+    if algorithm == "l2sgd":  # partial_fit's epochs run no delta test
+        tagger = CRFTagger(algorithm, period=0)
+        tagger.partial_fit(X, y, classes=["D", "N", "V"]).partial_fit(X, y)
+        assert tagger.n_iter_ == 2
+
+
+@pytest.mark.parametrize("algorithm", ["ap", "pa", "arow"])
+def test_period_is_an_error_for_the_trainers_without_a_delta_test(algorithm):
+    for period in (0, 5):
+        with pytest.raises(ValueError, match=f"period={period} does not apply to algorithm"):
+            CRFTagger(algorithm, period=period).fit(X_TOY, Y_TOY)

@@ -500,3 +500,51 @@ def test_property_matches_oracle_and_plain_dynamic_programming(problem):
         viterbi_packed(np.zeros((0, tr.shape[0])), tr, layout.batch_sizes, path)
         return
     check(em, tr, lengths)
+
+
+# ---------------------------------------------------------------- many labels
+
+
+def test_tight_bound_is_never_built_for_many_labels():
+    # the per-label bound costs O(n_labels ** 3): built only when amortized
+    # (8 * n_labels tokens) and never above max_tight_labels() labels
+    cap = _viterbi.max_tight_labels()
+    assert 46 <= cap <= 512
+    assert _viterbi.uses_tight_bound(46, 8 * 46)
+    assert not _viterbi.uses_tight_bound(46, 8 * 46 - 1)
+    assert _viterbi.uses_tight_bound(cap, 8 * cap)
+    for n_labels in (cap + 1, 2000, 10_000):
+        assert not _viterbi.uses_tight_bound(n_labels, 10**12)
+
+
+def test_large_batch_beyond_the_tight_bound_cap_matches_oracle():
+    # a batch long enough to tighten, with more labels than the cap: the
+    # spread bound alone, still exact
+    rng = np.random.default_rng(11)
+    n_labels = _viterbi.max_tight_labels() + 1
+    lengths = [9] * (8 * n_labels // 9 + 1)
+    em = peaked(rng, sum(lengths), n_labels, scale=1.0, bonus=3.0)
+    tr = rng.normal(size=(n_labels, n_labels))
+    check(em, tr, lengths, references=())
+
+
+@pytest.mark.parametrize("n_labels", [5, 60, 300])
+def test_shared_pruning_gives_the_same_paths(n_labels):
+    # TransitionPruning: the transitions scanned once per model, not per
+    # block; same paths and scores, tight bound or not, forbidden pairs too
+    rng = np.random.default_rng(n_labels)
+    tr = rng.normal(size=(n_labels, n_labels))
+    for transitions in (tr, np.where(rng.random(tr.shape) < 0.2, -np.inf, tr)):
+        pruning = _viterbi.TransitionPruning(transitions)
+        for lengths in ([7, 3], [9] * (8 * n_labels // 9 + 1)):
+            em = peaked(rng, sum(lengths), n_labels, scale=1.0, bonus=3.0)
+            layout = pack(np.asarray(lengths))
+            packed_em = np.ascontiguousarray(em[layout.flat_index])
+            expected = [np.empty(len(em), dtype=np.intp), np.empty(len(lengths))]
+            viterbi_packed(packed_em, transitions, layout.batch_sizes, *expected)
+            got = [np.empty(len(em), dtype=np.intp), np.empty(len(lengths))]
+            viterbi_packed(packed_em, transitions, layout.batch_sizes, *got, pruning=pruning)
+            np.testing.assert_array_equal(got[0], expected[0])
+            np.testing.assert_array_equal(got[1], expected[1])
+    with pytest.raises(ValueError, match="other transitions"):
+        viterbi_packed(packed_em, tr.copy(), layout.batch_sizes, got[0], pruning=pruning)

@@ -170,6 +170,76 @@ def test_early_stopping_with_a_scorer():
     assert 0.0 <= max(scores) <= 1.0 and scores[tagger.best_iteration_ - 1] == max(scores)
 
 
+def _score_from(iteration, value):
+    """A scorer whose score is ``value`` from the ``iteration``-th call on."""
+    calls = []
+
+    def flaky_scorer(estimator, X, y):
+        calls.append(1)
+        return value if len(calls) >= iteration else 0.5 + 0.01 * len(calls)
+
+    return flaky_scorer
+
+
+@pytest.mark.parametrize(
+    "value, error",
+    [
+        (float("nan"), ValueError),
+        (np.float64("nan"), ValueError),
+        (float("inf"), ValueError),
+        (-np.inf, ValueError),
+        (None, TypeError),
+        ("0.9", TypeError),
+        (np.array([0.5]), TypeError),
+        (True, TypeError),
+        (1 + 0j, TypeError),
+    ],
+    ids=["nan", "np.nan", "inf", "-inf", "None", "str", "array", "bool", "complex"],
+)
+@pytest.mark.parametrize("algorithm", ["lbfgs", "ap"])
+def test_early_stopping_score_that_is_not_a_finite_number_is_an_error(value, error, algorithm):
+    X, y = _corpus(9, n_sequences=30)
+    X_dev, y_dev = _corpus(10, n_sequences=10)
+    tagger = CRFTagger(
+        algorithm,
+        early_stopping=True,
+        scoring=_score_from(1, 0.5),
+        n_iter_no_change=100,
+        max_iterations=6,
+        warm_start=True,
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        tagger.fit(X, y, X_dev, y_dev)
+    before = dict(vars(tagger))
+    weights, log = tagger._model.weights.copy(), list(tagger.training_log_.iterations)
+    predicted = tagger.predict(X_dev)
+
+    tagger.set_params(scoring=_score_from(3, value))
+    before["scoring"] = tagger.scoring
+    with pytest.raises(
+        error, match="early stopping: scoring=.*flaky_scorer returned .* at iteration 3"
+    ):
+        tagger.fit(X, y, X_dev, y_dev)
+    # the failed fit left the estimator as it was
+    assert vars(tagger).keys() == before.keys()
+    assert all(vars(tagger)[name] is value for name, value in before.items())
+    np.testing.assert_array_equal(tagger._model.weights, weights)
+    assert tagger.training_log_.iterations == log
+    assert tagger.predict(X_dev) == predicted
+
+
+def test_early_stopping_accepts_numpy_and_zero_dimensional_scores():
+    X, y = _corpus(9, n_sequences=30)
+    for value in (np.float32(0.25), np.array(0.25), 0, np.int64(1)):
+        tagger = CRFTagger(
+            early_stopping=True, scoring=_score_from(1, value), n_iter_no_change=2
+        ).fit(X, y)
+        scores = [e["validation_score"] for e in tagger.training_log_.iterations]
+        assert scores == [float(value)] * len(scores)
+        assert all(type(score) is float for score in scores)
+
+
 def test_best_iteration_survives_save_and_pickle(tmp_path):
     import pickle
 

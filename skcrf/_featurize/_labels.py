@@ -569,6 +569,12 @@ def check_partial_training_labels(y, lengths, missing_label, name="y", previous_
         can be, as :func:`encode_labels`).
     partial : PartialLabels or None
         None when every label is known (training is then exactly the usual).
+
+    Raises
+    ------
+    ValueError
+        If every label is ``missing_label`` (there would be no class), or on
+        a label that is not valid (the message names ``y[i][j]``).
     """
     if _is_nan(missing_label):
         raise ValueError("missing_label is NaN, which equals nothing; use another marker.")
@@ -619,6 +625,14 @@ def check_partial_training_labels(y, lengths, missing_label, name="y", previous_
                 flat.append(label)
                 kinds.append(0)
     kinds = np.asarray(kinds, dtype=np.int8)
+    if len(kinds) and (kinds == 1).all():
+        # no class to learn (or, on warm start, nothing to learn them from);
+        # a model of zero labels would fail at predict
+        raise ValueError(
+            f"every label of {name} ({_count(len(kinds), 'token')}) is "
+            f"missing_label={missing_label!r:.60}: there is no label to train on. Give "
+            "the known labels (or sets of labels) of at least some tokens."
+        )
     known_rows = np.flatnonzero(kinds == 0)
     known_labels = [flat[k] for k in known_rows.tolist()]
     # the checks name the token in flat order through locate_row
@@ -644,6 +658,13 @@ def check_partial_training_labels(y, lengths, missing_label, name="y", previous_
     if len(members):
         masks[np.asarray(member_rows, dtype=np.intp), member_index] = True
     free = ~masks.any(axis=1) | masks.all(axis=1)  # unknown, or a set of every label
+    if n_labels > 1 and not len(known_rows) and free.all():
+        raise ValueError(
+            f"no token of {name} has a known label, and every set of labels holds "
+            f"all {n_labels} labels {_short(list(classes))}: the labels constrain "
+            "nothing, there is nothing to train on. Give the known labels (or "
+            "smaller sets) of at least some tokens."
+        )
     lengths = np.asarray(lengths, dtype=np.intp)
     sequence_of = np.repeat(np.arange(len(lengths)), lengths)
     n_free = np.bincount(sequence_of, weights=free, minlength=len(lengths))

@@ -363,6 +363,12 @@ def _add_mapping(pairs, mapping, prefix, i, j, name, separator, depth):
             _add_mapping(pairs, value, full_key + ":", i, j, name, separator, depth + 1)
         elif _is_vector(value):
             pairs.append((full_key, _vector(value, i, j, name, full_key)))
+        elif isinstance(value, np.ndarray):
+            raise TypeError(
+                f"{name}[{i}][{j}]: feature {full_key!r} is a numpy ndarray of dtype "
+                f"{value.dtype} ({_short(value)}); a vector feature is a 1-D array of "
+                "numbers (bool, integer or float dtype) or a list of floats."
+            )
         elif isinstance(value, (list, set, frozenset)):
             for item in value:
                 if isinstance(item, bytes):
@@ -395,7 +401,12 @@ def _is_vector(value):
 
 
 def _vector(value, i, j, name, key):
-    """A vector value as a 1-D float64 array, checked (finite)."""
+    """A vector value as a 1-D float64 array, checked (finite).
+
+    Any numeric dtype (bool, integers, floats of any size), byte order and
+    strides: the result is C-contiguous float64 in the machine's byte order,
+    the numbers of ``[float(v) for v in value]``.
+    """
     where = f"{name}[{i}][{j}]: feature {key!r}"
     try:
         array = np.asarray(value, dtype=np.float64)
@@ -412,7 +423,7 @@ def _vector(value, i, j, name, key):
             f"{where} has the value {float(array[k])!r} at index {k}, which is not a finite "
             "float; vector values must be finite numbers (no NaN or infinity)."
         )
-    return array
+    return np.ascontiguousarray(array)  # after the 1-D check: it makes 0-D arrays 1-D
 
 
 def _utf8(data, where):

@@ -989,11 +989,16 @@ class _DenseSink:
 
 cdef bint _plain_vector(value) except -1:
     """Whether an ndarray is a vector the fast path takes as it is: 1-D,
-    float64, at least one value, all finite (else the general path checks it)."""
+    float64 in the machine's byte order, contiguous and aligned, at least one
+    value, all finite (else the general path converts or refuses it)."""
     cdef cnp.ndarray array = <cnp.ndarray> value
     cdef Py_ssize_t k, n
     cdef const double[:] view
     if cnp.PyArray_NDIM(array) != 1 or cnp.PyArray_TYPE(array) != cnp.NPY_DOUBLE:
+        return False
+    # NPY_DOUBLE is either byte order: a swapped or strided array is converted
+    # by the general path (a typed view of it would fail with no position)
+    if not cnp.PyArray_ISNOTSWAPPED(array) or not cnp.PyArray_ISCARRAY_RO(array):
         return False
     n = cnp.PyArray_DIM(array, 0)
     if n == 0:

@@ -80,23 +80,34 @@ def gather_rows(indptr, ids, values, rows, *, drop_zeros=False):
     return new_indptr, np.ascontiguousarray(new_ids), np.ascontiguousarray(new_values)
 
 
-def make_blocks(encoded, sequences, n_labels, *, drop_zeros=False):
-    """Cut ``sequences`` (indices) into blocks of similar lengths within the budget."""
-    lengths = np.asarray(encoded.lengths)
+def _block_bounds(lengths, sequences, n_labels):
+    """``sequences`` longest first, and the ``(start, stop)`` of each block in them."""
     sequences = np.asarray(sequences)
     sequences = sequences[np.argsort(-lengths[sequences], kind="stable")]
     budget = max(1, BLOCK_ELEMENTS // max(n_labels, 1))
     # A block ends where its running token count would pass the budget; the
     # cumulative sum gives every block boundary at once.
     ends = np.cumsum(lengths[sequences])
-    blocks, start, base = [], 0, 0
+    bounds, start, base = [], 0, 0
     while start < len(sequences):
         stop = int(np.searchsorted(ends, base + budget, side="right"))
         stop = max(stop, start + 1)
-        blocks.append(Block(encoded, sequences[start:stop], drop_zeros))
+        bounds.append((start, stop))
         base = int(ends[stop - 1])
         start = stop
-    return blocks
+    return sequences, bounds
+
+
+def make_blocks(encoded, sequences, n_labels, *, drop_zeros=False):
+    """Cut ``sequences`` (indices) into blocks of similar lengths within the budget."""
+    sequences, bounds = _block_bounds(np.asarray(encoded.lengths), sequences, n_labels)
+    return [Block(encoded, sequences[start:stop], drop_zeros) for start, stop in bounds]
+
+
+def count_blocks(lengths, n_labels):
+    """How many blocks :func:`make_blocks` cuts the sequences with a token into."""
+    lengths = np.asarray(lengths)
+    return len(_block_bounds(lengths, np.flatnonzero(lengths), n_labels)[1])
 
 
 class Workspace:

@@ -22,6 +22,7 @@ from ._blocks import (
     StateLayout,
     Workspace,
     block_marginals,
+    count_blocks,
     make_blocks,
     masked_block_marginals,
     masked_score_arrays,
@@ -29,7 +30,7 @@ from ._blocks import (
     state_scores,
 )
 from ._constraints import NoValidLabelling, apply_log_masks
-from ._viterbi import viterbi_packed
+from ._viterbi import TransitionPruning, viterbi_packed
 
 # Below this many tokens per thread, a batch is not worth sharding.
 _TOKENS_PER_THREAD = 4000
@@ -49,6 +50,9 @@ class Decoder:
         self.n_labels = model.n_labels
         self.arrays = score_arrays(StateLayout(ptr, labels, model.n_labels), weights, transitions)
         self._single = _kernels.SequenceDecoder(ptr, labels, weights, transitions)
+        # Viterbi's pruning parameters: one O(n_labels ** 2) scan per model,
+        # not one per block (a block holds about one sequence with many labels)
+        self._pruning = TransitionPruning(self.arrays.transitions)
 
     @property
     def transitions(self):
@@ -62,6 +66,8 @@ class Decoder:
         lengths = np.asarray(encoded.lengths)
         n_tokens = int(lengths.sum())
         n_threads = min(n_threads, max(1, n_tokens // _TOKENS_PER_THREAD))
+        if n_threads > 1:  # no more threads than blocks of work
+            n_threads = min(n_threads, max(1, count_blocks(lengths, self.n_labels)))
 
         def run(sequences):
             """False if some token's scores overflowed (the caller says where)."""
@@ -90,6 +96,15 @@ class Decoder:
             check_emissions(emissions, lengths, name=name)
         return out
 
+    def pruning(self, arrays):
+        """The :class:`TransitionPruning` of ``arrays.transitions``.
+
+        The model's, or a new one (once per call) for constrained transitions.
+        """
+        if arrays.transitions is self.arrays.transitions:
+            return self._pruning
+        return TransitionPruning(arrays.transitions)
+
     def constrained_arrays(self, constraints):
         """The score arrays with the forbidden pairs of ``constraints`` at -inf."""
         if constraints is None or not constraints.has_transitions:
@@ -105,6 +120,7 @@ class Decoder:
         n_tokens = len(encoded.indptr) - 1
         path = np.empty(n_tokens, dtype=np.intp)
         transitions = self.transitions
+        pruning = self._pruning
         if constraints is None:
 
             def decode_block(block, workspace):
@@ -112,14 +128,18 @@ class Decoder:
                 self._emissions(block.indptr, block.ids, block.values, emissions)
                 _check_finite(emissions)
                 block_path = np.empty(block.n_rows, dtype=np.intp)
-                viterbi_packed(emissions, transitions, block.batch_sizes, block_path)
+                viterbi_packed(
+                    emissions, transitions, block.batch_sizes, block_path, pruning=pruning
+                )
                 return block_path
 
             return self._run(encoded, n_threads, decode_block, path, name)
 
         # Forbidden pairs are -inf transitions: the Viterbi kernel then prunes
         # nothing (its bound needs finite scores) but stays exact.
-        transitions = self.constrained_arrays(constraints).transitions
+        arrays = self.constrained_arrays(constraints)
+        transitions = arrays.transitions
+        pruning = self.pruning(arrays)
 
         def decode_block(block, workspace):
             emissions = workspace.psi[: block.n_rows]
@@ -128,7 +148,7 @@ class Decoder:
             apply_log_masks(emissions, constraints.emission_masks(block))
             block_path = np.empty(block.n_rows, dtype=np.intp)
             best = np.empty(block.n_sequences)
-            viterbi_packed(emissions, transitions, block.batch_sizes, block_path, best)
+            viterbi_packed(emissions, transitions, block.batch_sizes, block_path, best, pruning)
             if not np.isfinite(best).all():
                 bad = np.flatnonzero(~np.isfinite(best))[0]
                 raise NoValidLabelling(int(block.sequences[bad]), name)

@@ -354,6 +354,7 @@ from libc.stdlib cimport free, malloc
 from skcrf._utils._typedefs cimport intp
 from skcrf._inference._viterbi cimport (
     ViterbiWork,
+    tight_bound_pays,
     viterbi_bound_new,
     viterbi_sequence,
     viterbi_work_free,
@@ -375,7 +376,10 @@ cdef class SequenceDecoder:
     The per-label pruning bound costs O(n_labels ** 3) once; it is built,
     outside the GIL, by the call after which the tokens decoded so far
     number ``8 * n_labels`` (so its cost stays below the O(n * n_labels ** 2)
-    work already done), and used by every later call.
+    work already done), and used by every later call; never for more than
+    ``TIGHT_BOUND_MAX_LABELS`` labels (256: one call must not pay
+    O(n_labels ** 3) however many tokens came before; many labels prune with
+    the transition spread alone).
 
     Parameters
     ----------
@@ -422,6 +426,11 @@ cdef class SequenceDecoder:
             viterbi_work_free(&self.model)
         free(self.bound)
 
+    @property
+    def has_tight_bound(self):
+        """Whether the per-label pruning bound has been built."""
+        return self.bound != NULL
+
     def decode(self, const long long[::1] indptr, const int[::1] ids,
                const double[::1] values):
         """Label index of each token of one encoded sequence.
@@ -446,7 +455,8 @@ cdef class SequenceDecoder:
         # with the GIL: one thread takes the build, the others go on without
         self.tokens_seen += length
         bound = self.bound
-        build = bound == NULL and not self.building and self.tokens_seen >= 8 * n_labels
+        build = (bound == NULL and not self.building
+                 and tight_bound_pays(n_labels, self.tokens_seen))
         if build:
             self.building = True
         with nogil:

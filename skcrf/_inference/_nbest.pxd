@@ -44,9 +44,10 @@ cdef struct LazyKBestWork:
 # Fill ``work`` for ``k`` paths per sequence and sequences of up to
 # ``max_length`` tokens (transitions: n_labels x n_labels, -inf where
 # forbidden, read, not copied; ``tight``: the O(n_labels ** 3) pruning bound
-# of skcrf._inference._viterbi, worth it for batches of more than a few dozen
-# tokens). Returns 0, or -1 when out of memory (``work`` then owns nothing).
-# Free with lazy_kbest_work_free.
+# of skcrf._inference._viterbi: pass its ``tight_bound_pays(n_labels,
+# n_tokens)``, never true above TIGHT_BOUND_MAX_LABELS labels). Returns 0,
+# or -1 when out of memory (``work`` then owns nothing). Free with
+# lazy_kbest_work_free.
 cdef int lazy_kbest_work_init(LazyKBestWork* work, const double* transitions, intp n_labels,
                               intp k, intp max_length, bint tight) noexcept nogil
 

@@ -37,6 +37,7 @@ from skcrf._inference._kernels cimport forward_scaled
 from skcrf._inference._viterbi cimport (
     ViterbiWork,
     packed_row,
+    tight_bound_pays,
     viterbi_start,
     viterbi_step,
     viterbi_work_free,
@@ -482,7 +483,7 @@ def kbest_packed(const double[:, ::1] emissions, const double[:, ::1] transition
             status = -1
         # the pruning bound costs ~n_labels ** 3 / 2 vector operations once
         elif lazy_kbest_work_init(&work, &transitions[0, 0], n_labels, k, max_length,
-                                  n_rows >= 8 * n_labels) != 0:
+                                  tight_bound_pays(n_labels, n_rows)) != 0:
             free(offsets)
             status = -1
         else:

@@ -141,6 +141,7 @@ def nbest(decoder, encoded, n, n_threads=1, constraints=None, name="X"):
     log_proba[:, 0] = 0.0  # empty sequences; the others are overwritten
     found = np.ones(n_sequences, dtype=np.intp)
     viterbi_only = n == 1
+    pruning = decoder.pruning(arrays) if viterbi_only else None
 
     def decode_block(block, workspace):
         masks = constraints.emission_masks(block) if constraints is not None else []
@@ -148,7 +149,9 @@ def nbest(decoder, encoded, n, n_threads=1, constraints=None, name="X"):
         if viterbi_only:
             block_paths = np.empty((1, block.n_rows), dtype=np.intp)
             scores = np.empty((block.n_sequences, 1))
-            viterbi_packed(emissions, transitions, block.batch_sizes, block_paths[0], scores[:, 0])
+            viterbi_packed(
+                emissions, transitions, block.batch_sizes, block_paths[0], scores[:, 0], pruning
+            )
             block_found = np.isfinite(scores[:, 0]).astype(np.intp)
         else:
             block_paths = np.zeros((n, block.n_rows), dtype=np.intp)

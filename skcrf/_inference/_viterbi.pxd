@@ -42,17 +42,18 @@ cdef struct ViterbiWork:
 
 
 # Fill ``work`` (one scan of the transitions, then malloc; with ``tight``
-# also the per-label bound, O(n_labels ** 3) once, worth it for batches of
-# more than a few dozen tokens). Returns 0, or -1 when out of memory
-# (``work`` then owns nothing). Free with viterbi_work_free.
+# also the per-label bound, O(n_labels ** 3) once: pass
+# ``tight_bound_pays(n_labels, n_tokens)``). Returns 0, or -1 when out of
+# memory (``work`` then owns nothing). Free with viterbi_work_free.
 cdef int viterbi_work_init(ViterbiWork* work, const double* transitions,
                            intp n_labels, intp max_length, bint tight) noexcept nogil
 
 cdef void viterbi_work_free(ViterbiWork* work) noexcept nogil
 
 # The per-label bound of ``work``'s transitions (see viterbi_work_init), in
-# new memory the caller owns (free it); NULL when out of memory or when the
-# transitions (NaN, +inf) admit no bound. O(n_labels ** 3).
+# new memory the caller owns (free it); NULL when out of memory, when the
+# transitions (NaN, +inf) admit no bound, or when there are more than
+# TIGHT_BOUND_MAX_LABELS labels. O(n_labels ** 3).
 cdef double* viterbi_bound_new(const ViterbiWork* work) noexcept nogil
 
 # A work for one call that shares ``model``'s read-only part (transitions,
@@ -75,10 +76,14 @@ cdef double viterbi_sequence(ViterbiWork* work, const double* emissions,
 # Whole packed batch (layout of skcrf._utils._packing): ``batch_sizes`` has
 # ``max_length`` non-increasing positive entries; ``path`` gets one label per
 # packed row and ``best_score`` (may be NULL) one score per sequence, in
-# packed order. Returns 0, or -1 when out of memory.
+# packed order. ``model``: NULL, or a work of the same transitions made by
+# viterbi_work_init (read only: its spread and margin, so that the batch
+# does not scan the n_labels ** 2 transitions again). Returns 0, or -1 when
+# out of memory.
 cdef int viterbi_packed_c(const double* emissions, const double* transitions,
                           intp n_labels, const intp* batch_sizes, intp max_length,
-                          intp* path, double* best_score) noexcept nogil
+                          intp* path, double* best_score,
+                          const ViterbiWork* model) noexcept nogil
 
 
 # -- one step of the recursion, shared by every Viterbi pass -----------------
@@ -100,6 +105,12 @@ cdef extern from *:
     /* Relative margin of the pruning bound against rounding (the sums round
        at ~1e-16 relative; any margin much larger than that is exact and safe). */
     #define SKCRF_PRUNE_RELATIVE_MARGIN 1e-9
+
+    /* The per-label bound costs n_labels ** 3 / 2 vector operations and
+       n_labels ** 2 doubles: it is built for at most this many labels, so its
+       cost stays below TIGHT_BOUND_MAX_LABELS / 2 unpruned Viterbi steps
+       (O(n_labels ** 2) each); more labels prune with the spread alone. */
+    #define SKCRF_TIGHT_BOUND_MAX_LABELS 256
 
     /* cur[j], bp[j] = p + trow[j], i  where  p + trow[j] > cur[j]  (strict:
        an equal score keeps the earlier, lower label), for j < n. The
@@ -134,8 +145,18 @@ cdef extern from *:
     """
     # the relative rounding margin of the pruning (see ViterbiWork.margin)
     const double PRUNE_RELATIVE_MARGIN "SKCRF_PRUNE_RELATIVE_MARGIN"
+    # the most labels for which the per-label bound is built
+    const intp TIGHT_BOUND_MAX_LABELS "SKCRF_TIGHT_BOUND_MAX_LABELS"
     void skcrf_maxplus_update(double* cur, int32_t* bp, const double* trow,
                               double p, int32_t i, intp n) noexcept nogil
+
+
+cdef inline bint tight_bound_pays(intp n_labels, intp n_tokens) noexcept nogil:
+    """Whether to build the per-label bound for ``n_tokens`` tokens (one batch,
+    or all a model has decoded so far): at most TIGHT_BOUND_MAX_LABELS labels
+    and at least ``8 * n_labels`` tokens, so that its O(n_labels ** 3) cost
+    stays within a constant of one O(n_labels ** 2) step per token."""
+    return 0 < n_labels <= TIGHT_BOUND_MAX_LABELS and n_tokens >= 8 * n_labels
 
 
 cdef inline intp packed_row(const intp* offsets, intp column, intp t) noexcept nogil:

@@ -150,6 +150,8 @@ cdef double* viterbi_bound_new(const ViterbiWork* work) noexcept nogil:
     cdef const double* column
     if n == 0 or not work.margin == work.margin:  # NaN margin: NaN or +inf transitions
         return NULL
+    if n_labels > TIGHT_BOUND_MAX_LABELS:  # O(n_labels ** 3): never for many labels
+        return NULL
     bound = <double*>malloc(n * sizeof(double))
     transposed = <double*>malloc(n * sizeof(double))
     if bound == NULL or transposed == NULL:
@@ -251,21 +253,32 @@ cdef inline intp offsets_total(const intp* batch_sizes, intp max_length) noexcep
 
 cdef int viterbi_packed_c(const double* emissions, const double* transitions,
                           intp n_labels, const intp* batch_sizes, intp max_length,
-                          intp* path, double* best_score) noexcept nogil:
+                          intp* path, double* best_score,
+                          const ViterbiWork* model) noexcept nogil:
     cdef ViterbiWork work
     cdef intp* offsets
     cdef intp t, column, length, n_sequences
     cdef double score
+    cdef double* bound = NULL
+    cdef bint tight
     if max_length <= 0:
         return 0
     offsets = <intp*>malloc((max_length + 1) * sizeof(intp))
     if offsets == NULL:
         return -1
     # the per-label bound costs ~n_labels ** 3 / 2 vector operations once
-    if viterbi_work_init(&work, transitions, n_labels, max_length,
-                         offsets_total(batch_sizes, max_length) >= 8 * n_labels) != 0:
-        free(offsets)
-        return -1
+    tight = tight_bound_pays(n_labels, offsets_total(batch_sizes, max_length))
+    if model == NULL:
+        if viterbi_work_init(&work, transitions, n_labels, max_length, tight) != 0:
+            free(offsets)
+            return -1
+    else:
+        if tight:
+            bound = viterbi_bound_new(model)  # NULL (none possible, no memory): spread alone
+        if viterbi_work_share(&work, model, bound, max_length) != 0:
+            free(bound)
+            free(offsets)
+            return -1
     offsets[0] = 0
     for t in range(max_length):
         offsets[t + 1] = offsets[t] + batch_sizes[t]
@@ -279,8 +292,51 @@ cdef int viterbi_packed_c(const double* emissions, const double* transitions,
         if best_score != NULL:
             best_score[column] = score
     viterbi_work_free(&work)
+    free(bound)
     free(offsets)
     return 0
+
+
+cdef class TransitionPruning:
+    """The pruning parameters of one transition matrix, computed once.
+
+    A batch decoded by :func:`viterbi_packed` scans its ``n_labels ** 2``
+    transitions for their spread; with many labels a block holds about one
+    sequence, and that scan (not the pruned steps, O(n_labels) each) is most
+    of the work. A decoder makes one of these per model (or per call for
+    constrained transitions) and passes it to every block: read-only, shared
+    by threads. Holds a reference to ``transitions``, which must not change.
+    """
+
+    cdef const double[:, ::1] transitions
+    cdef ViterbiWork work
+    cdef bint ready
+
+    def __cinit__(self, const double[:, ::1] transitions):
+        self.ready = False
+        if transitions.shape[0] != transitions.shape[1]:
+            raise ValueError("transitions must be square")
+        if transitions.shape[0] > INT32_MAX:
+            raise ValueError("too many labels")
+        self.transitions = transitions
+        if viterbi_work_init(&self.work,
+                             &transitions[0, 0] if transitions.shape[0] else NULL,
+                             transitions.shape[0], 1, False) != 0:
+            raise MemoryError()
+        self.ready = True
+
+    def __dealloc__(self):
+        if self.ready:
+            viterbi_work_free(&self.work)
+
+    cdef const ViterbiWork* model_for(self, const double[:, ::1] transitions) except NULL:
+        """The work, if ``transitions`` is the array this was made for."""
+        if (transitions.shape[0] != self.transitions.shape[0]
+                or transitions.shape[1] != self.transitions.shape[1]
+                or (transitions.shape[0] > 0
+                    and &transitions[0, 0] != &self.transitions[0, 0])):
+            raise ValueError("pruning was made for other transitions")
+        return &self.work
 
 
 cdef intp _check_transitions(intp n_labels, const double[:, ::1] transitions) except -1:
@@ -296,7 +352,7 @@ cdef intp _check_transitions(intp n_labels, const double[:, ::1] transitions) ex
 
 def viterbi_packed(const double[:, ::1] emissions, const double[:, ::1] transitions,
                    const intp[::1] batch_sizes, intp[::1] path_out,
-                   double[::1] best_score_out=None):
+                   double[::1] best_score_out=None, TransitionPruning pruning=None):
     """Most probable labelling of every sequence of a packed batch.
 
     The GIL is released for the whole computation, so threads can decode
@@ -313,12 +369,18 @@ def viterbi_packed(const double[:, ::1] emissions, const double[:, ::1] transiti
         Receives the label of each packed row.
     best_score_out : ndarray of shape (n_sequences,), float64, optional
         Receives the best score of each sequence, in packed (sorted) order.
+    pruning : TransitionPruning, optional
+        Made for this very ``transitions`` array (ValueError otherwise): its
+        pruning parameters, instead of a scan of the transitions per call.
     """
     cdef intp n_tokens = emissions.shape[0], n_labels = emissions.shape[1]
     cdef intp max_length = batch_sizes.shape[0], t, total = 0
     cdef int status
     cdef double* score_ptr = NULL
+    cdef const ViterbiWork* model = NULL
     _check_transitions(n_labels, transitions)
+    if pruning is not None:
+        model = pruning.model_for(transitions)
     for t in range(max_length):
         if batch_sizes[t] <= 0 or (t > 0 and batch_sizes[t] > batch_sizes[t - 1]):
             raise ValueError("batch_sizes must be positive and non-increasing")
@@ -340,10 +402,23 @@ def viterbi_packed(const double[:, ::1] emissions, const double[:, ::1] transiti
         raise ValueError("cannot decode with 0 labels")
     with nogil:
         status = viterbi_packed_c(&emissions[0, 0], &transitions[0, 0], n_labels,
-                                  &batch_sizes[0], max_length, &path_out[0], score_ptr)
+                                  &batch_sizes[0], max_length, &path_out[0], score_ptr,
+                                  model)
     if status != 0:
         raise MemoryError()
     return None
+
+
+def uses_tight_bound(intp n_labels, intp n_tokens):
+    """Whether a batch of ``n_tokens`` tokens over ``n_labels`` labels (or a
+    single-sequence decoder that has decoded that many) builds the per-label
+    pruning bound: never above ``max_tight_labels()`` labels."""
+    return bool(tight_bound_pays(n_labels, n_tokens))
+
+
+def max_tight_labels():
+    """The most labels for which the O(n_labels ** 3) per-label bound is built."""
+    return TIGHT_BOUND_MAX_LABELS
 
 
 def viterbi_single(const double[:, ::1] emissions, const double[:, ::1] transitions):

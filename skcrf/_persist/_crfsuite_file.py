@@ -99,6 +99,7 @@ from ._cqdb import (
     is_increasing,
     read_cqdb,
 )
+from ._files import read_regular_file
 from ._json import NUMPY_NAMES, decode_value, encode_value, no_duplicate_keys, reject_constant
 from ._npz import check_model_arrays
 
@@ -134,9 +135,11 @@ _LABEL_TYPES = (str, int, float, bool, type(None))
 
 _U32 = 0xFFFFFFFF
 _MAX_FILE_SIZE = _U32  # offsets are 32-bit
-#: Labels of a model that can be read: decoding needs a dense L x L matrix
-#: of transitions (128 MB at this limit).
-MAX_LABELS = 4096
+#: The least bytes each label and each attribute takes in a valid file: its
+#: CQDB record (id, string size, and at least the string's NUL), records
+#: never overlapping. The header's counts are checked against the file size
+#: with it before anything of their size is allocated.
+_MIN_RECORD_BYTES = 9
 
 # -- reading -----------------------------------------------------------------
 
@@ -346,16 +349,27 @@ def _read_labels_chunk(data, offset, n_labels):
 
 
 def _check_n_labels(n_labels):
-    """Refuse a model without labels or with more than :data:`MAX_LABELS`."""
+    """Refuse a model without labels."""
     if n_labels == 0:
         raise ValueError("the model has no labels.")
-    if n_labels > MAX_LABELS:
-        # Decoding holds a dense labels x labels transition matrix (CRFsuite
-        # too): a crafted count must not become a huge allocation.
-        raise ValueError(
-            f"the header gives {n_labels} labels; skcrf reads models with at most "
-            f"{MAX_LABELS} (decoding needs a {n_labels} x {n_labels} transition matrix)."
-        )
+
+
+def _check_counts(n_labels, n_attributes, n_bytes):
+    """Refuse header counts that a file of ``n_bytes`` bytes cannot hold.
+
+    Every label and attribute has a record of at least
+    :data:`_MIN_RECORD_BYTES` in its CQDB chunk: a crafted count must not
+    become a huge allocation. (Decoding then holds a dense labels x labels
+    transition matrix, as CRFsuite does.)
+    """
+    _check_n_labels(n_labels)
+    for count, what in ((n_labels, "labels"), (n_attributes, "attributes")):
+        if count * _MIN_RECORD_BYTES > n_bytes:
+            raise ValueError(
+                f"the header gives {count} {what}, but a file of {n_bytes} bytes holds at "
+                f"most {n_bytes // _MIN_RECORD_BYTES} (each needs a record of at least "
+                f"{_MIN_RECORD_BYTES} bytes in the {what} CQDB chunk; corrupted or truncated)."
+            )
 
 
 def _storable_label(label):
@@ -413,7 +427,7 @@ def _parse(data):
         )
     if version != _VERSION:
         raise ValueError(f"unsupported model file version {version} (only {_VERSION}).")
-    _check_n_labels(n_labels)
+    _check_counts(n_labels, n_attributes, n_bytes)
 
     types, src, dst, weights, end = _read_features(data, off_features, n_features)
     chunk_ends = [end]
@@ -527,7 +541,9 @@ def read_crfsuite(source):
     ------
     ValueError
         If the content is not a valid CRFsuite model file (not one at all,
-        truncated, corrupted, inconsistent); the message says what is wrong
+        truncated, corrupted, inconsistent), or the path is not a regular
+        file (a device, a FIFO: checked before anything is read) or is larger
+        than CRFsuite's 32-bit offsets allow; the message says what is wrong
         and where.
     OSError
         If the file cannot be read (for instance FileNotFoundError).
@@ -537,8 +553,8 @@ def read_crfsuite(source):
         name = "(bytes)"
     else:
         path = os.fsdecode(source)
-        with open(path, "rb") as file:
-            data = file.read()
+        # not a device or a FIFO: "the whole file" would never end
+        data = read_regular_file(path, "CRFsuite model", _MAX_FILE_SIZE)
         name = repr(path)
     try:
         return _parse(data)

@@ -23,6 +23,7 @@ from .._training._online_train import OnlineStatus
 from .._training._training_log import LabelScore, TrainingLog
 from .._utils._atomic import write_atomically
 from .._version import __version__
+from ._files import open_regular_file
 from ._json import decode_value, encode_value, is_hashable, no_duplicate_keys, reject_constant
 
 __all__ = [
@@ -850,7 +851,9 @@ def load_state(path: str | os.PathLike[str]) -> FittedState:
     ValueError
         If the file is not a valid skcrf model file (not a zip archive,
         truncated or corrupted, a newer or invalid format version,
-        inconsistent or unexpected content); the message says what is wrong.
+        inconsistent or unexpected content), or ``path`` is not a regular
+        file (a device, a FIFO: checked before anything is read); the
+        message says what is wrong.
     OSError
         If the file cannot be opened (for instance FileNotFoundError).
 
@@ -860,7 +863,9 @@ def load_state(path: str | os.PathLike[str]) -> FittedState:
     load_model : Load an estimator.
     """
     path = os.fsdecode(path)
-    with open(path, "rb") as file:
+    # not a device or a FIFO, which would never end (or block)
+    file, _ = open_regular_file(path, "skcrf model")
+    with file:
         try:
             return _load(file)
         except (

@@ -367,6 +367,7 @@ def make_monitor(
     dev=None,
     validation=None,
     validation_scorer=None,
+    validation_name=None,
     n_iter_no_change=10,
     tol=1e-7,
     callback=None,
@@ -387,6 +388,9 @@ def make_monitor(
         The log to record into (``skcrf.pycrfsuite``'s writes CRFsuite's
         messages as it goes); None: a new one, quiet or printing by
         ``verbose``.
+    validation_name : str or None
+        What ``validation_scorer`` is, for the error of a score that is not
+        a finite number (``"scoring='f1'"``).
     """
     holdout = None if dev is None else DevEvaluator(*dev, vocabulary, model, n_jobs)
     score = None
@@ -406,6 +410,7 @@ def make_monitor(
         n_iter_no_change=n_iter_no_change,
         tol=tol,
         callback=callback,
+        validation_name=validation_name or "the token accuracy score",
     )
 
 
@@ -586,8 +591,8 @@ def partial_fit(
     classes : iterable or None
         The labels: required on the first call, None or the same after.
     previous : FitResult or None
-        What the previous call left (model, trainer state, epochs, log); the
-        log is continued in place.
+        What the previous call left (model, trainer state, epochs, log); a
+        copy of its log is continued (``previous`` is left as it is).
 
     Returns
     -------
@@ -621,7 +626,8 @@ def partial_fit(
     if previous is not None:
         model, index, _ = merge_features(previous.model, batch_model)
         state = previous.trainer_state.expanded(index, model.n_features)
-        n_iter, log = previous.n_iter, previous.log
+        # the log is continued on a copy: a call that fails leaves the old one
+        n_iter, log = previous.n_iter, previous.log.copy()
     else:
         model, state, n_iter, log = batch_model, None, 0, TrainingLog(verbose=verbose)
     result = train_online(

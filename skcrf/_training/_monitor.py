@@ -8,6 +8,8 @@ entry. Both return True to ask the trainer to stop (its ``CALLBACK_STOP``).
 
 from __future__ import annotations
 
+import math
+import numbers
 import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -63,6 +65,8 @@ class TrainingMonitor:
     tol : float
     callback : callable or None
         ``callback(CallbackInfo)``; returning True stops training.
+    validation_name : str
+        What ``validation`` is, for its errors (``"scoring='f1'"``).
     """
 
     def __init__(
@@ -74,8 +78,10 @@ class TrainingMonitor:
         n_iter_no_change: int = 10,
         tol: float = 1e-7,
         callback: Callable[[CallbackInfo], Any] | None = None,
+        validation_name: str = "the early-stopping score",
     ) -> None:
         self.log = log
+        self.validation_name = validation_name
         self.holdout = holdout
         self.validation = validation
         self.n_iter_no_change = n_iter_no_change
@@ -102,7 +108,7 @@ class TrainingMonitor:
     def _after(self, entry, weights, iteration, loss, gradient_norm):
         stop = False
         if self.validation is not None:
-            score = float(self.validation(weights))
+            score = self._validation_score(weights, iteration)
             entry["validation_score"] = score
             # improving by more than tol resets the patience; the best
             # weights are those of the highest score all the same
@@ -126,3 +132,24 @@ class TrainingMonitor:
             if self.callback(info):
                 self.user_stopped = stop = True
         return stop
+
+    def _validation_score(self, weights, iteration):
+        """The early-stopping score of ``weights``: a finite real number, or an error."""
+        score = self.validation(weights)
+        if isinstance(score, np.ndarray) and score.ndim == 0:
+            score = score[()]
+        if isinstance(score, (bool, np.bool_)) or not isinstance(score, numbers.Real):
+            raise TypeError(
+                f"early stopping: {self.validation_name} returned "
+                f"{score!r:.100} ({type(score).__name__}) at iteration {iteration}; "
+                "a scorer must return a real number (higher is better)."
+            )
+        score = float(score)
+        if not math.isfinite(score):
+            raise ValueError(
+                f"early stopping: {self.validation_name} returned {score} at iteration "
+                f"{iteration}; a scorer must return a finite number (higher is "
+                "better), or early stopping cannot compare iterations. Check the "
+                "scorer, or that the validation data gives it something to score."
+            )
+        return score

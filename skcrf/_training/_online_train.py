@@ -25,7 +25,7 @@ Conventions
 - Stopping (with ``n_epochs=None``): at most ``max_iterations`` epochs; ap and
   pa stop when ``loss / N < epsilon`` and arow when ``loss / N <= epsilon``
   (CRFsuite's comparisons, so with ``epsilon=0`` only arow stops early);
-  l2sgd, from epoch ``period + 1`` on, when ``(loss[epoch - period] -
+  l2sgd, from epoch ``period + 1`` on (never with ``period=0``), when ``(loss[epoch - period] -
   loss[epoch]) / loss[epoch] < delta``, and returns the weights of its epoch
   of least loss.
 - Output weights: ap the average ``w - ws / c`` (``ws`` sums ``c * update``,
@@ -546,10 +546,11 @@ def _l2sgd(algorithm, problem, state, params, rs, callback, budget, fixed):
         if not fixed:
             if loss < best_loss:
                 best_loss, best_w = loss, state.weights.copy()
-            if period < epoch:
-                improvement = (history[(epoch - 1) % period] - loss) / loss
-                extra["improvement"] = float(improvement)
-            history[(epoch - 1) % period] = loss
+            if period > 0:  # 0 disables the delta test
+                if period < epoch:
+                    improvement = (history[(epoch - 1) % period] - loss) / loss
+                    extra["improvement"] = float(improvement)
+                history[(epoch - 1) % period] = loss
         weights = state.weights.copy() if fixed else best_w.copy()
         if callback is not None and callback(
             _entry(state.n_epochs, loss, weights, time.perf_counter() - start, **extra), weights

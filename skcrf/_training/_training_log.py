@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import sys
 import time
 from collections.abc import Callable, Mapping
@@ -179,6 +180,13 @@ class TrainingLog:
         state = dict(self.__dict__)
         state["_progress"] = None  # a display belongs to the fit that made it
         return state
+
+    def copy(self) -> TrainingLog:
+        """A copy to continue: new entries go to it only (the entries are shared)."""
+        log = copy.copy(self)
+        log.iterations = list(self.iterations)
+        log._progress = None
+        return log
 
     def record_iteration(
         self,

@@ -72,11 +72,18 @@ def split_sequences(lengths, n_shards):
     a similar number of tokens (within one longest sequence) and a similar
     length profile. Each shard lists its sequences in increasing index order.
 
+    There are never more shards than sequences with a token: each shard is a
+    thread, and a thread without work (``n_jobs=500`` on 3 sequences) costs
+    its start and its buffers for nothing. Empty sequences are dealt too.
+
     Examples
     --------
     >>> [s.tolist() for s in split_sequences([5, 1, 4, 2], 2)]
     [[0, 3], [1, 2]]
+    >>> [s.tolist() for s in split_sequences([3, 0, 2, 0], 500)]
+    [[0, 1], [2, 3]]
     """
-    order = np.argsort(-np.asarray(lengths), kind="stable")
-    n_shards = max(1, min(int(n_shards), len(order)))
+    lengths = np.asarray(lengths)
+    order = np.argsort(-lengths, kind="stable")
+    n_shards = max(1, min(int(n_shards), int(np.count_nonzero(lengths))))
     return [np.sort(order[k::n_shards]) for k in range(n_shards)]
