@@ -40,7 +40,10 @@ class CRFModel:
     classes : ndarray of object, shape (n_labels,)
         The labels, as the user gave them.
     attributes : list of str, length n_attributes
-        Attribute names, in attribute-id order.
+        Attribute names, in attribute-id order; or, for a model served from
+        a CRFsuite file, a :class:`~skcrf._utils._cqdb_index.LazyNames`
+        (``len``, ``in``, lookups from the file; the list on first use):
+        :meth:`attribute_names` is always the list.
     state_ptr : ndarray of int64, shape (n_attributes + 1,)
     state_labels : ndarray of int32, shape (n_states,)
     state_weights : ndarray of float64, shape (n_states,)
@@ -59,6 +62,11 @@ class CRFModel:
     #: Joins a key and its string value in attribute names: ":" as CRFsuite
     #: does; models of skcrf 0.1 files use "=" (DictVectorizer's default).
     value_separator: str = ":"
+
+    def attribute_names(self):
+        """``attributes`` as a list (lazy names, from a model file, listed once)."""
+        attributes = self.attributes
+        return attributes if isinstance(attributes, list) else attributes.tolist()
 
     @property
     def n_labels(self):
@@ -170,6 +178,13 @@ class CRFModel:
             dense transition matrix.
         """
         keep = self.state_weights != 0
+        if keep.all():  # (no copies: a model read from a file shares its arrays)
+            return (
+                self.state_ptr,
+                np.ascontiguousarray(self.state_labels, dtype=np.int32),
+                np.ascontiguousarray(self.state_weights, dtype=np.float64),
+                self.transition_matrix(),
+            )
         ptr = kept_state_ptr(self.state_ptr, keep)
         return (
             ptr,

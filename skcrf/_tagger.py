@@ -662,7 +662,10 @@ calibration_candidates, calibration_max_trials : default=None
         self._decoder = decoder
         self._trainer_state = trainer_state
         self.classes_ = model.classes
-        self.attributes_ = model.attributes
+        if isinstance(model.attributes, list):
+            self.attributes_ = model.attributes
+        else:  # names served from a model file: listed on first access
+            self.__dict__.pop("attributes_", None)
         self.n_features_ = model.n_features
         self.n_iter_ = n_iter
         self.status_ = status
@@ -731,7 +734,7 @@ calibration_candidates, calibration_max_trials : default=None
             return model
         path = self.__dict__.get("model_filename")
         if isinstance(path, (str, os.PathLike)) and os.path.exists(path):
-            state = read_crfsuite(path)
+            state = read_crfsuite(path, lazy_attributes=True)
             self._set_fitted(state.model, state.n_iter, state.status, state.training_log)
             return self._model
         missing = f" (model_filename={path!r} does not exist yet)" if path is not None else ""
@@ -753,9 +756,11 @@ calibration_candidates, calibration_max_trials : default=None
         # attributes of a model_filename not read yet are read on access.
         attribute = getattr(type(self), name, None)
         if name in _FITTED_ATTRIBUTES or isinstance(attribute, property):
-            self._fitted_model()  # NotFittedError if there is no model
+            model = self._fitted_model()  # NotFittedError if there is no model
             if isinstance(attribute, property):
                 return attribute.fget(self)  # its own error, if any, unmasked
+            if name == "attributes_" and name not in self.__dict__:
+                return model.attribute_names()  # (a model opened with lazy names)
             return self.__dict__[name]
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
@@ -898,7 +903,7 @@ calibration_candidates, calibration_max_trials : default=None
         if not isinstance(source, (str, bytes, os.PathLike)):
             names = set(cls._get_param_names()) - {"model_filename", "trainer_cls"}
             source, params = _sklearn_crfsuite_model(source, names)
-        state = read_crfsuite(source)
+        state = read_crfsuite(source, lazy_attributes=True)
         tagger = cls(**params)
         tagger._set_fitted(state.model, state.n_iter, state.status, state.training_log)
         return tagger

@@ -67,7 +67,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from ._featurize._vocabulary import Vocabulary
 from ._model import CRFModel
-from ._persist._crfsuite_file import read_crfsuite, write_crfsuite
+from ._persist._crfsuite_file import read_crfsuite, read_crfsuite_file, write_crfsuite
 from ._tagger import CRFTagger
 from ._tagger_view import (
     CRFsuiteTagger,
@@ -364,8 +364,8 @@ class Tagger(CRFsuiteTagger):
             If it is not a well-formed CRFsuite model file (the message says
             what is wrong).
         """
-        with open(name, "rb") as f:
-            data = f.read()
+        # a regular file only: a device or a FIFO would never end
+        data = read_crfsuite_file(name)
         return self._open_bytes(data, f"model file {os.fspath(name)!r}")
 
     def open_inmemory(self, value: bytes) -> contextlib.closing[Tagger]:  # type: ignore[override]
@@ -394,7 +394,7 @@ class Tagger(CRFsuiteTagger):
         if data[:4] != b"lCRF":
             raise ValueError(f"Invalid {what}: not a CRFsuite model (no 'lCRF' magic).")
         try:
-            state = read_crfsuite(data)
+            state = read_crfsuite(data, lazy_attributes=True)
         except ValueError as exc:
             raise ValueError(f"Invalid {what}: {exc}") from None
         self._load(state.model, file_header=file_header(data))

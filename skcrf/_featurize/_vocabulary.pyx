@@ -19,6 +19,12 @@ Design
   cache miss the name is built once and looked up in ``_ids`` (so
   ``{'a:b': 1}`` and ``{'a': 'b'}`` are the same attribute ``a:b``, as in
   CRFsuite), and the answer is cached.
+- A vocabulary made from :class:`~skcrf._utils._cqdb_index.LazyNames` (a
+  model opened from a CRFsuite file) starts with no names: ``_ids`` is then
+  a cache of the names looked up so far, and a name missing from it is
+  looked up in the file's own hash tables (``_index``). The names are listed
+  (``_names``, ``_ids`` complete, ``_index`` dropped) only when needed: on
+  growing, or when ``attributes`` is read.
 - The cache is a C hash table (open addressing, linear probing) of 32-byte
   entries holding the value's hash, the key number, the id as a C int and
   the value's characters when it is a 1-byte string of at most 15 of them
@@ -95,6 +101,10 @@ cdef extern from *:
     #endif
     """
     void _prefetch "SKCRF_PREFETCH"(const void *address)
+
+from skcrf._utils._cqdb_index cimport CQDBIndex
+
+from skcrf._utils._cqdb_index import LazyNames
 
 from ._encoded import DenseFeatures, Encoded
 from ._validation import check_nonempty, token_attributes
@@ -291,6 +301,8 @@ cdef class Vocabulary:
     cdef Py_ssize_t _cached_misses
     cdef bint _complete       # every name holding the separator is cached
     cdef dict _vector_ids     # vector key -> int32 ids of key[0], key[1]... (all known)
+    cdef CQDBIndex _index     # lazy names: where names missing from _ids are looked up
+    cdef object _lazy         # lazy names: the LazyNames (None once listed)
 
     def __cinit__(self, *args, **kwargs):
         self._table = <_Entry *> PyMem_Calloc(_FIRST_CAPACITY, sizeof(_Entry))
@@ -321,6 +333,13 @@ cdef class Vocabulary:
         self._long_values = []
         self._key_numbers = {}
         self._vector_ids = {}
+        self._index = None
+        self._lazy = None
+        if isinstance(attributes, LazyNames):
+            self._index = attributes.string_index
+            self._lazy = attributes
+            self._complete = False  # its names were not added through the cache
+            return
         for attribute in attributes:
             if type(attribute) is not str:
                 raise TypeError(
@@ -334,6 +353,7 @@ cdef class Vocabulary:
     @property
     def attributes(self):
         """Attribute names in id order (the vocabulary's own list: do not modify)."""
+        self._list_names()
         return self._names
 
     @property
@@ -341,23 +361,55 @@ cdef class Vocabulary:
         return self._separator
 
     def __len__(self):
+        if self._index is not None:
+            return len(self._index)
         return len(self._names)
 
     def __contains__(self, name):
-        return name in self._ids
+        return type(name) is str and self._find(name) >= 0
 
     def get(self, name, default=-1):
         """The id of attribute ``name``, or ``default``."""
-        return self._ids.get(name, default)
+        if type(name) is not str:
+            return self._ids.get(name, default)
+        found = self._find(name)
+        return default if found < 0 else found
 
     def __reduce__(self):
-        return (Vocabulary, (self._names, self._separator))
+        return (Vocabulary, (self._names if self._lazy is None else self._lazy,
+                             self._separator))
 
     def __repr__(self):
         return (
-            f"Vocabulary(<{len(self._names)} attributes>, "
+            f"Vocabulary(<{len(self)} attributes>, "
             f"value_separator={self._separator!r})"
         )
+
+    cdef int _list_names(self) except -1:
+        """Lazy names: list them all (``_ids`` complete, ``_index`` dropped)."""
+        if self._lazy is None:
+            return 0
+        names = list(self._lazy.tolist())  # ours: it grows
+        ids = dict(zip(names, range(len(names))))
+        # one assignment each, after the work: a thread sees old or new state
+        self._names = names
+        self._ids = ids
+        self._index = None
+        self._lazy = None
+        return 0
+
+    cdef inline Py_ssize_t _find(self, str name) except -2:
+        """Id of ``name``, -1 when unseen (never grows)."""
+        cdef PyObject *found = PyDict_GetItem(self._ids, name)
+        cdef Py_ssize_t attribute
+        if found != NULL:
+            return PyLong_AsLong(<object> found)
+        if self._index is None:
+            return -1
+        attribute = self._index.find_str(name)
+        if attribute >= 0:
+            self._ids[name] = attribute  # a cache of the file's answers
+        return attribute
 
     # -- ids ------------------------------------------------------------------
 
@@ -378,11 +430,10 @@ cdef class Vocabulary:
 
     cdef inline Py_ssize_t _resolve(self, str name, bint grow) except -2:
         """Id of ``name``: added when growing, else -1 when unseen."""
-        cdef PyObject *found = PyDict_GetItem(self._ids, name)
-        if found != NULL:
-            return PyLong_AsLong(<object> found)
-        if not grow:
-            return -1
+        cdef Py_ssize_t attribute = self._find(name)
+        if attribute >= 0 or not grow:
+            return attribute
+        self._list_names()  # (encode lists lazy names before growing)
         return self._add(name)
 
     cdef Py_ssize_t _key_number(self, str key, bint grow) except -2:
@@ -428,7 +479,6 @@ cdef class Vocabulary:
                                  bint grow) except -2:
         cdef Py_ssize_t attribute, slot
         cdef _Entry *entry
-        cdef PyObject *found
         if (not grow and self._complete and self._separator not in key
                 and self._separator not in value):
             # "key:value" holds the separator once, so only (key, value) names
@@ -437,13 +487,9 @@ cdef class Vocabulary:
         else:
             # the only place a "key:value" name is built on the fast path
             name = key + self._separator + value
-            found = PyDict_GetItem(self._ids, name)
-            if found != NULL:
-                attribute = PyLong_AsLong(<object> found)
-            elif grow:
+            attribute = self._find(name)
+            if attribute < 0 and grow:
                 attribute = self._add_name(name)  # cached below: _complete stays
-            else:
-                attribute = -1
         if attribute < 0:
             if self._cached_misses >= _MISS_CACHE_LIMIT:
                 return attribute  # remember no more unseen values
@@ -713,11 +759,14 @@ cdef class Vocabulary:
         """
         cdef bint growing = bool(grow)
         cdef Py_ssize_t n_sequences = len(sequences), n_tokens = 0, i, j, row = 0
-        cdef Py_ssize_t first_size = len(self._names)
+        cdef Py_ssize_t first_size
         cdef cnp.intp_t[::1] lengths_view
         cdef int64_t *indptr_data
         cdef _Output out
         cdef _Memo memo[_MEMO_SIZE]
+        if growing:
+            self._list_names()
+        first_size = len(self._names)
 
         # sequences as lists or tuples (indexable in C), and their lengths
         seqs = []
@@ -756,7 +805,12 @@ cdef class Vocabulary:
             raise
         ids, values = out.finish()
         return Encoded(indptr, ids, values, lengths,
-                       None if sink is None else sink.finish(row, ids, self._names, name))
+                       None if sink is None else sink.finish(row, ids, self._lazy_or_names(),
+                                                             name))
+
+    cdef object _lazy_or_names(self):
+        """The names for messages: the lazy ones stay lazy."""
+        return self._names if self._lazy is None else self._lazy
 
 
 cdef class StreamEncoder:
@@ -816,6 +870,8 @@ cdef class StreamEncoder:
         self._lengths = np.zeros(256, dtype=np.intp)
         self._n_rows = 0
         self._n_sequences = 0
+        if self._grow:
+            vocabulary._list_names()
         self._first_size = len(vocabulary._names)
         self._done = False
         self._dims = {}
@@ -892,7 +948,7 @@ cdef class StreamEncoder:
         dense = None
         if self._sink is not None:
             try:
-                dense = self._sink.finish(self._n_rows, ids, self._vocabulary._names,
+                dense = self._sink.finish(self._n_rows, ids, self._vocabulary._lazy_or_names(),
                                           self._name)
             except BaseException:
                 self.abort()

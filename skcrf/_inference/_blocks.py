@@ -149,11 +149,10 @@ class StateLayout:
         self.n_dense = int(np.count_nonzero(dense))
         self.dense_row = np.full(len(counts), -1, dtype=np.int32)
         self.dense_row[dense] = np.arange(self.n_dense, dtype=np.int32)
-        feature_attribute = np.repeat(np.arange(len(counts)), counts)
-        in_dense = dense[feature_attribute]
+        in_dense = np.repeat(dense, counts)
         self.dense_features = np.flatnonzero(in_dense)
         self.dense_positions = (
-            self.dense_row[feature_attribute[in_dense]].astype(np.int64) * n_labels
+            np.repeat(np.arange(self.n_dense, dtype=np.int64) * n_labels, counts[dense])
             + self.state_labels[in_dense]
         )
 

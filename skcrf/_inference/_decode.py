@@ -12,6 +12,7 @@ kernel (exact with ``-inf`` scores; with forbidden pairs it prunes nothing).
 """
 
 from concurrent.futures import ThreadPoolExecutor
+from functools import cached_property
 
 import numpy as np
 
@@ -46,17 +47,24 @@ class Decoder:
 
     def __init__(self, model):
         ptr, labels, weights, transitions = model.nonzero()
-        transitions = np.ascontiguousarray(transitions)
+        self._nonzero = ptr, labels, weights
+        self.transitions = np.ascontiguousarray(transitions)
         self.n_labels = model.n_labels
-        self.arrays = score_arrays(StateLayout(ptr, labels, model.n_labels), weights, transitions)
-        self._single = _kernels.SequenceDecoder(ptr, labels, weights, transitions)
+        self._single = _kernels.SequenceDecoder(ptr, labels, weights, self.transitions)
+
+    # Built on first use, not when a model is opened (one sentence at a time
+    # needs neither). Threads may build one twice: the same value, kept once.
+    @cached_property
+    def arrays(self):
+        """The :class:`ScoreArrays` of the batch kernels."""
+        ptr, labels, weights = self._nonzero
+        return score_arrays(StateLayout(ptr, labels, self.n_labels), weights, self.transitions)
+
+    @cached_property
+    def _pruning(self):
         # Viterbi's pruning parameters: one O(n_labels ** 2) scan per model,
         # not one per block (a block holds about one sequence with many labels)
-        self._pruning = TransitionPruning(self.arrays.transitions)
-
-    @property
-    def transitions(self):
-        return self.arrays.transitions
+        return TransitionPruning(self.arrays.transitions)
 
     def _emissions(self, indptr, ids, values, out):
         state_scores(indptr, ids, values, self.arrays, out)

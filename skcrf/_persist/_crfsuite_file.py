@@ -91,6 +91,7 @@ import numpy as np
 
 from .._model import CRFModel, FittedState
 from .._utils._atomic import write_atomically
+from .._utils._cqdb_index import CQDBIndex, LazyNames
 from ._cqdb import (
     cqdb_bytes,
     encode_strings,
@@ -99,11 +100,18 @@ from ._cqdb import (
     is_increasing,
     read_cqdb,
 )
+from ._feature_scan import check_references, scan_features
 from ._files import read_regular_file
 from ._json import NUMPY_NAMES, decode_value, encode_value, no_duplicate_keys, reject_constant
 from ._npz import check_model_arrays
 
-__all__ = ["read_crfsuite", "write_crfsuite", "crfsuite_bytes", "header_fields"]
+__all__ = [
+    "crfsuite_bytes",
+    "header_fields",
+    "read_crfsuite",
+    "read_crfsuite_file",
+    "write_crfsuite",
+]
 
 _MAGIC = b"lCRF"
 _MODEL_TYPE = b"FOMC"
@@ -188,7 +196,8 @@ def _read_chunk_header(data, offset, magic, what):
     return size, num
 
 
-def _read_features(data, offset, n_features):
+def _features_chunk(data, offset, n_features):
+    """The number of features of the features chunk (checked) and its end."""
     size, num = _read_chunk_header(data, offset, b"FEAT", "features")
     # CRFsuite leaves the header's count at 0; another count must match.
     if n_features not in (0, num):
@@ -200,6 +209,11 @@ def _read_features(data, offset, n_features):
             f"the features chunk has size {size}; {num} features need "
             f"{_CHUNK.size + _FEATURE_DTYPE.itemsize * num} bytes."
         )
+    return num, offset + size
+
+
+def _read_features(data, offset, n_features):
+    num, end = _features_chunk(data, offset, n_features)
     features = np.frombuffer(data, dtype=_FEATURE_DTYPE, count=num, offset=offset + _CHUNK.size)
     types = features["type"].astype(np.int64)
     bad = np.flatnonzero(types > _TRANSITION)
@@ -218,7 +232,7 @@ def _read_features(data, offset, n_features):
         features["src"].astype(np.int64),
         features["dst"].astype(np.int64),
         weights,
-        offset + size,
+        end,
     )
 
 
@@ -392,8 +406,8 @@ def _check_duplicates(keys, what, name):
             raise ValueError(f"the {what} {name(int(keys[same[0]]))} appears twice.")
 
 
-def _parse(data):
-    """The FittedState of the model file content ``data`` (bytes); see read_crfsuite."""
+def _header(data):
+    """The checked header fields of a model file's content, as a tuple."""
     n_bytes = len(data)
     if data[:4] != _MAGIC:
         raise ValueError("not a CRFsuite model file (it does not start with b'lCRF').")
@@ -428,7 +442,96 @@ def _parse(data):
     if version != _VERSION:
         raise ValueError(f"unsupported model file version {version} (only {_VERSION}).")
     _check_counts(n_labels, n_attributes, n_bytes)
+    return (
+        n_features,
+        n_labels,
+        n_attributes,
+        off_features,
+        off_labels,
+        off_attributes,
+        off_label_refs,
+        off_attribute_refs,
+    )
 
+
+def _classes(data, end, label_names):
+    """The labels: the SKLB chunk's when the file goes on after ``end``."""
+    labels = _read_labels_chunk(data, end, len(label_names)) if end < len(data) else label_names
+    classes = np.empty(len(labels), dtype=object)
+    classes[:] = labels
+    return classes
+
+
+def _parse_in_order(data, fields, name):
+    """The model of a file in CRFsuite's order, its attributes lazy; None if not.
+
+    The fast route (:mod:`skcrf._persist._feature_scan`): one compiled pass
+    builds the arrays and checks the reference chunks; the labels are read
+    and checked as by :func:`_parse`; the attributes' CQDB chunk is not read
+    but looked up in place (:class:`~skcrf._utils._cqdb_index.LazyNames`):
+    its structure is checked now, each record when a lookup reads it, and
+    the whole chunk when the names are first listed. None when the file is
+    in another order or anything fails a check: then :func:`_parse` reads
+    it (or names what is wrong).
+    """
+    (
+        n_features,
+        n_labels,
+        n_attributes,
+        off_features,
+        off_labels,
+        off_attributes,
+        off_label_refs,
+        off_attribute_refs,
+    ) = fields
+    num, features_end = _features_chunk(data, off_features, n_features)
+    first = off_features + _CHUNK.size
+    arrays = scan_features(data, first, num, n_labels, n_attributes)
+    if arrays is None:
+        return None
+    n_states = len(arrays["state_labels"])
+    label_refs_end = check_references(
+        data, off_label_refs, b"LFRF", n_labels, _TRANSITION, first, num, num - n_states
+    )
+    attribute_refs_end = check_references(
+        data, off_attribute_refs, b"AFRF", n_attributes, _STATE, first, num, n_states
+    )
+    if label_refs_end < 0 or attribute_refs_end < 0 or off_attributes < _HEADER.size:
+        return None
+    try:
+        index = CQDBIndex(data, off_attributes, n_attributes, "attributes")
+    except ValueError:
+        return None
+    label_names, labels_end = read_cqdb(data, off_labels, n_labels, "labels", _HEADER.size)
+    attributes_end = off_attributes + struct.unpack_from("<I", data, off_attributes + 4)[0]
+    end = max(features_end, labels_end, attributes_end, label_refs_end, attribute_refs_end)
+
+    def read_all():
+        try:
+            return read_cqdb(data, off_attributes, n_attributes, "attributes", _HEADER.size)[0]
+        except ValueError as exc:
+            raise ValueError(f"Cannot read CRFsuite model {name}: {exc}") from None
+
+    return CRFModel(
+        classes=_classes(data, end, label_names),
+        attributes=LazyNames(index, read_all),
+        value_separator=":",
+        **arrays,
+    )
+
+
+def _parse(data, fields):
+    """The FittedState of the model file content ``data`` (bytes); see read_crfsuite."""
+    (
+        n_features,
+        n_labels,
+        n_attributes,
+        off_features,
+        off_labels,
+        off_attributes,
+        off_label_refs,
+        off_attribute_refs,
+    ) = fields
     types, src, dst, weights, end = _read_features(data, off_features, n_features)
     chunk_ends = [end]
     label_names, end = read_cqdb(data, off_labels, n_labels, "labels", _HEADER.size)
@@ -498,14 +601,7 @@ def _parse(data):
     state_ptr = np.zeros(n_attributes + 1, dtype=np.int64)
     np.cumsum(np.bincount(src[state], minlength=n_attributes), out=state_ptr[1:])
 
-    end = max(chunk_ends)
-    if end < n_bytes:
-        labels = _read_labels_chunk(data, end, n_labels)
-    else:
-        labels = label_names
-    classes = np.empty(n_labels, dtype=object)
-    classes[:] = labels
-
+    classes = _classes(data, max(chunk_ends), label_names)
     arrays = {
         "state_ptr": state_ptr,
         "state_labels": dst[state].astype(np.int32),
@@ -514,11 +610,20 @@ def _parse(data):
         "transition_weights": np.ascontiguousarray(weights[transition]),
     }
     check_model_arrays(n_attributes, n_labels, arrays)  # cannot fail: a last guard
-    model = CRFModel(classes=classes, attributes=attributes, value_separator=":", **arrays)
-    return FittedState(params={}, model=model, n_iter=0, status=None, training_log=None)
+    return CRFModel(classes=classes, attributes=attributes, value_separator=":", **arrays)
 
 
-def read_crfsuite(source):
+def read_crfsuite_file(path):
+    """The content (bytes) of the CRFsuite model file ``path``, unchecked.
+
+    A regular file only (a device or a FIFO would never end: refused before
+    anything is read), of at most the 4 GiB that CRFsuite's 32-bit offsets
+    address; ValueError otherwise, OSError if it cannot be read.
+    """
+    return read_regular_file(path, "CRFsuite model", _MAX_FILE_SIZE)
+
+
+def read_crfsuite(source, *, lazy_attributes=False):
     """Read a CRFsuite model file.
 
     Parameters
@@ -547,17 +652,32 @@ def read_crfsuite(source):
         and where.
     OSError
         If the file cannot be read (for instance FileNotFoundError).
+
+    Other Parameters
+    ----------------
+    lazy_attributes : bool, default=False
+        Serve the attributes from the file's own hash tables
+        (``state.model.attributes`` a
+        :class:`~skcrf._utils._cqdb_index.LazyNames`) when the file is in
+        CRFsuite's order: opening then costs no Python object per
+        attribute, and the attributes' string database is checked record by
+        record as lookups read it, and whole when the names are first
+        listed (a ValueError then, if it is corrupted). Everything else is
+        checked before this returns, as without it.
     """
     if isinstance(source, (bytes, bytearray, memoryview)):
         data = bytes(source)
         name = "(bytes)"
     else:
         path = os.fsdecode(source)
-        # not a device or a FIFO: "the whole file" would never end
-        data = read_regular_file(path, "CRFsuite model", _MAX_FILE_SIZE)
+        data = read_crfsuite_file(path)
         name = repr(path)
     try:
-        return _parse(data)
+        fields = _header(data)
+        model = _parse_in_order(data, fields, name) if lazy_attributes else None
+        if model is None:
+            model = _parse(data, fields)
+        return FittedState(params={}, model=model, n_iter=0, status=None, training_log=None)
     except ValueError as exc:
         raise ValueError(f"Cannot read CRFsuite model {name}: {exc}") from None
     except (IndexError, KeyError, TypeError, OverflowError, struct.error, RecursionError) as exc:

@@ -1,0 +1,15 @@
+from libc.stdint cimport uint8_t, uint32_t
+
+
+cdef class CQDBIndex:
+    cdef object _owner                # the buffer's owner (bytes, mmap...): kept alive
+    cdef const uint8_t[::1] _view     # the chunk
+    cdef const uint8_t *_data
+    cdef Py_ssize_t _size             # chunk bytes
+    cdef Py_ssize_t _n                # ids 0 .. n - 1
+    cdef Py_ssize_t _backward         # offset of the backward array (id -> record)
+    cdef uint32_t _table_offset[256]
+    cdef uint32_t _table_size[256]
+
+    cdef Py_ssize_t find(self, const char *key, Py_ssize_t length) noexcept nogil
+    cdef Py_ssize_t find_str(self, str name) except -3

@@ -1,0 +1,359 @@
+"""Models served from CRFsuite files with their attributes looked up in place.
+
+``read_crfsuite(..., lazy_attributes=True)`` (what ``Tagger.open``,
+``from_crfsuite`` and ``model_filename`` use) builds the model's arrays in
+one compiled pass and answers attribute lookups from the file's own hash
+tables (:class:`~skcrf._utils._cqdb_index.CQDBIndex`): it must give exactly
+the model of the full reader, refuse exactly what the full reader refuses
+(the attributes' strings aside, which are checked when listed), and never
+crash or answer with another string's id on a corrupted file.
+"""
+
+import pickle
+import struct
+import threading
+
+import numpy as np
+import pytest
+from _reference import hashlittle as reference_hashlittle
+from test_crfsuite_file import (
+    _layout,
+    _patched,
+    _random_model,
+    _random_sequences,
+    _train,
+    _u32,
+    _with_size,
+)
+
+from skcrf import CRFTagger
+from skcrf._featurize._vocabulary import Vocabulary
+from skcrf._persist._cqdb import cqdb_bytes, encode_strings
+from skcrf._persist._crfsuite_file import crfsuite_bytes, read_crfsuite
+from skcrf._utils._cqdb_index import CQDBIndex, LazyNames, hashlittle
+from skcrf.pycrfsuite import Tagger
+
+pycrfsuite = pytest.importorskip("pycrfsuite")
+
+ARRAYS = ("state_ptr", "state_labels", "state_weights", "transition_index", "transition_weights")
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    path = tmp_path_factory.mktemp("lazy") / "trained.crfsuite"
+    _train(path, "lbfgs", {"c1": 0.1, "c2": 0.1, "max_iterations": 20})
+    return path
+
+
+def _assert_same_model(lazy, full):
+    for name in ARRAYS:
+        a, b = getattr(lazy, name), getattr(full, name)
+        assert a.dtype == b.dtype and np.array_equal(a, b), name
+    assert lazy.classes.tolist() == full.classes.tolist()
+    assert lazy.value_separator == full.value_separator
+    assert len(lazy.attributes) == full.n_attributes
+
+
+# -- the index -----------------------------------------------------------------
+
+
+def test_hashlittle_equals_the_reference():
+    rng = np.random.default_rng(0)
+    for n in [*range(40), 95, 96, 97, 1000]:
+        key = rng.integers(256, size=n, dtype=np.uint8).tobytes()
+        assert hashlittle(key) == reference_hashlittle(key), n
+
+
+def test_index_finds_every_string_and_nothing_else():
+    names = [f"w[{i % 7}]:{'éλ日'[i % 3]}{i}" for i in range(3000)] + ["", "bias", "a" * 300]
+    chunk = cqdb_bytes(*encode_strings(names, "attribute"))
+    index = CQDBIndex(chunk, 0, len(names), "attributes")
+    assert len(index) == len(names)
+    for k, name in enumerate(names):
+        assert index.lookup(name) == k
+        assert index.name(k) == name
+    for absent in ["bia", "bias ", "w[0]:x", "a" * 299, "bias\0", "\0"]:
+        assert index.lookup(absent) == -1
+    assert index.lookup(b"bias") == -1 and index.lookup(3) == -1  # only str
+    with pytest.raises(IndexError):
+        index.name(len(names))
+
+
+def test_index_at_an_offset_of_a_larger_buffer():
+    chunk = cqdb_bytes(*encode_strings(["x", "y"], "attribute"))
+    data = b"\x07" * 13 + chunk + b"tail"
+    index = CQDBIndex(data, 13, 2, "attributes")
+    assert (index.lookup("x"), index.lookup("y"), index.lookup("z")) == (0, 1, -1)
+
+
+def test_index_refuses_what_its_lookups_rely_on():
+    chunk = cqdb_bytes(*encode_strings([f"s{i}" for i in range(50)], "attribute"))
+    n = 50
+    bad = {
+        "does not start": _patched(chunk, 0, "4s", b"CQDX"),
+        "has the size": _patched(chunk, 4, "<I", len(chunk) + 1),
+        "byte-order": _patched(chunk, 12, "<I", 0x71534462),
+        "backward array": _patched(chunk, 20, "<I", len(chunk) - 3),
+        "hash table": _patched(chunk, 24, "<I", len(chunk) - 4),
+    }
+    t = next(t for t in range(256) if _u32(chunk, 24 + 8 * t))
+    bad["buckets for"] = _patched(chunk, 24 + 8 * t + 4, "<I", _u32(chunk, 24 + 8 * t + 4) - 1)
+    for match, data in bad.items():
+        with pytest.raises(ValueError, match=match):
+            CQDBIndex(data, 0, n, "attributes")
+    with pytest.raises(ValueError, match="cannot hold"):
+        CQDBIndex(chunk, 0, n + 1, "attributes")
+    with pytest.raises(ValueError, match="outside"):
+        CQDBIndex(chunk[:100], 0, n, "attributes")
+
+
+def test_a_corrupted_bucket_or_record_is_an_error_never_a_wrong_id():
+    names = [f"s{i}" for i in range(200)]
+    chunk = bytearray(cqdb_bytes(*encode_strings(names, "attribute")))
+    rng = np.random.default_rng(1)
+    table_start = min(_u32(chunk, 24 + 8 * t) for t in range(256) if _u32(chunk, 24 + 8 * t))
+    outcomes = set()
+    for _ in range(400):
+        data = bytearray(chunk)
+        # damage the records and the tables (not the header: checked up front)
+        for position in rng.integers(2072, len(chunk), size=3):
+            data[position] = int(rng.integers(256))
+        if rng.random() < 0.3:  # a bucket pointing anywhere
+            bucket = table_start + 8 * int(rng.integers(2 * len(names)))
+            struct.pack_into("<I", data, bucket + 4, int(rng.integers(2**32)))
+        index = CQDBIndex(bytes(data), 0, len(names), "attributes")
+        for k, name in enumerate(names):
+            try:
+                found = index.lookup(name)
+            except ValueError as exc:
+                assert "corrupted" in str(exc)
+                outcomes.add("error")
+                continue
+            # never another string's id: the record's key was compared
+            assert found in (-1, k)
+            outcomes.add(found == k)
+    assert outcomes == {True, False, "error"}
+
+
+def test_a_full_table_is_probed_once_around():
+    # all of one table's buckets in use, the other tables empty: the bucket
+    # count is still twice the strings, and an unknown key stops after m probes
+    names = ["a", "b"]
+    chunk = bytearray(cqdb_bytes(*encode_strings(names, "attribute")))
+    tables = [t for t in range(256) if _u32(chunk, 24 + 8 * t)]
+    t0 = tables[0]
+    offset, m = _u32(chunk, 24 + 8 * t0), _u32(chunk, 24 + 8 * t0 + 4)
+    for t in tables[1:]:
+        struct.pack_into("<II", chunk, 24 + 8 * t, 0, 0)
+    struct.pack_into("<II", chunk, 24 + 8 * t0, offset, 4)  # 4 buckets for 2 strings
+    record = _u32(chunk, _u32(chunk, 20))
+    for b in range(4):
+        struct.pack_into("<II", chunk, offset + 8 * b, 12345, record)
+    index = CQDBIndex(bytes(chunk), 0, 2, "attributes")
+    for key in ["zzz", "a", "b", "c" * 50]:
+        assert index.lookup(key) in (-1, 0, 1)  # returns: no endless probing
+
+
+# -- the reader ------------------------------------------------------------------
+
+
+def _written_files():
+    yield crfsuite_bytes(_random_model(1))
+    yield crfsuite_bytes(_random_model(2, n_labels=3, n_attributes=5, classes=[0, 1.5, None]))
+    yield crfsuite_bytes(_random_model(3, n_labels=1, n_attributes=1))
+
+
+def test_lazy_read_is_the_full_read(trained):
+    for data in [trained.read_bytes(), *_written_files()]:
+        full = read_crfsuite(data).model
+        lazy = read_crfsuite(data, lazy_attributes=True).model
+        assert isinstance(lazy.attributes, LazyNames)
+        _assert_same_model(lazy, full)
+        assert lazy.attributes.tolist() == full.attributes
+        assert lazy.attribute_names() is lazy.attributes.tolist()  # listed once
+        for k, name in enumerate(full.attributes):
+            assert lazy.attributes.id_of(name) == k and name in lazy.attributes
+        assert pickle.loads(pickle.dumps(lazy)).attributes == full.attributes
+
+
+def test_files_in_another_order_take_the_full_route(trained):
+    # features shuffled (references fixed to follow them): the fast route
+    # declines and the full reader reads the file
+    data = bytearray(trained.read_bytes())
+    layout = _layout(data)
+    start = layout["features"] + 12
+    n = _u32(data, layout["features"] + 8)
+    records = [bytes(data[start + 20 * k : start + 20 * k + 20]) for k in range(n)]
+    order = np.random.default_rng(0).permutation(n)
+    where = np.empty(n, dtype=np.int64)
+    where[order] = np.arange(n)
+    for k, old in enumerate(order):
+        data[start + 20 * k : start + 20 * k + 20] = records[old]
+    for refs, owners in (("label_refs", "n_labels"), ("attribute_refs", "n_attributes")):
+        offset = layout[refs]
+        for a in range(layout[owners]):
+            at = _u32(data, offset + 12 + 4 * a)
+            for i in range(_u32(data, at)):
+                fid = _u32(data, at + 4 + 4 * i)
+                struct.pack_into("<I", data, at + 4 + 4 * i, int(where[fid]))
+    data = bytes(data)
+    lazy = read_crfsuite(data, lazy_attributes=True).model
+    assert isinstance(lazy.attributes, list)  # the full route
+    _assert_same_model(lazy, read_crfsuite(trained.read_bytes()).model)
+
+
+def _both(data):
+    """The full and the lazy read of ``data``: (model or None, error or None) each."""
+    outcomes = []
+    for lazy in (False, True):
+        try:
+            outcomes.append((read_crfsuite(data, lazy_attributes=lazy).model, None))
+        except ValueError as exc:
+            outcomes.append((None, str(exc)))
+    return outcomes
+
+
+def _check_lazy_against_full(data, names):
+    (full, full_error), (lazy, lazy_error) = _both(data)
+    if lazy is None:
+        assert lazy_error == full_error  # refused for the same reason, same words
+        return "refused"
+    if full is not None:
+        _assert_same_model(lazy, full)
+        assert list(lazy.attributes) == full.attributes
+        return "read"
+    # Only the attributes' strings, checked when listed, can be wrong here.
+    assert "attributes CQDB chunk" in full_error, full_error
+    assert isinstance(lazy.attributes, LazyNames)
+    with pytest.raises(ValueError, match="Cannot read CRFsuite model"):
+        lazy.attributes.tolist()
+    for k, name in enumerate(names):
+        try:
+            found = lazy.attributes.id_of(name)
+        except ValueError as exc:
+            assert "corrupted" in str(exc)
+            continue
+        assert -1 <= found < len(lazy.attributes)
+    return "strings damaged"
+
+
+def test_hostile_files_lazy_refuses_what_full_refuses(trained):
+    rng = np.random.default_rng(7)
+    seen = set()
+    for data in [trained.read_bytes(), *_written_files()]:
+        names = read_crfsuite(data).model.attributes
+        cuts = sorted(set(range(0, 64, 3)) | set(rng.integers(len(data), size=150).tolist()))
+        for cut in cuts:
+            assert _check_lazy_against_full(data[:cut], names) == "refused"
+            if cut >= 48:
+                seen.add(_check_lazy_against_full(_with_size(data[:cut]), names))
+        for _ in range(250):
+            mutated = bytearray(data)
+            for position in rng.integers(len(data), size=int(rng.integers(1, 4))):
+                mutated[position] = int(rng.integers(256))
+            seen.add(_check_lazy_against_full(bytes(mutated), names))
+        # the attributes' records, aimed at
+        cq = _layout(data)["attributes"]
+        bwd = _u32(data, cq + 20)
+        for k in range(min(len(names), 20)):
+            record = _u32(data, cq + bwd + 4 * k)
+            for shift, value in ((8, 0), (8, 0xFF), (0, 0xFF), (4, 0xFF)):
+                seen.add(_check_lazy_against_full(_patched(data, cq + record + shift, "B", value),
+                                                  names))
+    assert {"refused", "read", "strings damaged"} <= seen
+
+
+# -- the vocabulary ----------------------------------------------------------------
+
+
+def _lazy_vocabulary(model):
+    data = crfsuite_bytes(model)
+    lazy = read_crfsuite(data, lazy_attributes=True).model
+    return Vocabulary(lazy.attributes, ":"), Vocabulary(model.attributes, ":")
+
+
+def test_lazy_vocabulary_encodes_as_the_full_one():
+    model = _random_model(5, n_attributes=60)
+    lazy, full = _lazy_vocabulary(model)
+    X = _random_sequences(model, 3)
+    # string values too: names split at the first ':' into key and value
+    X += [[{name.split(":", 1)[0]: name.split(":", 1)[1]} for name in model.attributes[:30]]]
+    X += [[{"f1": "nope", "bias": 2.0}, ["f0:" + model.attributes[0][3:], "unknown"]], []]
+    for _ in range(2):  # again, from the caches
+        a, b = lazy.encode(X, grow=False), full.encode(X, grow=False)
+        for name in ("indptr", "ids", "values", "lengths"):
+            assert np.array_equal(getattr(a, name), getattr(b, name)), name
+    assert len(lazy) == len(full)
+    assert all(lazy.get(n) == k and n in lazy for k, n in enumerate(model.attributes))
+    assert lazy.get("nope") == -1 and "nope" not in lazy and lazy.get(3) == -1
+    assert lazy.attributes == full.attributes
+    assert pickle.loads(pickle.dumps(lazy)).attributes == model.attributes
+
+
+def test_lazy_vocabulary_grows_after_listing_its_names():
+    model = _random_model(6, n_attributes=20)
+    lazy, full = _lazy_vocabulary(model)
+    X = [[{"new": 1.0, model.attributes[3]: 1.0}, {"other": "x"}]]
+    a, b = lazy.encode(X, grow=True), full.encode(X, grow=True)
+    assert np.array_equal(a.ids, b.ids)
+    assert lazy.attributes == full.attributes == [*model.attributes, "new", "other:x"]
+
+
+# -- the estimator and the tagger ----------------------------------------------------
+
+
+def test_from_crfsuite_serves_lazily_and_lists_attributes_on_access(trained):
+    full = read_crfsuite(trained).model
+    crf = CRFTagger.from_crfsuite(trained)
+    assert isinstance(crf._model.attributes, LazyNames)
+    assert "attributes_" not in vars(crf)
+    X = _random_sequences(full, 11)
+    reference = pycrfsuite.Tagger()
+    reference.open(str(trained))
+    assert [crf.predict_single(x) for x in X] == [reference.tag(x) for x in X]
+    assert crf.attributes_ == full.attributes and isinstance(crf.attributes_, list)
+    assert crf.num_attributes_ == len(full.attributes)
+    assert crf.coef_.shape == (len(full.attributes), len(full.classes))
+    again = pickle.loads(pickle.dumps(crf))
+    assert again.attributes_ == full.attributes and again.predict(X) == crf.predict(X)
+
+
+def test_tagger_open_serves_lazily(trained):
+    tagger = Tagger()
+    tagger.open(str(trained))
+    reference = pycrfsuite.Tagger()
+    reference.open(str(trained))
+    full = read_crfsuite(trained).model
+    X = _random_sequences(full, 12)
+    assert [tagger.tag(x) for x in X] == [reference.tag(x) for x in X]
+    assert tagger.info().attributes == reference.info().attributes
+
+
+def test_threads_share_a_lazy_model(trained):
+    # the first lookups of every name happen concurrently, filling the caches
+    full = read_crfsuite(trained).model
+    X = _random_sequences(full, 13, n_sequences=200)
+    expected = CRFTagger.from_crfsuite(trained).predict(X)
+    for _ in range(3):
+        crf = CRFTagger.from_crfsuite(trained)
+        tagger = Tagger()
+        tagger.open(str(trained))
+        results = {}
+        barrier = threading.Barrier(8)
+
+        def work(i, crf=crf, tagger=tagger, results=results, barrier=barrier):
+            barrier.wait()
+            order = X[i::8] if i % 2 else X[::-1][i::8]
+            if i < 4:
+                results[i] = {id(x): crf.predict_single(x) for x in order}
+            else:
+                results[i] = {id(x): tagger.tag(x) for x in order}
+
+        threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        by_id = {id(x): y for x, y in zip(X, expected)}
+        for answers in results.values():
+            assert answers and all(by_id[k] == v for k, v in answers.items())
