@@ -855,7 +855,7 @@ calibration_candidates, calibration_max_trials : default=None
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> "CRFTagger":
         """Load a model saved by :meth:`save` (never unpickles)."""
-        return cls._from_fitted_state(load_state(path))
+        return cls._from_fitted_state(load_state(path, lazy_attributes=True))
 
     def to_crfsuite(self, path: str | os.PathLike[str]) -> None:
         """Write the model as a CRFsuite model file.

@@ -13,20 +13,31 @@ builds a :class:`~skcrf.CRFTagger`. The format's implementation knows no
 estimator (it duck-types one); this public module adds the default class.
 
 A model file is one numpy ``.npz`` archive (a zip file, written with
-:func:`numpy.savez_compressed`) and is read back with
+:func:`numpy.savez`; format 2 with :func:`numpy.savez_compressed`) and is
+read back with
 ``numpy.load(..., allow_pickle=False)``: loading never unpickles and never
 executes anything from the file, so a model file from an untrusted source can
 at worst be refused with a :class:`ValueError`.
 
-File layout (format version 2)
+File layout (format version 3)
 ------------------------------
 With ``n_attributes`` attributes, ``L`` labels, ``n_states`` state features
 and ``n_transitions`` transition features (weights are one flat vector,
-state features then transition features), the archive holds exactly six
-arrays:
+state features then transition features), the archive holds exactly seven
+arrays, stored (not compressed), in this order:
 
 ``metadata`` : uint8, shape (n_bytes,)
     One UTF-8 (in fact ASCII) JSON document, described below.
+``attributes`` : uint8, shape (n_bytes,)
+    The attribute names in attribute-id order, as one CQDB chunk: exactly
+    the string database that holds the attributes of a CRFsuite model file
+    (ids ``0 .. n_attributes - 1``, each name UTF-8 with its NUL, lookup3
+    hash tables; the layout is described in ``skcrf._persist._cqdb``), its
+    size the array's. An estimator's ``load`` looks names up in its hash
+    tables where they lie instead of decoding every one: the chunk's
+    structure is checked on loading, each record as a lookup reads it, and
+    the whole chunk (valid UTF-8, distinct names, every name found by its
+    hash) when the names are first listed; :func:`load_state` lists them.
 ``state_ptr`` : int64, shape (n_attributes + 1,)
     The state features of attribute ``a`` are ``state_ptr[a]:state_ptr[a +
     1]``: non-decreasing from 0 to ``n_states``.
@@ -43,8 +54,8 @@ arrays:
 
 Every feature of the model is stored, zero weights included (a warm start
 needs to know which features exist); weights are stored bit-exactly
-(negative zeros too). Compression keeps the zeros and the index arrays
-small.
+(negative zeros too). Nothing is compressed, so that loading reads each
+array once, as it lies.
 
 The JSON document is an object with exactly these keys:
 
@@ -64,8 +75,8 @@ The JSON document is an object with exactly these keys:
 ``labels``
     The labels (``classes``) in order, each in the tagged encoding; at least
     one, all distinct and hashable.
-``attributes``
-    The attribute names, a list of distinct strings, in attribute-id order.
+``n_attributes``
+    The number of attribute names, an integer >= 0.
 ``value_separator``
     The non-empty string that joins a key and its string value in attribute
     names (``":"``; ``"="`` in models read from format 1).
@@ -119,6 +130,16 @@ predicts exactly the labels the saved one did. Any other type (subclasses of
 ``str`` or ``int`` such as enums, complex numbers, frozensets, arbitrary
 objects, ...) cannot be stored safely: :func:`save_state` refuses it with a
 :class:`TypeError`.
+
+Format version 2
+----------------
+Written by skcrf 0.2 (with :func:`numpy.savez_compressed`), and by
+:func:`save_state` when asked (``format_version=2``) or when an attribute
+name cannot be kept in a CQDB chunk (it holds a NUL character, or is not
+valid Unicode, such as a str with a lone surrogate). Its archive holds the
+arrays of format 3 but ``attributes``, and its JSON document the keys of
+format 3 with ``attributes`` (the names, a list of distinct strings, in
+attribute-id order) instead of ``n_attributes``.
 
 Format version 1 (skcrf 0.1)
 ----------------------------
@@ -240,4 +261,6 @@ def load_model(path: "str | os.PathLike[str]", cls: Any = None) -> Any:
     --------
     save_model : Write a model file.
     """
-    return (CRFTagger if cls is None else cls)._from_fitted_state(load_state(path))
+    return (CRFTagger if cls is None else cls)._from_fitted_state(
+        load_state(path, lazy_attributes=True)
+    )

@@ -19,8 +19,10 @@ import skcrf._persist._json
 import skcrf._persist._npz
 import skcrf.io
 from skcrf._model import CRFModel, FittedState
+from skcrf._persist._cqdb import cqdb_bytes, encode_strings, read_cqdb
 from skcrf._training._lbfgs import LBFGSStatus
 from skcrf._training._training_log import TrainingLog
+from skcrf._utils._cqdb_index import LazyNames
 from skcrf.io import FORMAT_VERSION, load_model, load_state, save_model, save_state
 
 DATA = pathlib.Path(__file__).parent / "data"
@@ -110,7 +112,9 @@ def assert_same_state(a, b):
     assert mb.classes.dtype == object and mb.classes.ndim == 1
     assert mb.classes.tolist() == list(ma.classes)
     assert [type(c) for c in mb.classes] == [type(c) for c in ma.classes]
-    assert mb.attributes == list(ma.attributes) and type(mb.attributes) is list
+    # (a list from load_state; names looked up in place from load_model)
+    assert mb.attribute_names() == list(ma.attribute_names())
+    assert type(mb.attribute_names()) is list
     assert mb.value_separator == ma.value_separator
     for name, dtype in (
         ("state_ptr", np.int64),
@@ -168,8 +172,9 @@ def state():
 
 @pytest.fixture
 def model_path(state, tmp_path):
+    """A format 2 file (the metadata tests edit its JSON attribute list)."""
     path = tmp_path / "model.npz"
-    save_state(state, path)
+    save_state(state, path, format_version=2)
     return path
 
 
@@ -352,7 +357,7 @@ def test_attribute_names_and_separator_round_trip(tmp_path):
     assert_same_state(state, round_trip(state, tmp_path))
 
 
-def test_file_is_a_plain_npz_with_the_documented_layout(model_path, state):
+def test_format_2_is_a_plain_npz_with_the_documented_layout(model_path, state):
     with np.load(model_path, allow_pickle=False) as npz:
         assert sorted(npz.files) == sorted(
             [
@@ -389,7 +394,7 @@ def test_file_is_a_plain_npz_with_the_documented_layout(model_path, state):
         "training_log",
         "extra",
     }
-    assert doc["format"] == "skcrf-model" and doc["format_version"] == FORMAT_VERSION == 2
+    assert doc["format"] == "skcrf-model" and doc["format_version"] == 2
     assert doc["skcrf_version"] == skcrf.__version__
     assert doc["estimator"] is None
     assert doc["labels"] == [{"type": "str", "value": label} for label in "DNV"]
@@ -397,6 +402,97 @@ def test_file_is_a_plain_npz_with_the_documented_layout(model_path, state):
     assert doc["value_separator"] == ":"
     assert doc["status"] == "CONVERGED" and doc["n_iter"] == 3
     assert doc["extra"] == {"n_features": {"type": "int", "value": state.model.n_features}}
+
+
+def test_format_3_is_a_stored_npz_with_the_names_in_a_cqdb_chunk(state, tmp_path):
+    path = tmp_path / "m.npz"
+    save_state(state, path)
+    with zipfile.ZipFile(path) as archive:
+        # stored, not deflated: loading reads the arrays as they lie
+        assert {info.compress_type for info in archive.infolist()} == {zipfile.ZIP_STORED}
+    with np.load(path, allow_pickle=False) as npz:
+        assert list(npz.files) == [
+            "metadata",
+            "attributes",
+            "state_ptr",
+            "state_labels",
+            "state_weights",
+            "transition_index",
+            "transition_weights",
+        ]
+        doc = json.loads(npz["metadata"].tobytes())
+        chunk = npz["attributes"]
+        assert chunk.dtype == np.uint8 and chunk.ndim == 1
+        for name in ("state_ptr", "state_labels", "state_weights"):
+            assert np.array_equal(npz[name], getattr(state.model, name))
+    n = len(state.model.attributes)
+    assert doc["format_version"] == FORMAT_VERSION == 3 and doc["n_attributes"] == n
+    assert "attributes" not in doc
+    # exactly CRFsuite's string database of the names, ids in order
+    names = state.model.attributes
+    assert chunk.tobytes() == cqdb_bytes(*encode_strings(names, "attribute"))
+    assert read_cqdb(chunk.tobytes(), 0, n, "attributes", 0)[0] == names
+
+
+@pytest.mark.parametrize("name", ["w:a\0b", "w:\ud800"], ids=["nul", "lone-surrogate"])
+def test_names_a_cqdb_cannot_hold_are_saved_in_format_2(state, tmp_path, name):
+    model = state.model
+    state.model = model.with_weights(model.weights)
+    state.model.attributes = [*model.attributes[:-1], name]
+    path = tmp_path / "m.npz"
+    save_state(state, path)
+    with np.load(path) as npz:
+        assert json.loads(npz["metadata"].tobytes())["format_version"] == 2
+    assert load_state(path).model.attributes[-1] == name
+    with pytest.raises(ValueError, match="cannot be saved in format 3.*format_version=2"):
+        save_state(state, path, format_version=3)
+    with pytest.raises(ValueError, match="format_version must be None, 2 or 3"):
+        save_state(state, path, format_version=4)
+
+
+def test_format_3_loads_lazily_for_estimators_and_whole_for_load_state(state, tmp_path):
+    path = tmp_path / "m.npz"
+    save_state(state, path)
+    assert type(load_state(path).model.attributes) is list
+    lazy = load_state(path, lazy_attributes=True).model
+    assert isinstance(lazy.attributes, LazyNames)
+    assert len(lazy.attributes) == len(state.model.attributes)
+    assert [lazy.attributes.id_of(n) for n in state.model.attributes] == list(
+        range(len(state.model.attributes))
+    )
+    assert lazy.attribute_names() == state.model.attributes
+
+
+def test_format_3_damaged_names(state, tmp_path):
+    path = tmp_path / "m.npz"
+    save_state(state, path)
+    doc, arrays = read_parts(path)
+    chunk = arrays["attributes"].copy()
+    bwd = int(chunk[20:24].view("<u4")[0])
+    record = int(chunk[bwd : bwd + 4].view("<u4")[0])
+    # a byte of id 0's name: structure intact, so the lazy load succeeds and
+    # listing (or load_state, which lists) names the damage
+    chunk[record + 8] = 0xFF
+    bad = tmp_path / "bad.npz"
+    write_parts(bad, doc, {**arrays, "attributes": chunk})
+    with pytest.raises(ValueError, match="Cannot load skcrf model.*id 0 is not valid UTF-8"):
+        load_state(bad)
+    lazy = load_state(bad, lazy_attributes=True).model
+    with pytest.raises(ValueError, match="Cannot load skcrf model.*id 0 is not valid UTF-8"):
+        lazy.attribute_names()
+    # structure damaged: refused at once, lazily or not
+    for lazy_attributes in (False, True):
+        chunk = arrays["attributes"].copy()
+        chunk[:4] = list(b"CQDX")
+        write_parts(bad, doc, {**arrays, "attributes": chunk})
+        with pytest.raises(ValueError, match="Cannot load skcrf model"):
+            load_state(bad, lazy_attributes=lazy_attributes)
+        write_parts(bad, doc, {**arrays, "attributes": arrays["attributes"][:-4]})
+        with pytest.raises(ValueError, match="Cannot load skcrf model.*not one CQDB chunk"):
+            load_state(bad, lazy_attributes=lazy_attributes)
+    write_parts(bad, {**doc, "n_attributes": 10**9}, arrays)
+    with pytest.raises(ValueError, match="cannot hold 1000000000 attribute names"):
+        load_state(bad)
 
 
 # -- where and how the file is written ---------------------------------------
@@ -431,8 +527,8 @@ def _partial_savez(file, **arrays):
     [
         ("os.fsync", OSError("fsync failed"), OSError),
         ("os.replace", OSError("rename failed"), OSError),
-        ("np.savez_compressed", _partial_savez, RuntimeError),
-        ("np.savez_compressed", KeyboardInterrupt(), KeyboardInterrupt),
+        ("np.savez", _partial_savez, RuntimeError),
+        ("np.savez", KeyboardInterrupt(), KeyboardInterrupt),
     ],
 )
 def test_failed_write_leaves_old_file_and_no_temp_file(
@@ -598,9 +694,11 @@ def test_truncated_file(model_path, fraction, which):
             load_state(model_path)
 
 
-@pytest.mark.parametrize("which", ["v2", "v1"])
-def test_random_byte_flips_are_refused_or_harmless(model_path, state, which):
-    source = model_path if which == "v2" else V1_PATH
+@pytest.mark.parametrize("which", ["v3", "v2", "v1"])
+def test_random_byte_flips_are_refused_or_harmless(model_path, state, tmp_path, which):
+    source = {"v2": model_path, "v1": V1_PATH, "v3": tmp_path / "v3.npz"}[which]
+    if which == "v3":
+        save_state(state, source)
     data = source.read_bytes()
     original = load_state(source)
     rng = np.random.default_rng(0)
@@ -610,12 +708,15 @@ def test_random_byte_flips_are_refused_or_harmless(model_path, state, which):
         for position in rng.integers(0, len(data), size=rng.integers(1, 4)):
             corrupted[position] ^= int(rng.integers(1, 256))
         model_path.write_bytes(bytes(corrupted))
-        try:
-            loaded = load_state(model_path)
-        except ValueError:
-            refused += 1
-        else:  # only bytes zip ignores (timestamps, local header copies)
-            assert_same_state(original, loaded)
+        for lazy in (False, True):
+            try:
+                loaded = load_state(model_path, lazy_attributes=lazy)
+                names = loaded.model.attribute_names()
+            except ValueError:
+                refused += not lazy
+            else:  # only bytes zip ignores (timestamps, local header copies)
+                assert names == original.model.attributes
+                assert_same_state(original, loaded)
     assert refused > 100
 
 
@@ -1038,7 +1139,7 @@ def test_compressible_index_arrays_are_not_refused(tmp_path, monkeypatch):
     )
     state = make_state(model=model)
     path = tmp_path / "big.skcrf"
-    save_state(state, path)
+    save_state(state, path, format_version=2)  # (format 3 is not compressed)
     with zipfile.ZipFile(path) as archive:
         ratios = {i.filename: i.file_size / i.compress_size for i in archive.infolist()}
     assert ratios["state_ptr.npy"] > 5 and ratios["state_labels.npy"] > 50
@@ -1209,12 +1310,12 @@ def test_v1_file_through_the_estimator_predicts_like_0_1():
             )
 
 
-def test_v1_file_resaves_as_v2(tmp_path):
+def test_v1_file_resaves_in_the_newest_format(tmp_path):
     state = load_state(V1_PATH)
-    path = tmp_path / "v2.skcrf"
+    path = tmp_path / "v3.skcrf"
     save_state(state, path)
     with np.load(path) as npz:
-        assert json.loads(npz["metadata"].tobytes())["format_version"] == 2
+        assert json.loads(npz["metadata"].tobytes())["format_version"] == FORMAT_VERSION
     assert_same_state(state, load_state(path))
 
 

@@ -22,7 +22,9 @@ from .._training._lbfgs import LBFGSStatus
 from .._training._online_train import OnlineStatus
 from .._training._training_log import LabelScore, TrainingLog
 from .._utils._atomic import write_atomically
+from .._utils._cqdb_index import CQDBIndex, LazyNames
 from .._version import __version__
+from ._cqdb import cqdb_bytes, encode_strings, read_cqdb
 from ._files import open_regular_file
 from ._json import decode_value, encode_value, is_hashable, no_duplicate_keys, reject_constant
 
@@ -37,13 +39,22 @@ __all__ = [
 #: The ``format`` value of every skcrf model file.
 FORMAT_NAME = "skcrf-model"
 #: The format version this skcrf writes, and the newest it reads.
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 
 # The arrays of each format version, in the order they are written.
 _ARRAY_NAMES = {
     1: ("metadata", "coef_indices", "coef_values", "transition"),
     2: (
         "metadata",
+        "state_ptr",
+        "state_labels",
+        "state_weights",
+        "transition_index",
+        "transition_weights",
+    ),
+    3: (
+        "metadata",
+        "attributes",
         "state_ptr",
         "state_labels",
         "state_weights",
@@ -85,6 +96,7 @@ _JSON_KEYS = {
         }
     ),
 }
+_JSON_KEYS[3] = _JSON_KEYS[2] - {"attributes"} | {"n_attributes"}
 _V1_VECTORIZER_KEYS = frozenset({"dtype", "separator", "sparse", "sort"})
 _V1_VECTORIZER_DTYPES = frozenset(
     {
@@ -268,8 +280,13 @@ def _encode_status(status, what):
     return status.name
 
 
-def _state_document(state, estimator):
+def _state_document(state, estimator, format_version=None):
     """The arrays (metadata included) of a fitted state, validated."""
+    if format_version not in (None, 2, 3):
+        raise ValueError(
+            f"format_version must be None, 2 or 3; got {format_version!r:.100} (this skcrf "
+            "writes formats 2 and 3)."
+        )
     if not isinstance(state, FittedState):
         raise TypeError(f"state must be a FittedState; got {type(state).__name__}.")
     model = state.model
@@ -292,7 +309,7 @@ def _state_document(state, estimator):
         raise ValueError("model.classes holds the same label twice.")
     n_labels = len(classes)
 
-    attributes = list(model.attributes)
+    attributes = model.attribute_names()
     for k, name in enumerate(attributes):
         if type(name) is not str:
             raise TypeError(
@@ -346,16 +363,31 @@ def _state_document(state, estimator):
     if estimator is not None and type(estimator) is not str:
         raise TypeError(f"estimator must be a str or None; got {estimator!r:.100}.")
 
+    # Format 3 keeps the names as a CQDB chunk, which holds UTF-8 strings
+    # without NUL; names it cannot hold are written in format 2 (JSON).
+    version = 2
+    if format_version != 2:
+        try:
+            keys = encode_strings(attributes, "attribute")
+        except ValueError as exc:
+            if format_version == 3:
+                raise ValueError(
+                    f"The model cannot be saved in format 3: {exc} (format_version=2 can "
+                    "store it)."
+                ) from None
+        else:
+            version = 3
+            arrays["attributes"] = np.frombuffer(cqdb_bytes(*keys), dtype=np.uint8)
     document = {
         "format": FORMAT_NAME,
-        "format_version": FORMAT_VERSION,
+        "format_version": version,
         "skcrf_version": __version__,
         "estimator": estimator,
         "params": {
             name: encode_value(value, f"Parameter {name!r} =") for name, value in params.items()
         },
         "labels": labels,
-        "attributes": attributes,
+        **({"n_attributes": len(attributes)} if version == 3 else {"attributes": attributes}),
         "value_separator": separator,
         "n_iter": int(n_iter),
         "status": _encode_status(state.status, "state.status"),
@@ -366,10 +398,16 @@ def _state_document(state, estimator):
     }
     text = json.dumps(document, ensure_ascii=True, allow_nan=False, separators=(",", ":"))
     arrays["metadata"] = np.frombuffer(text.encode("ascii"), dtype=np.uint8)
-    return {name: arrays[name] for name in _ARRAY_NAMES[FORMAT_VERSION]}
+    return {name: arrays[name] for name in _ARRAY_NAMES[version]}
 
 
-def save_state(state: FittedState, path: str | os.PathLike[str], *, estimator: Any = None) -> None:
+def save_state(
+    state: FittedState,
+    path: str | os.PathLike[str],
+    *,
+    estimator: Any = None,
+    format_version: int | None = None,
+) -> None:
     """Save a fitted state to ``path`` in the skcrf model format (no pickle).
 
     Everything is checked before anything is written (the model arrays by
@@ -389,6 +427,11 @@ def save_state(state: FittedState, path: str | os.PathLike[str], *, estimator: A
         instance, ``.skcrf``).
     estimator : str, optional
         The estimator class, ``"module.QualName"``, recorded for information.
+    format_version : {None, 2, 3}, default=None
+        None: the newest format (3), or 2 when an attribute name cannot be
+        kept in format 3's string database (a NUL character, or a str that
+        is not valid Unicode, such as a lone surrogate). 2: the format that
+        skcrf 0.2 reads (the names in the JSON document, compressed).
 
     Raises
     ------
@@ -405,8 +448,10 @@ def save_state(state: FittedState, path: str | os.PathLike[str], *, estimator: A
     load_state : Read the file back.
     save_model : Save an estimator.
     """
-    arrays = _state_document(state, estimator)
-    write_atomically(path, lambda file: np.savez_compressed(file, **arrays))
+    arrays = _state_document(state, estimator, format_version)
+    # format 3 is stored, not deflated: loading reads the arrays as they lie
+    write = np.savez if "attributes" in arrays else np.savez_compressed
+    write_atomically(path, lambda file: write(file, **arrays))
 
 
 def save_model(estimator: Any, path: str | os.PathLike[str]) -> None:
@@ -671,12 +716,15 @@ def _decode_common(document, version):
     for k, label in enumerate(labels):
         classes[k] = label
 
-    name = "vocabulary" if version == 1 else "attributes"
-    attributes = _require_type(document[name], list, name)
-    if not all(type(attribute) is str for attribute in attributes):
-        raise ValueError(f"{name}: every attribute name must be a str.")
-    if len(set(attributes)) != len(attributes):
-        raise ValueError(f"{name}: the same attribute name appears twice.")
+    if version == 3:
+        attributes = None  # a CQDB chunk: see _read_v3
+    else:
+        name = "vocabulary" if version == 1 else "attributes"
+        attributes = _require_type(document[name], list, name)
+        if not all(type(attribute) is str for attribute in attributes):
+            raise ValueError(f"{name}: every attribute name must be a str.")
+        if len(set(attributes)) != len(attributes):
+            raise ValueError(f"{name}: the same attribute name appears twice.")
 
     n_iter = _require_type(document["n_iter"], int, "n_iter")
     if n_iter < 0:
@@ -691,15 +739,53 @@ def _decode_common(document, version):
     }
 
 
-def _read_v2(document, headers, npz):
-    common = _decode_common(document, 2)
+def _read_v3(document, headers, npz, where, lazy=False):
+    """A format 3 file: format 2 with the attribute names in a CQDB chunk."""
+    n_attributes = _require_type(document["n_attributes"], int, "n_attributes")
+    if n_attributes < 0:
+        raise ValueError(f"n_attributes {n_attributes} is negative.")
+    (size,) = _check_header(headers, "attributes", "u", 1, (None,))
+    # at least its records, as in CRFsuite files (before anything is read)
+    if size < 2072 + 9 * n_attributes:
+        raise ValueError(
+            f"the attributes array ({size} bytes) cannot hold {n_attributes} attribute names."
+        )
+    return _read_v2(document, headers, npz, where, lazy, version=3, n_attributes=n_attributes)
+
+
+def _attributes(chunk, n_attributes, where, lazy):
+    """The names of the ``attributes`` array (a CQDB chunk): a list, or lazy.
+
+    Lazy: a :class:`~skcrf._utils._cqdb_index.LazyNames` looking names up in
+    place, the chunk's structure checked now, each record when a lookup reads
+    it, the whole chunk when the names are first listed.
+    """
+    if len(chunk) < 8 or int(chunk[4:8].view("<u4")[0]) != len(chunk):
+        raise ValueError("the attributes array is not one CQDB chunk (its size differs).")
+    if not lazy:
+        return read_cqdb(chunk, 0, n_attributes, "attributes", 0)[0]
+    index = CQDBIndex(chunk, 0, n_attributes, "attributes")
+
+    def read_all():
+        try:
+            return read_cqdb(chunk, 0, n_attributes, "attributes", 0)[0]
+        except ValueError as exc:
+            raise ValueError(f"Cannot load skcrf model {where}: {exc}") from None
+
+    return LazyNames(index, read_all)
+
+
+def _read_v2(document, headers, npz, where, lazy=False, version=2, n_attributes=None):
+    common = _decode_common(document, version)
     separator = _require_type(document["value_separator"], str, "value_separator")
     if not separator:
         raise ValueError("value_separator is empty.")
     extra_json = _require_type(document["extra"], dict, "extra")
     extra = {key: decode_value(v, f"extra {key!r:.100}") for key, v in extra_json.items()}
 
-    n_attributes, n_labels = len(common["attributes"]), len(common["classes"])
+    if n_attributes is None:
+        n_attributes = len(common["attributes"])
+    n_labels = len(common["classes"])
     _check_header(headers, "state_ptr", "i", 8, (n_attributes + 1,), "the attributes")
     (n_states,) = _check_header(headers, "state_labels", "i", 4, (None,))
     _check_header(headers, "state_weights", "f", 8, (n_states,), "state_labels")
@@ -723,10 +809,13 @@ def _read_v2(document, headers, npz):
         "transition_index": np.ascontiguousarray(npz["transition_index"], dtype=np.int64),
         "transition_weights": np.ascontiguousarray(npz["transition_weights"], dtype=np.float64),
     }
+    if version == 3:
+        chunk = np.ascontiguousarray(npz["attributes"], dtype=np.uint8)
+        common["attributes"] = _attributes(chunk, n_attributes, where, lazy)
     return _fitted_state(common, separator, n_attributes, n_labels, arrays, extra)
 
 
-def _read_v1(document, headers, npz):
+def _read_v1(document, headers, npz, where, lazy=False):
     """A format 1 file (skcrf 0.1) as a FittedState (see the module docstring)."""
     common = _decode_common(document, 1)
     vec = document["vectorizer"]
@@ -810,7 +899,7 @@ def _check_crc(npz):
         raise ValueError(f"array {corrupted[:-4]!r} is corrupted (CRC mismatch).")
 
 
-def _load(file):
+def _load(file, where, lazy):
     headers = _check_members(file)
     file.seek(0)
     with np.load(file, allow_pickle=False) as npz:
@@ -822,11 +911,11 @@ def _load(file):
                 f"{list(_ARRAY_NAMES[version])}; the archive has {sorted(headers)}."
             )
         _check_document_keys(document, version)
-        reader = _read_v1 if version == 1 else _read_v2
-        return reader(document, headers, npz)
+        reader = {1: _read_v1, 2: _read_v2, 3: _read_v3}[version]
+        return reader(document, headers, npz, where, lazy)
 
 
-def load_state(path: str | os.PathLike[str]) -> FittedState:
+def load_state(path: str | os.PathLike[str], *, lazy_attributes: bool = False) -> FittedState:
     """Load the fitted state saved in ``path``; never unpickles.
 
     Reads every format version up to :data:`FORMAT_VERSION` (format 1, of
@@ -839,6 +928,11 @@ def load_state(path: str | os.PathLike[str]) -> FittedState:
     ----------
     path : str or os.PathLike
         The model file.
+    lazy_attributes : bool, default=False
+        For the estimators' ``load``: the attribute names of a format 3 file
+        as a :class:`~skcrf._utils._cqdb_index.LazyNames` (looked up where
+        they lie, checked as lookups read them and whole when listed)
+        instead of a list.
 
     Returns
     -------
@@ -867,7 +961,7 @@ def load_state(path: str | os.PathLike[str]) -> FittedState:
     file, _ = open_regular_file(path, "skcrf model")
     with file:
         try:
-            return _load(file)
+            return _load(file, repr(path), lazy_attributes)
         except (
             ValueError,
             KeyError,
