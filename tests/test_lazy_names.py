@@ -142,7 +142,7 @@ def test_a_full_table_is_probed_once_around():
     chunk = bytearray(cqdb_bytes(*encode_strings(names, "attribute")))
     tables = [t for t in range(256) if _u32(chunk, 24 + 8 * t)]
     t0 = tables[0]
-    offset, m = _u32(chunk, 24 + 8 * t0), _u32(chunk, 24 + 8 * t0 + 4)
+    offset = _u32(chunk, 24 + 8 * t0)
     for t in tables[1:]:
         struct.pack_into("<II", chunk, 24 + 8 * t, 0, 0)
     struct.pack_into("<II", chunk, 24 + 8 * t0, offset, 4)  # 4 buckets for 2 strings
@@ -227,7 +227,7 @@ def _check_lazy_against_full(data, names):
     assert isinstance(lazy.attributes, LazyNames)
     with pytest.raises(ValueError, match="Cannot read CRFsuite model"):
         lazy.attributes.tolist()
-    for k, name in enumerate(names):
+    for name in names:
         try:
             found = lazy.attributes.id_of(name)
         except ValueError as exc:
@@ -258,8 +258,11 @@ def test_hostile_files_lazy_refuses_what_full_refuses(trained):
         for k in range(min(len(names), 20)):
             record = _u32(data, cq + bwd + 4 * k)
             for shift, value in ((8, 0), (8, 0xFF), (0, 0xFF), (4, 0xFF)):
-                seen.add(_check_lazy_against_full(_patched(data, cq + record + shift, "B", value),
-                                                  names))
+                seen.add(
+                    _check_lazy_against_full(
+                        _patched(data, cq + record + shift, "B", value), names
+                    )
+                )
     assert {"refused", "read", "strings damaged"} <= seen
 
 
