@@ -50,6 +50,44 @@ cdef inline uint32_t _rot(uint32_t x, int k) noexcept nogil:
     return (x << k) | (x >> (32 - k))
 
 
+cdef inline void _mix(uint32_t *a, uint32_t *b, uint32_t *c) noexcept nogil:
+    a[0] -= c[0]
+    a[0] ^= _rot(c[0], 4)
+    c[0] += b[0]
+    b[0] -= a[0]
+    b[0] ^= _rot(a[0], 6)
+    a[0] += c[0]
+    c[0] -= b[0]
+    c[0] ^= _rot(b[0], 8)
+    b[0] += a[0]
+    a[0] -= c[0]
+    a[0] ^= _rot(c[0], 16)
+    c[0] += b[0]
+    b[0] -= a[0]
+    b[0] ^= _rot(a[0], 19)
+    a[0] += c[0]
+    c[0] -= b[0]
+    c[0] ^= _rot(b[0], 4)
+    b[0] += a[0]
+
+
+cdef inline void _final(uint32_t *a, uint32_t *b, uint32_t *c) noexcept nogil:
+    c[0] ^= b[0]
+    c[0] -= _rot(b[0], 14)
+    a[0] ^= c[0]
+    a[0] -= _rot(c[0], 11)
+    b[0] ^= a[0]
+    b[0] -= _rot(a[0], 25)
+    c[0] ^= b[0]
+    c[0] -= _rot(b[0], 16)
+    a[0] ^= c[0]
+    a[0] -= _rot(c[0], 4)
+    b[0] ^= a[0]
+    b[0] -= _rot(a[0], 14)
+    c[0] ^= b[0]
+    c[0] -= _rot(b[0], 24)
+
+
 cdef uint32_t _hashlittle(const uint8_t *key, Py_ssize_t length) noexcept nogil:
     """Bob Jenkins' lookup3 ``hashlittle`` of ``length`` bytes, seed 0.
 
@@ -64,12 +102,7 @@ cdef uint32_t _hashlittle(const uint8_t *key, Py_ssize_t length) noexcept nogil:
         a += _u32(key)
         b += _u32(key + 4)
         c += _u32(key + 8)
-        a -= c; a ^= _rot(c, 4); c += b
-        b -= a; b ^= _rot(a, 6); a += c
-        c -= b; c ^= _rot(b, 8); b += a
-        a -= c; a ^= _rot(c, 16); c += b
-        b -= a; b ^= _rot(a, 19); a += c
-        c -= b; c ^= _rot(b, 4); b += a
+        _mix(&a, &b, &c)
         length -= 12
         key += 12
     if length == 0:
@@ -79,13 +112,7 @@ cdef uint32_t _hashlittle(const uint8_t *key, Py_ssize_t length) noexcept nogil:
     a += _u32(tail)
     b += _u32(tail + 4)
     c += _u32(tail + 8)
-    c ^= b; c -= _rot(b, 14)
-    a ^= c; a -= _rot(c, 11)
-    b ^= a; b -= _rot(a, 25)
-    c ^= b; c -= _rot(b, 16)
-    a ^= c; a -= _rot(c, 4)
-    b ^= a; b -= _rot(a, 14)
-    c ^= b; c -= _rot(b, 24)
+    _final(&a, &b, &c)
     return c
 
 
@@ -188,7 +215,7 @@ cdef class CQDBIndex:
     cdef Py_ssize_t find(self, const char *key, Py_ssize_t length) noexcept nogil:
         """The id of the ``length`` bytes at ``key`` (``key[length]`` is their
         NUL); -1 if absent, -2 if the chunk is found corrupted on the way."""
-        cdef uint32_t h, bucket_hash, record, t, m, i, slot
+        cdef uint32_t h, bucket_hash, record, t, m, slot
         cdef const uint8_t *bucket
         cdef int32_t stored
         if memchr(key, 0, length) != NULL:
@@ -199,7 +226,7 @@ cdef class CQDBIndex:
         if m == 0:
             return -1
         slot = (h >> 8) % m
-        for i in range(m):
+        for _ in range(m):
             bucket = self._data + self._table_offset[t] + 8 * <Py_ssize_t> slot
             record = _u32(bucket + 4)
             if record == 0:
