@@ -24,7 +24,7 @@ FLOORS = [
     ["skcrf.metrics", "skcrf._dask"],
     ["skcrf._tagger_view"],
     ["skcrf._tagger"],
-    ["skcrf._cv"],
+    ["skcrf._cv", "skcrf._interop"],
     ["skcrf", "skcrf.io", "skcrf.nltk", "skcrf.dask", "skcrf.datasets", "skcrf.pycrfsuite"],
 ]
 # Old module paths kept so that pickles made before the subpackages load:

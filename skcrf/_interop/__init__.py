@@ -1,0 +1,1 @@
+"""Support for other packages (eli5), installed without importing them."""
