@@ -190,9 +190,9 @@ decompress to more than ``_MAX_COMPRESSION_RATIO`` times their compressed
 size beyond ``_FREE_UNCOMPRESSED_BYTES`` ("zip bombs"; the integer arrays of
 format 2 compress very well, but their lengths are tied to the metadata and
 to the weight arrays, so they are bounded too), the JSON document, and every
-array's dtype and shape against the document. Then every member's CRC-32 is
-checked, the arrays are read and their contents checked (the consistency
-rules above). Whatever is wrong is a :class:`ValueError` that names it.
+array's dtype and shape against the document. Then the arrays are read,
+each member's CRC-32 checked as it is read, and their contents checked (the
+consistency rules above). Whatever is wrong is a :class:`ValueError` that names it.
 
 Examples
 --------

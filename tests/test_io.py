@@ -1094,10 +1094,16 @@ def test_large_index_arrays_are_checked_against_the_metadata_before_reading(
         bad = dict(arrays, **{name: replacement})
         write_parts(model_path, doc, bad, savez=np.savez_compressed)
         read = []
-        monkeypatch.setattr(skcrf._persist._npz, "_check_crc", read.append)
+        real = skcrf._persist._npz._array
+
+        def spy(npz, name, dtype, read=read, real=real):
+            read.append(name)
+            return real(npz, name, dtype)
+
+        monkeypatch.setattr(skcrf._persist._npz, "_array", spy)
         with pytest.raises(ValueError, match=message):
             load_state(model_path)
-        assert read == []  # refused before the data was decompressed
+        assert read == ["metadata"]  # refused before the arrays were decompressed
         monkeypatch.undo()
 
 
@@ -1473,3 +1479,16 @@ def test_stand_in_is_not_mutated_by_saving(state, tmp_path):
     before = copy.deepcopy(state)
     save_model(StandIn(state), tmp_path / "m")
     assert_same_state(before, state)
+
+
+def test_a_flipped_weight_bit_is_a_crc_error(state, tmp_path):
+    path = tmp_path / "m.npz"
+    save_state(state, path)  # format 3: stored, so the weights lie as they are
+    data = bytearray(path.read_bytes())
+    at = data.find(state.model.state_weights.tobytes())
+    assert at > 0
+    data[at] ^= 1  # still a finite weight: only the CRC can tell
+    path.write_bytes(bytes(data))
+    for lazy in (False, True):
+        with pytest.raises(ValueError, match="'state_weights' is corrupted \\(CRC mismatch\\)"):
+            load_state(path, lazy_attributes=lazy)

@@ -801,16 +801,15 @@ def _read_v2(document, headers, npz, where, lazy=False, version=2, n_attributes=
             f"{n_transitions} transition features for {n_labels} labels (inconsistent "
             "with the labels)."
         )
-    _check_crc(npz)
     arrays = {
-        "state_ptr": np.ascontiguousarray(npz["state_ptr"], dtype=np.int64),
-        "state_labels": np.ascontiguousarray(npz["state_labels"], dtype=np.int32),
-        "state_weights": np.ascontiguousarray(npz["state_weights"], dtype=np.float64),
-        "transition_index": np.ascontiguousarray(npz["transition_index"], dtype=np.int64),
-        "transition_weights": np.ascontiguousarray(npz["transition_weights"], dtype=np.float64),
+        "state_ptr": _array(npz, "state_ptr", np.int64),
+        "state_labels": _array(npz, "state_labels", np.int32),
+        "state_weights": _array(npz, "state_weights", np.float64),
+        "transition_index": _array(npz, "transition_index", np.int64),
+        "transition_weights": _array(npz, "transition_weights", np.float64),
     }
     if version == 3:
-        chunk = np.ascontiguousarray(npz["attributes"], dtype=np.uint8)
+        chunk = _array(npz, "attributes", np.uint8)
         common["attributes"] = _attributes(chunk, n_attributes, where, lazy)
     return _fitted_state(common, separator, n_attributes, n_labels, arrays, extra)
 
@@ -842,10 +841,9 @@ def _read_v1(document, headers, npz, where, lazy=False):
             f"coef: {nnz} nonzeros for a ({n_attributes}, {n_labels}) matrix "
             "(inconsistent with the vocabulary and labels)."
         )
-    _check_crc(npz)
-    coef_indices = np.ascontiguousarray(npz["coef_indices"], dtype=np.int64)
-    coef_values = np.ascontiguousarray(npz["coef_values"], dtype=np.float64)
-    transition = np.ascontiguousarray(npz["transition"], dtype=np.float64)
+    coef_indices = _array(npz, "coef_indices", np.int64)
+    coef_values = _array(npz, "coef_values", np.float64)
+    transition = _array(npz, "transition", np.float64)
     if nnz and (
         coef_indices[0] < 0 or coef_indices[-1] >= size or (np.diff(coef_indices) <= 0).any()
     ):
@@ -889,14 +887,18 @@ def _fitted_state(common, separator, n_attributes, n_labels, arrays, extra):
     )
 
 
-def _check_crc(npz):
-    """Check every member's CRC-32 (their sizes are known to be sane by now).
+def _array(npz, name, dtype):
+    """Array ``name`` of the archive, read whole: zipfile checks its CRC-32.
 
-    A corrupted byte anywhere in the data is refused, not loaded.
+    So every member's CRC is checked once, as it is read (their sizes are
+    known to be sane by then): a corrupted byte anywhere is refused.
     """
-    corrupted = npz.zip.testzip()
-    if corrupted is not None:
-        raise ValueError(f"array {corrupted[:-4]!r} is corrupted (CRC mismatch).")
+    try:
+        return np.ascontiguousarray(npz[name], dtype=dtype)
+    except zipfile.BadZipFile as exc:
+        if "CRC" not in str(exc):
+            raise
+        raise ValueError(f"array {name!r} is corrupted (CRC mismatch).") from None
 
 
 def _load(file, where, lazy):
@@ -904,7 +906,7 @@ def _load(file, where, lazy):
     file.seek(0)
     with np.load(file, allow_pickle=False) as npz:
         _check_header(headers, "metadata", "u", 1, (None,))
-        document, version = _parse_document(npz["metadata"])
+        document, version = _parse_document(_array(npz, "metadata", np.uint8))
         if set(headers) != set(_ARRAY_NAMES[version]):
             raise ValueError(
                 f"the metadata says format version {version}, whose arrays are "
