@@ -575,6 +575,11 @@ def _read_npy_header(member, name):
             header = np.lib.format.read_array_header_2_0(member, max_header_size=_MAX_HEADER_SIZE)
         else:
             raise ValueError(f"unsupported .npy version {version}")
+    except zipfile.BadZipFile as exc:
+        # a small member is read whole with its header: its CRC is checked
+        if "CRC" not in str(exc):
+            raise
+        raise ValueError(f"array {name!r} is corrupted (CRC mismatch).") from None
     except Exception as exc:  # tokenize.TokenError, SyntaxError, ...
         raise ValueError(
             f"array {name!r} has an invalid .npy header ({type(exc).__name__}: {exc})."
