@@ -72,9 +72,11 @@ def scan_features(const uint8_t[::1] data, Py_ssize_t offset, Py_ssize_t n_featu
         come in strictly increasing order; else None.
     """
     cdef const uint8_t *p
-    cdef Py_ssize_t k, n_states = 0, n_transitions = 0, s = 0, t = 0
+    cdef Py_ssize_t k, n_states = 0, n_transitions = 0
+    cdef Py_ssize_t transition_capacity = min(n_features, n_labels * n_labels)
     cdef uint32_t kind, src, dst
     cdef int64_t key, last_state = -1, last_transition = -1
+    cdef double weight
     cdef int64_t *ptr
     cdef int32_t *labels
     cdef double *state_weights
@@ -82,40 +84,13 @@ def scan_features(const uint8_t[::1] data, Py_ssize_t offset, Py_ssize_t n_featu
     cdef double *transition_weights
     if not _little_endian() or offset < 0 or n_features > (data.shape[0] - offset) // _RECORD:
         return None
-    with nogil:
-        for k in range(n_features):
-            p = &data[offset] + _RECORD * k
-            kind = _u32(p)
-            src = _u32(p + 4)
-            dst = _u32(p + 8)
-            if not isfinite(_f64(p + 12)) or dst >= n_labels:
-                break
-            if kind == _STATE:
-                if src >= n_attributes:
-                    break
-                key = <int64_t> src * n_labels + dst
-                if key <= last_state:
-                    break
-                last_state = key
-                n_states += 1
-            elif kind == _TRANSITION:
-                if src >= n_labels:
-                    break
-                key = <int64_t> src * n_labels + dst
-                if key <= last_transition:
-                    break
-                last_transition = key
-                n_transitions += 1
-            else:
-                break
-    if n_states + n_transitions != n_features:
-        return None
-
+    # One pass: checked and copied at once. The state arrays get room for
+    # every feature (the few transitions' share is left unused).
     state_ptr = np.zeros(n_attributes + 1, dtype=np.int64)
-    state_labels = np.empty(n_states, dtype=np.int32)
-    state_weight_array = np.empty(n_states, dtype=np.float64)
-    transition_index = np.empty(n_transitions, dtype=np.int64)
-    transition_weight_array = np.empty(n_transitions, dtype=np.float64)
+    state_labels = np.empty(n_features, dtype=np.int32)
+    state_weight_array = np.empty(n_features, dtype=np.float64)
+    transition_index = np.empty(transition_capacity, dtype=np.int64)
+    transition_weight_array = np.empty(transition_capacity, dtype=np.float64)
     ptr = <int64_t *> cnp.PyArray_DATA(state_ptr)
     labels = <int32_t *> cnp.PyArray_DATA(state_labels)
     state_weights = <double *> cnp.PyArray_DATA(state_weight_array)
@@ -124,19 +99,43 @@ def scan_features(const uint8_t[::1] data, Py_ssize_t offset, Py_ssize_t n_featu
     with nogil:
         for k in range(n_features):
             p = &data[offset] + _RECORD * k
+            kind = _u32(p)
             src = _u32(p + 4)
             dst = _u32(p + 8)
-            if _u32(p) == _STATE:
+            weight = _f64(p + 12)
+            if not isfinite(weight) or dst >= n_labels:
+                break
+            if kind == _STATE:
+                if src >= n_attributes:
+                    break
+                key = <int64_t> src * n_labels + dst
+                if key <= last_state:
+                    break
+                last_state = key
                 ptr[src + 1] += 1
-                labels[s] = <int32_t> dst
-                state_weights[s] = _f64(p + 12)
-                s += 1
+                labels[n_states] = <int32_t> dst
+                state_weights[n_states] = weight
+                n_states += 1
+            elif kind == _TRANSITION:
+                if src >= n_labels:
+                    break
+                key = <int64_t> src * n_labels + dst
+                if key <= last_transition:
+                    break
+                last_transition = key
+                index[n_transitions] = key
+                transition_weights[n_transitions] = weight
+                n_transitions += 1
             else:
-                index[t] = <int64_t> src * n_labels + dst
-                transition_weights[t] = _f64(p + 12)
-                t += 1
+                break
         for k in range(n_attributes):
             ptr[k + 1] += ptr[k]
+    if n_states + n_transitions != n_features:
+        return None
+    state_labels = state_labels[:n_states]
+    state_weight_array = state_weight_array[:n_states]
+    transition_index = transition_index[:n_transitions]
+    transition_weight_array = transition_weight_array[:n_transitions]
     return {
         "state_ptr": state_ptr,
         "state_labels": state_labels,
