@@ -387,9 +387,10 @@ cdef class Vocabulary:
 
     cdef int _list_names(self) except -1:
         """Lazy names: list them all (``_ids`` complete, ``_index`` dropped)."""
-        if self._lazy is None:
+        lazy = self._lazy  # (another thread may list them meanwhile: the same names)
+        if lazy is None:
             return 0
-        names = list(self._lazy.tolist())  # ours: it grows
+        names = list(lazy.tolist())  # ours: it grows
         ids = dict(zip(names, range(len(names))))
         # one assignment each, after the work: a thread sees old or new state
         self._names = names
