@@ -17,7 +17,7 @@ from sklearn.utils import check_random_state
 from ._compat import Interval, StrOptions, _fit_context
 from ._featurize._labels import check_distinct_labels, check_labels, encode_labels
 from ._featurize._stream import encode_data
-from ._featurize._validation import check_reusable
+from ._featurize._validation import check_reusable, is_item_sequence
 from ._featurize._vocabulary import Vocabulary
 from ._inference._constraints import Constraints
 from ._inference._decode import Decoder
@@ -976,7 +976,7 @@ calibration_candidates, calibration_max_trials : default=None
         one list with an entry per token.
         """
         self._fitted_model()  # cheaper than check_is_fitted: this path is per sentence
-        _check_single(xseq)
+        xseq = _single_tokens(xseq)
         encoded = self._vocabulary.encode([xseq], grow=False, name="xseq")
         if (
             allowed_transitions is None
@@ -1026,7 +1026,7 @@ calibration_candidates, calibration_max_trials : default=None
 
         Constraints as in :meth:`predict_single`.
         """
-        _check_single(xseq)
+        xseq = _single_tokens(xseq)
         return self.predict_marginals(
             [xseq],
             allowed_transitions=allowed_transitions,
@@ -1230,8 +1230,13 @@ def _scoring_name(scoring):
     return f"scoring={name or repr(scoring)[:100]}"
 
 
-def _check_single(xseq):
-    """Reject a list of sequences passed where one sequence is expected."""
+def _single_tokens(xseq):
+    """The tokens of one sequence (an ``ItemSequence``'s items).
+
+    Rejects a list of sequences passed where one sequence is expected.
+    """
+    if is_item_sequence(xseq):
+        return xseq.items()
     if isinstance(xseq, (str, bytes, Mapping)) or not hasattr(xseq, "__len__"):
         raise TypeError(
             f"xseq must be one sequence (a list of tokens); got {type(xseq).__name__}."
@@ -1244,6 +1249,7 @@ def _check_single(xseq):
                 "xseq[0] is a list of dicts: xseq must be one sequence of tokens. "
                 "For several sequences use predict / predict_marginals."
             )
+    return xseq
 
 
 #: The parameters of ``sklearn_crfsuite.CRF`` that CRFTagger has too, which

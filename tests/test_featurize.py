@@ -471,7 +471,7 @@ BAD_TOKENS = [
     ("token-int", 5, TypeError, ["dict of features or a list of feature names", "int"]),
     ("token-None", None, TypeError, ["NoneType"]),
     ("token-str", "dog", TypeError, ["str", "'dog'", "[sequence]", "predict_single"]),
-    ("token-set", {"a", "b"}, TypeError, ["set"]),
+    ("token-set-of-ints", {1, 2}, TypeError, ["int"]),
     ("token-bytes", b"dog", TypeError, ["bytes"]),
     ("value-None", {"w": None}, TypeError, ["'w'", "NoneType", "omit its key"]),
     ("value-nan", {"w": float("nan")}, ValueError, ["'w'", "nan", "finite"]),

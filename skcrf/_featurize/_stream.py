@@ -94,7 +94,7 @@ def _stream(vocabulary, X, y, grow, name, y_name, single_hint, dense):
     i = -1
     try:
         for i, seq in enumerate(X):
-            check_sequence(seq, i, name, single_hint)
+            seq = check_sequence(seq, i, name, single_hint)
             if labels_left is not None:
                 labels = next(labels_left, _END)
                 if labels is _END:

@@ -23,13 +23,15 @@ What is accepted
   (:func:`check_reusable`). Sets and dicts are rejected (a set has no
   order; a dict is one token).
 - A sequence ``X[i]``: a sized, indexable container of tokens (possibly
-  empty). A str, a dict or a generator is rejected.
+  empty), or a python-crfsuite ``ItemSequence`` (its items). A str, a dict
+  or a generator is rejected.
 - A token ``X[i][j]``: a mapping of str keys to str, bool, int, float
   (finite), numpy scalars (any ``numbers.Real``, ``np.bool_``), nested
   mappings, lists/sets of str, or vectors (a 1-D numeric numpy array or a
   non-empty list of floats: the attributes ``key[0]``, ``key[1]``...; the
-  same length for a key everywhere in the data); or a list or tuple of
-  feature names (str).
+  same length for a key everywhere in the data); or a list, tuple, set or
+  dict keys of feature names (str; a set in sorted order), as pycrfsuite
+  takes them.
   Nesting deeper than :data:`MAX_NESTING` levels (a dict that contains
   itself, for instance) is rejected.
 - Labels: any hashable value except NaN (NaN is not equal to itself, so it
@@ -48,6 +50,7 @@ import math
 import numbers
 import reprlib
 from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 
 import numpy as np
 
@@ -58,6 +61,7 @@ __all__ = [
     "check_label_sequence",
     "check_reusable",
     "check_sequence",
+    "is_item_sequence",
     "check_sequences",
     "check_sums",
     "token_attributes",
@@ -104,7 +108,11 @@ def check_sequences(X, name="X", single_hint=True):
     sequences = X if type(X) is list else list(X)
     for i, seq in enumerate(sequences):
         if type(seq) is not list:  # a list is the common case
-            check_sequence(seq, i, name, single_hint)
+            tokens = check_sequence(seq, i, name, single_hint)
+            if tokens is not seq:
+                if sequences is X:
+                    sequences = list(X)  # (the caller's list stays as it is)
+                sequences[i] = tokens
     return sequences
 
 
@@ -112,8 +120,12 @@ def check_sequence(seq, i, name="X", single_hint=True):
     """Check that ``seq``, the sequence ``name[i]``, is a container of tokens.
 
     The per-sequence rule of :func:`check_sequences` (the tokens themselves
-    are checked by the encoder).
+    are checked by the encoder). Returns the sequence's tokens: ``seq``
+    itself, or the items of a python-crfsuite (or ``skcrf.pycrfsuite``)
+    ``ItemSequence``.
     """
+    if is_item_sequence(seq):
+        return seq.items()
     if type(seq) is not list:
         if isinstance(seq, Mapping):
             hint = (
@@ -134,6 +146,16 @@ def check_sequence(seq, i, name="X", single_hint=True):
                 "(for example with skcrf.SequenceFeaturizer)."
             )
         _check_container(seq, f"{name}[{i}]", "a sequence (a list of tokens)")
+    return seq
+
+
+def is_item_sequence(seq):
+    """Whether ``seq`` is an ``ItemSequence`` (python-crfsuite's or skcrf's).
+
+    Known by its class name and its ``items()`` (the token dicts), so that
+    neither package is imported here.
+    """
+    return type(seq).__name__ == "ItemSequence" and callable(getattr(seq, "items", None))
 
 
 def is_reusable(X):
@@ -270,6 +292,8 @@ def token_attributes(token, i, j, name="X", separator=":", vectors=False):
     [('w:Hi', 1.0), ('n:a', 1.0), ('n:b:x', 1.0), ('l:p', 1.0), ('l:q', 1.0)]
     >>> token_attributes(["a", "b", "a"], 0, 0)
     [('a', 1.0), ('b', 1.0), ('a', 1.0)]
+    >>> token_attributes({"b", "a"}, 0, 0)  # sets, dict keys: as pycrfsuite takes them
+    [('a', 1.0), ('b', 1.0)]
     >>> token_attributes({"w": "Hi", "on": False}, 0, 0, separator="=")
     [('w=Hi', 1.0), ('on', 0.0)]
     """
@@ -285,7 +309,10 @@ def token_attributes(token, i, j, name="X", separator=":", vectors=False):
             else:
                 expanded.append((attribute, value))
         return expanded
-    if isinstance(token, (list, tuple)):
+    if isinstance(token, (list, tuple, AbstractSet)):
+        if isinstance(token, (set, frozenset)):
+            # (no order of their own: sorted, so that ids do not depend on hashing)
+            token = sorted(token, key=str)
         for feature in token:
             if isinstance(feature, bytes):
                 feature = _utf8(feature, f"{name}[{i}][{j}]: feature name")
