@@ -937,9 +937,9 @@ def load_state(path: str | os.PathLike[str], *, lazy_attributes: bool = False) -
         The model file.
     lazy_attributes : bool, default=False
         For the estimators' ``load``: the attribute names of a format 3 file
-        as a :class:`~skcrf._utils._cqdb_index.LazyNames` (looked up where
-        they lie, checked as lookups read them and whole when listed)
-        instead of a list.
+        as a lazy sequence (``len``, ``in`` and lookups where the names lie,
+        each record checked as a lookup reads it, the whole chunk when the
+        names are first listed) instead of a list.
 
     Returns
     -------
