@@ -15,8 +15,11 @@ the machine).
 
 Settings: lbfgs as in treebank.py (c1=0.1, c2=0.1, max_iterations=100,
 all_possible_transitions=True); the online algorithms CRFsuite's defaults with
-max_iterations=50. skcrf uses random_state=0 (the shuffles are skcrf's own,
-not CRFsuite's, so the two engines see the sequences in different orders).
+max_iterations=50. skcrf uses random_state=0, or with ``--random-states 0 1 2``
+those in turn, one per repetition (the shuffles are skcrf's own, not CRFsuite's,
+so the two engines see the sequences in different orders):
+
+    PYTHONPATH=. python benchmarks/trainers.py --algorithms l2sgd --repeats 3 --random-states 0 1 2
 This process imports nothing heavy; progress goes to stderr.
 """
 
@@ -78,7 +81,9 @@ def run_job(job):
         else:
             from skcrf import CRFTagger
 
-            model = CRFTagger(algorithm=algorithm, random_state=0, n_jobs=1, **params)
+            model = CRFTagger(
+                algorithm=algorithm, random_state=job.get("random_state", 0), n_jobs=1, **params
+            )
         start = time.perf_counter()
         model.fit(X_train, y_train)
         fit_s = time.perf_counter() - start
@@ -147,6 +152,7 @@ def summarize(runs):
             "crfsuite_fit_s": med["crfsuite"]["fit_s"],
             "skcrf_fit_s": med["skcrf"]["fit_s"],
             "speed_ratio": statistics.median(ratios),
+            "speed_ratios": ratios,
             "crfsuite_accuracy": med["crfsuite"]["accuracy"],
             "skcrf_accuracy": med["skcrf"]["accuracy"],
             "accuracy_difference_points": 100
@@ -160,15 +166,17 @@ def summarize(runs):
 def table(rows):
     lines = [
         "| algorithm | CRFsuite fit (s) | skcrf fit (s) | speed-up | CRFsuite acc. | "
-        "skcrf acc. | diff. (points) | epochs (CRFsuite / skcrf) |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        "skcrf acc. | diff. (points) | epochs (CRFsuite / skcrf) | speed-up per repeat |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for algorithm, r in rows.items():
         lines.append(
             f"| {algorithm} | {r['crfsuite_fit_s']:.2f} | {r['skcrf_fit_s']:.2f} | "
             f"{r['speed_ratio']:.2f}x | {100 * r['crfsuite_accuracy']:.2f}% | "
             f"{100 * r['skcrf_accuracy']:.2f}% | {r['accuracy_difference_points']:+.2f} | "
-            f"{r['crfsuite_iterations']:g} / {r['skcrf_iterations']:g} |"
+            f"{r['crfsuite_iterations']:g} / {r['skcrf_iterations']:g} | "
+            + ", ".join(f"{x:.2f}x" for x in r["speed_ratios"])
+            + " |"
         )
     return "\n".join(lines)
 
@@ -178,6 +186,13 @@ def main():
     parser.add_argument("--job", help=argparse.SUPPRESS)
     parser.add_argument("--algorithms", nargs="+", choices=ALGORITHMS, default=list(ALGORITHMS))
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument(
+        "--random-states",
+        type=int,
+        nargs="+",
+        default=[0],
+        help="skcrf's random_state, one per repetition in turn (default 0 for all)",
+    )
     parser.add_argument(
         "--quick",
         action="store_true",
@@ -213,6 +228,7 @@ def main():
                 for engine in ENGINES if repeat % 2 == 0 else ENGINES[::-1]:
                     job = {
                         "engine": engine,
+                        "random_state": args.random_states[repeat % len(args.random_states)],
                         "algorithm": algorithm,
                         "params": params,
                         "quick": args.quick,
@@ -224,9 +240,11 @@ def main():
                         progress(f"repeat {repeat + 1} {algorithm} {engine} failed: {error}")
                         failures.append({"job": job, "error": str(error)[-2000:]})
                         continue
+                    result["random_state"] = job["random_state"]
                     runs[algorithm][engine].append(result)
                     progress(
                         f"repeat {repeat + 1}/{args.repeats} {algorithm:5s} {engine:8s} "
+                        f"rs {job['random_state']} "
                         f"fit {result['fit_s']:6.2f} s, accuracy "
                         f"{100 * result['accuracy']:.2f}%"
                     )
@@ -238,6 +256,7 @@ def main():
         "task": "seed",
         "quick": args.quick,
         "repeats": args.repeats,
+        "random_states": args.random_states,
         "params": {a: PARAMS[a] for a in args.algorithms},
         "machine": machine_info(),
         "summary": rows,

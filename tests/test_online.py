@@ -581,3 +581,74 @@ def test_l2sgd_period_zero_disables_the_delta_test():
     # the same run with the test on stops at its first chance
     result = run("l2sgd", data, settings={"period": 1, "delta": 1e9, "max_iterations": 5})
     assert result.status is OnlineStatus.SMALL_IMPROVEMENT and result.n_iter == 2
+
+
+# -- (4) explicit zeros and label counts (the compiled kernels' fast paths) ---------
+
+
+def _with_zeros(data, seed):
+    """The same problem with explicit zero values inserted (False-valued attributes)."""
+    encoded, labels, model = data
+    rng = np.random.RandomState(seed)
+    indptr, ids, values = [0], [], []
+    n_attributes = len(model.state_ptr) - 1
+    for r in range(len(encoded.indptr) - 1):
+        lo, hi = encoded.indptr[r], encoded.indptr[r + 1]
+        row_ids = list(encoded.ids[lo:hi])
+        row_values = list(encoded.values[lo:hi])
+        for _ in range(rng.randint(0, 3)):
+            at = rng.randint(len(row_ids) + 1)
+            row_ids.insert(at, rng.randint(n_attributes))
+            row_values.insert(at, 0.0)
+        ids.extend(row_ids)
+        values.extend(row_values)
+        indptr.append(len(ids))
+    zeros = Encoded(
+        np.array(indptr, dtype=np.int64),
+        np.array(ids, dtype=np.int32),
+        np.array(values, dtype=np.float64),
+        encoded.lengths,
+    )
+    return zeros, labels, model
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_l2sgd_explicit_zeros_change_nothing(seed):
+    data = make_problem(seed, n_labels=5, all_transitions=True)
+    zeros = _with_zeros(data, seed)
+    assert (zeros[0].values == 0).any()
+    oracle = Oracle(*zeros)
+    rng = np.random.RandomState(seed)
+    w0 = rng.normal(scale=0.5, size=oracle.K)
+    order = rng.permutation(len(oracle.sequences)).astype(np.intp)
+    w_plain, w_zeros, w_ref = w0.copy(), w0.copy(), w0.copy()
+    out_plain = problem_of(*data).l2sgd_epoch(order, w_plain, 3.0, 0.3, 0.0)
+    out_zeros = problem_of(*zeros).l2sgd_epoch(order, w_zeros, 3.0, 0.3, 0.0)
+    loss_ref, _ = oracle_l2sgd_epoch(oracle, order, w_ref, 3.0, 0.3, 0.0)
+    assert out_zeros == out_plain  # the zeros add nothing: the very same floats
+    np.testing.assert_array_equal(w_zeros, w_plain)
+    assert out_zeros[0] == pytest.approx(loss_ref, rel=1e-10)
+    np.testing.assert_allclose(w_zeros, w_ref, rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("n_labels", [1, 2, 5, 9, 17])
+def test_scaled_forward_backward_any_label_count(n_labels):
+    """The vectorized scaled recursion (vector lanes and their remainders) against
+    enumeration where it is small, and against the log-domain recursion."""
+    data = make_problem(n_labels, n_labels=n_labels, max_length=12, all_transitions=True)
+    problem = problem_of(*data)
+    oracle = Oracle(*data)
+    w = np.random.RandomState(n_labels).normal(scale=1.0, size=data[2].n_features)
+    for s in range(problem.n_sequences):
+        problem.spread_limit = 500.0
+        log_z, marg, pairs = problem.sequence_marginals(s, w)
+        if n_labels ** problem.sequence_lengths()[s] <= 20000:
+            log_z_ref, e_ref = oracle.expectations(w, s)
+            log_z_c, e_c = expected_counts(problem, data, s, w)
+            assert log_z == pytest.approx(log_z_ref, rel=1e-12)
+            np.testing.assert_allclose(e_c, e_ref, atol=1e-10)
+        problem.spread_limit = -1.0
+        log_z2, marg2, pairs2 = problem.sequence_marginals(s, w)
+        assert log_z == pytest.approx(log_z2, rel=1e-12)
+        np.testing.assert_allclose(marg, marg2, atol=1e-12)
+        np.testing.assert_allclose(pairs, pairs2, atol=1e-11)

@@ -57,6 +57,13 @@ cnp.import_array()
 cdef extern from "_vector_exp.h":
     void skcrf_exp_nonpositive(double* a, Py_ssize_t n) noexcept nogil
 
+# The scaled forward and backward recursions (AVX2 or baseline, same bits).
+cdef extern from "_online_fb.h":
+    double skcrf_l2sgd_fb(Py_ssize_t T, Py_ssize_t L, double log_z, const double* et,
+                          const double* ett, const double* psi, double* alpha,
+                          double* beta, double* scale, double* tmp,
+                          double* prs) noexcept nogil
+
 # Fold the l2sgd decay factor into the weights before it gets this small
 # (it is exactly 0 when eta * lambda == 1, which would divide by zero).
 cdef double _MIN_DECAY = 1e-9
@@ -198,8 +205,10 @@ cdef class OnlineProblem:
             memset(row, 0, L * sizeof(double))
             r = start + t
             for p in range(self.indptr[r], self.indptr[r + 1]):
-                a = self.ids[p]
                 v = self.values[p]
+                if v == 0.0:  # an explicit zero (a False value) adds nothing
+                    continue
+                a = self.ids[p]
                 for k in range(self.state_ptr[a], self.state_ptr[a + 1]):
                     row[self.state_labels[k]] += w[k] * v
             if factor != 1.0:
@@ -496,7 +505,7 @@ cdef class OnlineProblem:
         cdef intp K = self.n_features
         cdef long long start, k, p, r
         cdef int a
-        cdef double loss = 0.0, eta = NAN, decay = 1.0, gain, log_z, g
+        cdef double loss = 0.0, eta = NAN, decay = 1.0, gain, log_z, g, v
         cdef const intp* y
         cdef const double* prob
         cdef double* wp = &w[0]
@@ -527,9 +536,12 @@ cdef class OnlineProblem:
                 for t_ in range(length):
                     r = start + t_
                     for p in range(self.indptr[r], self.indptr[r + 1]):
+                        v = self.values[p]
+                        if v == 0.0:  # explicit zeros move no weight
+                            continue
                         k = self._find(self.ids[p], y[t_])
                         if k >= 0:
-                            wp[k] += gain * self.values[p]
+                            wp[k] += gain * v
                     if t_ > 0:
                         k = self.transition_feature[y[t_ - 1] * L + y[t_]]
                         if k >= 0:
@@ -539,8 +551,11 @@ cdef class OnlineProblem:
                     r = start + t_
                     prob = &self.alpha[t_, 0]
                     for p in range(self.indptr[r], self.indptr[r + 1]):
+                        v = self.values[p]
+                        if v == 0.0:
+                            continue
                         a = self.ids[p]
-                        g = gain * self.values[p]
+                        g = gain * v
                         for k in range(self.state_ptr[a], self.state_ptr[a + 1]):
                             wp[k] -= g * prob[self.state_labels[k]]
                 if length > 1:
@@ -580,18 +595,14 @@ cdef class OnlineProblem:
     cdef double _forward_backward(self, intp length) noexcept nogil:
         """log Z of the buffered scores; marginals into alpha, pair sums into pairs."""
         cdef intp L = self.n_labels, n = L * L, t, i, j
-        cdef double tmax, tmin, x, m, c, log_z = 0.0, ai, bj
+        cdef double tmax, tmin, x, m, log_z = 0.0
         cdef double* et = &self.exp_trans[0]
         cdef double* ett = &self.exp_trans_t[0]
         cdef double* tr = &self.transitions[0]
         cdef double* tmp = &self.tmp[0]
         cdef double* prs = &self.pairs[0]
         cdef double* row
-        cdef double* cur
-        cdef double* prev
         cdef double* ps
-        cdef double* nxt
-        cdef double* bt
 
         tmax = tr[0]
         tmin = tr[0]
@@ -621,63 +632,9 @@ cdef class OnlineProblem:
             log_z += m
         skcrf_exp_nonpositive(&self.psi[0, 0], length * L)
 
-        # forward: alpha[t] normalized to sum 1, scale[t] its normalizer
-        for t in range(length):
-            ps = &self.psi[t, 0]
-            cur = &self.alpha[t, 0]
-            if t == 0:
-                for j in range(L):
-                    cur[j] = ps[j]
-            else:
-                prev = &self.alpha[t - 1, 0]
-                memset(tmp, 0, L * sizeof(double))
-                for i in range(L):
-                    ai = prev[i]
-                    if ai != 0.0:
-                        for j in range(L):
-                            tmp[j] += ai * et[i * L + j]
-                for j in range(L):
-                    cur[j] = tmp[j] * ps[j]
-            c = 0.0
-            for j in range(L):
-                c += cur[j]
-            self.scale[t] = c
-            c = 1.0 / c
-            for j in range(L):
-                cur[j] *= c
-            log_z += log(self.scale[t])
-        log_z += (length - 1) * tmax
-
-        # backward, with the pair marginals
-        bt = &self.beta[length - 1, 0]
-        for j in range(L):
-            bt[j] = 1.0
-        if length > 1:
-            memset(prs, 0, n * sizeof(double))
-        for t in range(length - 2, -1, -1):
-            nxt = &self.beta[t + 1, 0]
-            ps = &self.psi[t + 1, 0]
-            c = 1.0 / self.scale[t + 1]
-            for j in range(L):
-                tmp[j] = ps[j] * nxt[j] * c
-            bt = &self.beta[t, 0]
-            memset(bt, 0, L * sizeof(double))
-            for j in range(L):
-                bj = tmp[j]
-                for i in range(L):
-                    bt[i] += ett[j * L + i] * bj
-            prev = &self.alpha[t, 0]
-            for i in range(L):
-                ai = prev[i]
-                if ai != 0.0:
-                    for j in range(L):
-                        prs[i * L + j] += ai * et[i * L + j] * tmp[j]
-        for t in range(length):
-            cur = &self.alpha[t, 0]
-            bt = &self.beta[t, 0]
-            for j in range(L):
-                cur[j] *= bt[j]
-        return log_z
+        log_z = skcrf_l2sgd_fb(length, L, log_z, et, ett, &self.psi[0, 0], &self.alpha[0, 0],
+                               &self.beta[0, 0], &self.scale[0], tmp, prs)
+        return log_z + (length - 1) * tmax
 
     cdef double _forward_backward_log(self, intp length) noexcept nogil:
         """As _forward_backward, in the log domain (any spread of scores)."""
