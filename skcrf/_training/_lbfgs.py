@@ -331,11 +331,12 @@ def pseudo_gradient(x, g, c1):
     if at_zero.any():
         # g - clip(g, -c1, c1) is g + c1 below -c1, g - c1 above c1, else 0.
         g_zero = g[at_zero]
-        pg[at_zero] = g_zero - np.clip(g_zero, -c1, c1)
+        g_zero -= np.clip(g_zero, -c1, c1)
+        pg[at_zero] = g_zero
     return pg
 
 
-def project_orthant(x, orthant):
+def project_orthant(x, orthant, work=None):
     """Zero the coordinates of ``x`` whose sign disagrees with ``orthant``.
 
     Parameters
@@ -345,13 +346,15 @@ def project_orthant(x, orthant):
     orthant : ndarray of shape (n,)
         Reference signs. A coordinate with ``x_i * orthant_i < 0`` becomes 0;
         a coordinate with ``orthant_i == 0`` is left as it is.
+    work : ndarray of shape (n,), optional
+        Scratch buffer for the products, to avoid a temporary.
 
     Returns
     -------
     x : ndarray of shape (n,)
         The same array, projected.
     """
-    x[x * orthant < 0.0] = 0.0
+    x[np.multiply(x, orthant, out=work) < 0.0] = 0.0
     return x
 
 
@@ -422,19 +425,23 @@ class _Objective:
     """Wraps the user's smooth objective: adds ``c1 * ||x||_1``, counts calls.
 
     The returned gradient is always a fresh float64 array, so a user function
-    that reuses an output buffer cannot overwrite an accepted gradient.
+    that reuses an output buffer cannot overwrite an accepted gradient; with
+    ``fresh_gradient`` the function promises one (a new float64 array at
+    every call) and it is kept as it is.
     """
 
-    def __init__(self, loss_gradient, c1, n):
+    def __init__(self, loss_gradient, c1, n, fresh_gradient=False):
         self.loss_gradient = loss_gradient
         self.c1 = c1
         self.n = n
         self.n_evals = 0
+        self.fresh_gradient = fresh_gradient
 
     def __call__(self, x):
         f, g = self.loss_gradient(x)
         self.n_evals += 1
-        g = np.array(g, dtype=np.float64)  # always a copy
+        if not (self.fresh_gradient and isinstance(g, np.ndarray) and g.dtype == np.float64):
+            g = np.array(g, dtype=np.float64)  # a copy
         if g.shape != (self.n,):
             raise ValueError(
                 f"loss_gradient returned a gradient of shape {g.shape}, expected {(self.n,)}."
@@ -482,7 +489,12 @@ def _failure(status, step, count, last_finite=True):
 # ---------------------------------------------------------------------------
 
 
-def _backtracking(objective, x0, f0, g0, d, step, opts):
+def _trial_point(x0, step, d, scratch):
+    """``x0 + step * d``, a new array (the product goes through ``scratch``)."""
+    return np.add(x0, np.multiply(d, step, out=scratch))
+
+
+def _backtracking(objective, x0, f0, g0, d, step, opts, scratch):
     """Backtracking search for the smooth case (``c1 == 0``).
 
     Starting from ``step``, each trial multiplies the step by 0.5 when the
@@ -502,7 +514,8 @@ def _backtracking(objective, x0, f0, g0, d, step, opts):
     kind = opts.linesearch
     count = 0
     while True:
-        x = x0 + step * d
+        x = g = None  # a rejected trial's vectors go before the next is made
+        x = _trial_point(x0, step, d, scratch)
         f, g = objective(x)
         count += 1
         finite = _is_finite(f, g)
@@ -528,7 +541,7 @@ def _backtracking(objective, x0, f0, g0, d, step, opts):
         step *= factor
 
 
-def _backtracking_owlqn(objective, x0, f0, pg0, d, step, opts):
+def _backtracking_owlqn(objective, x0, f0, pg0, d, step, opts, scratch, orthant):
     """Projected backtracking search of OWL-QN (``c1 > 0``).
 
     Each trial point ``x0 + t d`` is projected onto the orthant of ``x0``
@@ -537,16 +550,19 @@ def _backtracking_owlqn(objective, x0, f0, pg0, d, step, opts):
     ``F(x) <= F(x0) + ftol * (x - x0).pg0`` (``F`` includes the L1 term) and
     the objective is finite; otherwise the step is halved. The search fails
     after a rejected trial with ``t < min_step``, ``t > max_step`` or
-    ``max_linesearch`` evaluations.
+    ``max_linesearch`` evaluations. ``scratch`` and ``orthant`` are buffers
+    of the size of ``x0``, written here.
     """
-    orthant = np.where(x0 == 0.0, -pg0, x0)
+    # the orthant: x0's signs, and -pg0's where x0 is 0
+    np.copyto(np.negative(pg0, out=orthant), x0, where=x0 != 0.0)
     count = 0
     while True:
-        x = project_orthant(x0 + step * d, orthant)
+        x = g = None  # a rejected trial's vectors go before the next is made
+        x = project_orthant(_trial_point(x0, step, d, scratch), orthant, scratch)
         f, g = objective(x)
         count += 1
         finite = _is_finite(f, g)
-        if finite and f <= f0 + opts.ftol * _dot(x - x0, pg0):
+        if finite and f <= f0 + opts.ftol * _dot(np.subtract(x, x0, out=scratch), pg0):
             return _SearchOutcome(None, x, f, g, step, count)
         if step < opts.min_step:
             return _failure(LBFGSStatus.MINIMUM_STEP, step, count, finite)
@@ -710,7 +726,7 @@ def _update_trial_interval(iv, t, ft, dt, tmin, tmax):
     return new_t, None
 
 
-def _more_thuente(objective, x0, f0, g0, d, step, opts):
+def _more_thuente(objective, x0, f0, g0, d, step, opts, scratch):
     """More-Thuente line search for the strong Wolfe conditions.
 
     Finds a step ``t`` with ``f(x0 + t d) <= f0 + ftol * t * g0.d`` and
@@ -764,7 +780,8 @@ def _more_thuente(objective, x0, f0, g0, d, step, opts):
         ):
             step = iv.x
 
-        x = x0 + step * d
+        x = g = None  # a rejected trial's vectors go before the next is made
+        x = _trial_point(x0, step, d, scratch)
         f, g = objective(x)
         count += 1
 
@@ -925,6 +942,7 @@ def minimize_lbfgs(
     min_step=1e-20,
     max_step=1e20,
     callback=None,
+    fresh_gradient=False,
 ) -> LBFGSResult:
     """Minimise ``f(x) + c1 * ||x||_1`` by L-BFGS (OWL-QN when ``c1 > 0``).
 
@@ -999,6 +1017,10 @@ def minimize_lbfgs(
         every accepted iteration and before that iteration's stopping tests.
         Returning True stops with ``CALLBACK_STOP`` (the reported point is
         the result).
+    fresh_gradient : bool, default=False
+        ``loss_gradient`` returns a new float64 gradient array at every call
+        (one it does not keep): the optimizer keeps it without a copy.
+        Otherwise every gradient is copied.
 
     Returns
     -------
@@ -1048,12 +1070,13 @@ def minimize_lbfgs(
         callback,
     )
 
-    x = np.array(x0, dtype=np.float64)  # a copy; x0 is never modified
+    # x0 is never modified (nor x: every point is a new array), so no copy
+    x = np.asarray(x0, dtype=np.float64)
     if x.ndim != 1 or x.size == 0:
         raise ValueError(f"x0 must be a non-empty 1-D array, got shape {x.shape}.")
     n = x.size
     owlqn = c1 > 0.0
-    objective = _Objective(loss_gradient, c1, n)
+    objective = _Objective(loss_gradient, c1, n, fresh_gradient)
 
     f, g = objective(x)
     if not _is_finite(f, g):
@@ -1062,7 +1085,7 @@ def minimize_lbfgs(
 
     def finish(status, n_iter):
         return LBFGSResult(
-            x=x,
+            x=x.copy() if x is x0 else x,
             fun=f,
             grad=g,
             status=status,
@@ -1082,11 +1105,12 @@ def minimize_lbfgs(
     if gnorm / max(1.0, xnorm) <= epsilon:
         return finish(LBFGSStatus.ALREADY_MINIMIZED, 0)
 
-    # Limited memory: a ring buffer of the last m pairs (s, y).
+    # Limited memory: a ring buffer of the last m pairs (s, y). While a line
+    # search runs, the slot the next pair goes to (the oldest pair, which the
+    # direction has used, or an unused one) holds its scratch buffers.
     s_mem = np.zeros((m, n))
     y_mem = np.zeros((m, n))
     ys_mem = np.zeros(m)
-    work = np.empty(n)
     newest = -1
     n_pairs = 0
     gamma = 1.0
@@ -1096,15 +1120,22 @@ def minimize_lbfgs(
     k = 1
     while True:
         x_prev, g_prev = x, g
+        slot = (newest + 1) % m
         if owlqn:
-            out = _backtracking_owlqn(objective, x, f, pg, d, step, opts)
+            out = _backtracking_owlqn(objective, x, f, pg, d, step, opts, y_mem[slot], s_mem[slot])
         elif opts.linesearch == "MoreThuente":
-            out = _more_thuente(objective, x, f, g, d, step, opts)
+            out = _more_thuente(objective, x, f, g, d, step, opts, y_mem[slot])
         else:
-            out = _backtracking(objective, x, f, g, d, step, opts)
+            out = _backtracking(objective, x, f, g, d, step, opts, y_mem[slot])
         if out.status is not None:
             return finish(out.status, k - 1)  # x, f, g: last accepted point
         x, f, g, step = out.x, out.f, out.g, out.step
+        # The new pair goes to that slot (kept below if the iteration does
+        # not stop); the vectors of the previous point and the old direction
+        # are freed before the next ones are made.
+        s = np.subtract(x, x_prev, out=s_mem[slot])
+        y = np.subtract(g, g_prev, out=y_mem[slot])
+        del x_prev, g_prev, d, pg
         pg = pseudo_gradient(x, g, c1) if owlqn else g
 
         xnorm = math.sqrt(_dot(x, x))
@@ -1127,12 +1158,9 @@ def minimize_lbfgs(
         if max_iterations and k + 1 > max_iterations:
             return finish(LBFGSStatus.MAX_ITERATIONS, k)
 
-        # Store the new pair in the next slot of the ring buffer (the oldest
+        # Keep the new pair (in the next slot of the ring buffer: the oldest
         # pair once it is full). A pair whose curvature y.s is not positive
         # is not used; it has overwritten the oldest pair, which is dropped.
-        slot = (newest + 1) % m
-        s = np.subtract(x, x_prev, out=s_mem[slot])
-        y = np.subtract(g, g_prev, out=y_mem[slot])
         ys = _dot(y, s)
         if ys > 0.0:
             newest = slot
@@ -1142,7 +1170,7 @@ def minimize_lbfgs(
         else:
             n_pairs = min(n_pairs, m - 1)
 
-        d = two_loop_direction(pg, s_mem, y_mem, ys_mem, newest, n_pairs, gamma, work)
+        d = two_loop_direction(pg, s_mem, y_mem, ys_mem, newest, n_pairs, gamma)
         if owlqn:
             # Keep only the components that move against the pseudo-gradient.
             d[d * pg >= 0.0] = 0.0
