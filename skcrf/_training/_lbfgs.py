@@ -437,7 +437,8 @@ class _Objective:
         self.n_evals = 0
         self.fresh_gradient = fresh_gradient
 
-    def __call__(self, x):
+    def __call__(self, x, work=None):
+        """``(f, g)`` at ``x``; ``work``: a free buffer of size n for ``|x|``."""
         f, g = self.loss_gradient(x)
         self.n_evals += 1
         if not (self.fresh_gradient and isinstance(g, np.ndarray) and g.dtype == np.float64):
@@ -448,7 +449,7 @@ class _Objective:
             )
         f = float(f)
         if self.c1 > 0.0:
-            f += self.c1 * float(np.abs(x).sum())
+            f += self.c1 * float(np.abs(x, out=work).sum())
         return f, g
 
 
@@ -489,12 +490,14 @@ def _failure(status, step, count, last_finite=True):
 # ---------------------------------------------------------------------------
 
 
-def _trial_point(x0, step, d, scratch):
-    """``x0 + step * d``, a new array (the product goes through ``scratch``)."""
-    return np.add(x0, np.multiply(d, step, out=scratch))
+def _trial_point(x0, step, d):
+    """``x0 + step * d``, a new array (and no other: the sum is made in place)."""
+    x = np.multiply(d, step)
+    x += x0  # the same sum: addition commutes exactly
+    return x
 
 
-def _backtracking(objective, x0, f0, g0, d, step, opts, scratch):
+def _backtracking(objective, x0, f0, dg_init, d, step, opts):
     """Backtracking search for the smooth case (``c1 == 0``).
 
     Starting from ``step``, each trial multiplies the step by 0.5 when the
@@ -505,9 +508,8 @@ def _backtracking(objective, x0, f0, g0, d, step, opts, scratch):
     ``g.d > -wolfe * g0.d``. ``"BacktrackingArmijo"`` accepts as soon as the
     sufficient decrease holds. After each rejected trial the search fails if
     ``t < min_step``, ``t > max_step`` or ``max_linesearch`` evaluations
-    have been used.
+    have been used. ``dg_init`` is ``g0.d``.
     """
-    dg_init = _dot(g0, d)
     if dg_init > 0.0:
         return _failure(LBFGSStatus.INCREASE_GRADIENT, step, 0)
     dg_test = opts.ftol * dg_init
@@ -515,7 +517,7 @@ def _backtracking(objective, x0, f0, g0, d, step, opts, scratch):
     count = 0
     while True:
         x = g = None  # a rejected trial's vectors go before the next is made
-        x = _trial_point(x0, step, d, scratch)
+        x = _trial_point(x0, step, d)
         f, g = objective(x)
         count += 1
         finite = _is_finite(f, g)
@@ -541,7 +543,7 @@ def _backtracking(objective, x0, f0, g0, d, step, opts, scratch):
         step *= factor
 
 
-def _backtracking_owlqn(objective, x0, f0, pg0, d, step, opts, scratch, orthant):
+def _backtracking_owlqn(objective, x0, f0, pg0, d, step, opts, orthant):
     """Projected backtracking search of OWL-QN (``c1 > 0``).
 
     Each trial point ``x0 + t d`` is projected onto the orthant of ``x0``
@@ -550,19 +552,19 @@ def _backtracking_owlqn(objective, x0, f0, pg0, d, step, opts, scratch, orthant)
     ``F(x) <= F(x0) + ftol * (x - x0).pg0`` (``F`` includes the L1 term) and
     the objective is finite; otherwise the step is halved. The search fails
     after a rejected trial with ``t < min_step``, ``t > max_step`` or
-    ``max_linesearch`` evaluations. ``scratch`` and ``orthant`` are buffers
-    of the size of ``x0``, written here.
+    ``max_linesearch`` evaluations. ``orthant`` is a buffer of the size of
+    ``x0``, written here (it holds the orthant, then ``x - x0``).
     """
-    # the orthant: x0's signs, and -pg0's where x0 is 0
-    np.copyto(np.negative(pg0, out=orthant), x0, where=x0 != 0.0)
     count = 0
     while True:
         x = g = None  # a rejected trial's vectors go before the next is made
-        x = project_orthant(_trial_point(x0, step, d, scratch), orthant, scratch)
-        f, g = objective(x)
+        # the orthant: x0's signs, and -pg0's where x0 is 0
+        np.copyto(np.negative(pg0, out=orthant), x0, where=x0 != 0.0)
+        x = project_orthant(_trial_point(x0, step, d), orthant)
+        f, g = objective(x, orthant)  # the orthant is rebuilt for the next trial
         count += 1
         finite = _is_finite(f, g)
-        if finite and f <= f0 + opts.ftol * _dot(np.subtract(x, x0, out=scratch), pg0):
+        if finite and f <= f0 + opts.ftol * _dot(np.subtract(x, x0, out=orthant), pg0):
             return _SearchOutcome(None, x, f, g, step, count)
         if step < opts.min_step:
             return _failure(LBFGSStatus.MINIMUM_STEP, step, count, finite)
@@ -726,7 +728,7 @@ def _update_trial_interval(iv, t, ft, dt, tmin, tmax):
     return new_t, None
 
 
-def _more_thuente(objective, x0, f0, g0, d, step, opts, scratch):
+def _more_thuente(objective, x0, f0, dg_init, d, step, opts):
     """More-Thuente line search for the strong Wolfe conditions.
 
     Finds a step ``t`` with ``f(x0 + t d) <= f0 + ftol * t * g0.d`` and
@@ -743,8 +745,8 @@ def _more_thuente(objective, x0, f0, g0, d, step, opts, scratch):
 
     A non-finite objective at a trial step ``t`` moves the next trial halfway
     back towards the best step so far; later trials stay below ``t``.
+    ``dg_init`` is ``g0.d``.
     """
-    dg_init = _dot(g0, d)
     if dg_init > 0.0:
         return _failure(LBFGSStatus.INCREASE_GRADIENT, step, 0)
 
@@ -781,7 +783,7 @@ def _more_thuente(objective, x0, f0, g0, d, step, opts, scratch):
             step = iv.x
 
         x = g = None  # a rejected trial's vectors go before the next is made
-        x = _trial_point(x0, step, d, scratch)
+        x = _trial_point(x0, step, d)
         f, g = objective(x)
         count += 1
 
@@ -1107,7 +1109,8 @@ def minimize_lbfgs(
 
     # Limited memory: a ring buffer of the last m pairs (s, y). While a line
     # search runs, the slot the next pair goes to (the oldest pair, which the
-    # direction has used, or an unused one) holds its scratch buffers.
+    # direction has used, or an unused one) holds -g, from which y is made
+    # (the gradient itself is freed), and OWL-QN's orthant.
     s_mem = np.zeros((m, n))
     y_mem = np.zeros((m, n))
     ys_mem = np.zeros(m)
@@ -1119,29 +1122,37 @@ def minimize_lbfgs(
     step = 1.0 / gnorm
     k = 1
     while True:
-        x_prev, g_prev = x, g
+        x_prev = x
         slot = (newest + 1) % m
+        np.negative(g, out=y_mem[slot])
         if owlqn:
-            out = _backtracking_owlqn(objective, x, f, pg, d, step, opts, y_mem[slot], s_mem[slot])
-        elif opts.linesearch == "MoreThuente":
-            out = _more_thuente(objective, x, f, g, d, step, opts, y_mem[slot])
+            del g
+            out = _backtracking_owlqn(objective, x, f, pg, d, step, opts, s_mem[slot])
         else:
-            out = _backtracking(objective, x, f, g, d, step, opts, y_mem[slot])
+            dg_init = _dot(g, d)
+            del g, pg  # pg is g
+            search = _more_thuente if opts.linesearch == "MoreThuente" else _backtracking
+            out = search(objective, x, f, dg_init, d, step, opts)
         if out.status is not None:
+            g = np.negative(y_mem[slot])  # the last accepted point's gradient, exactly
             return finish(out.status, k - 1)  # x, f, g: last accepted point
-        x, f, g, step = out.x, out.f, out.g, out.step
+        x, f, g, step, n_evals = out.x, out.f, out.g, out.step, out.n_evals
+        del out
         # The new pair goes to that slot (kept below if the iteration does
-        # not stop); the vectors of the previous point and the old direction
-        # are freed before the next ones are made.
+        # not stop): y = g - g_prev is -g_prev + g (the same sum). The
+        # previous point and the old direction are freed before the next
+        # vectors are made.
         s = np.subtract(x, x_prev, out=s_mem[slot])
-        y = np.subtract(g, g_prev, out=y_mem[slot])
-        del x_prev, g_prev, d, pg
+        y = np.add(y_mem[slot], g, out=y_mem[slot])
+        del x_prev, d
+        if owlqn:
+            del pg
         pg = pseudo_gradient(x, g, c1) if owlqn else g
 
         xnorm = math.sqrt(_dot(x, x))
         gnorm = math.sqrt(_dot(pg, pg))
         if callback is not None:
-            info = IterationInfo(k, x, f, g, xnorm, gnorm, step, out.n_evals)
+            info = IterationInfo(k, x, f, g, xnorm, gnorm, step, n_evals)
             if callback(info):
                 return finish(LBFGSStatus.CALLBACK_STOP, k)
 
