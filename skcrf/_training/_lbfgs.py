@@ -336,7 +336,7 @@ def pseudo_gradient(x, g, c1):
     return pg
 
 
-def project_orthant(x, orthant, work=None):
+def project_orthant(x, orthant):
     """Zero the coordinates of ``x`` whose sign disagrees with ``orthant``.
 
     Parameters
@@ -346,15 +346,12 @@ def project_orthant(x, orthant, work=None):
     orthant : ndarray of shape (n,)
         Reference signs. A coordinate with ``x_i * orthant_i < 0`` becomes 0;
         a coordinate with ``orthant_i == 0`` is left as it is.
-    work : ndarray of shape (n,), optional
-        Scratch buffer for the products, to avoid a temporary.
-
     Returns
     -------
     x : ndarray of shape (n,)
         The same array, projected.
     """
-    x[np.multiply(x, orthant, out=work) < 0.0] = 0.0
+    x[x * orthant < 0.0] = 0.0
     return x
 
 
