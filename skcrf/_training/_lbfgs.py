@@ -346,6 +346,7 @@ def project_orthant(x, orthant):
     orthant : ndarray of shape (n,)
         Reference signs. A coordinate with ``x_i * orthant_i < 0`` becomes 0;
         a coordinate with ``orthant_i == 0`` is left as it is.
+
     Returns
     -------
     x : ndarray of shape (n,)
