@@ -809,3 +809,28 @@ def test_negative_curvature_pairs_are_skipped(num_memories):
     )
     assert res.status is LBFGSStatus.CONVERGED, res.message
     np.testing.assert_allclose(res.x, 0.0, atol=1e-8)
+
+
+@pytest.mark.parametrize("c1", [0.0, 0.7])
+def test_fresh_gradient_changes_nothing_but_the_copies(c1):
+    # the objective returns a new array every call: kept without a copy, the
+    # iterates and the result are the same, bit for bit
+    smooth, _ = make_l1_least_squares(0.7)
+    runs = [
+        minimize_lbfgs(smooth, np.zeros(12), c1=c1, max_iterations=30, fresh_gradient=fresh)
+        for fresh in (False, True)
+    ]
+    np.testing.assert_array_equal(runs[0].x, runs[1].x)
+    np.testing.assert_array_equal(runs[0].grad, runs[1].grad)
+    assert (runs[0].fun, runs[0].n_evals) == (runs[1].fun, runs[1].n_evals)
+
+
+def test_a_failed_first_search_returns_a_copy_of_x0_and_its_gradient():
+    def fun(x):
+        return x @ x, -2.0 * x  # an ascent direction: every trial fails
+
+    x0 = np.array([1.0, 2.0])
+    res = minimize_lbfgs(fun, x0, linesearch="MoreThuente", max_linesearch=3)
+    assert res.x is not x0 and res.n_iter == 0
+    np.testing.assert_array_equal(res.x, x0)
+    np.testing.assert_array_equal(res.grad, -2.0 * x0)

@@ -14,9 +14,9 @@ from scipy.special import logsumexp
 import skcrf._inference._blocks
 from skcrf._featurize._encoded import Encoded
 from skcrf._inference import _kernels
-from skcrf._inference._blocks import StateLayout, score_arrays, state_scores
+from skcrf._inference._blocks import StateLayout, gather_rows, score_arrays, state_scores
 from skcrf._inference._logspace import forward_backward as numpy_forward_backward
-from skcrf._training._objective import CRFObjective, select_features
+from skcrf._training._objective import CRFObjective, drop_zeros, select_features
 from skcrf._utils._packing import pack
 from skcrf._utils._threads import split_sequences
 
@@ -91,6 +91,33 @@ def block_size(request, monkeypatch):
     else:
         monkeypatch.setattr(skcrf._inference._blocks, "DENSE_DENOMINATOR", 1000)
     return request.param
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_drop_zeros_compacts_in_place(seed):
+    encoded, labels, classes, attributes = random_problem(seed)
+    rows = np.arange(len(encoded.indptr) - 1)
+    expected = gather_rows(encoded.indptr, encoded.ids, encoded.values, rows, drop_zeros=True)
+    arrays = encoded.indptr, encoded.ids, encoded.values
+    model, observed = select_features(encoded, labels, classes, attributes)
+    objective = CRFObjective(encoded, model, observed, c2=0.3)
+    w = np.random.default_rng(seed).normal(size=model.n_features)
+    before = objective.loss_gradient(w)
+    compacted = drop_zeros(encoded)
+    assert all(a is b for a, b in zip(compacted[:3], arrays))  # the same arrays, trimmed
+    for got, want in zip(compacted[:3], expected):
+        np.testing.assert_array_equal(got, want)
+    after = CRFObjective(compacted, model, observed, c2=0.3).loss_gradient(w)
+    assert after[0] == before[0]
+    np.testing.assert_array_equal(after[1], before[1])
+
+
+def test_drop_zeros_leaves_arrays_it_does_not_own():
+    encoded, _, _, _ = random_problem(0)
+    view = encoded._replace(values=encoded.values[:])  # a view: not its own memory
+    assert (view.values == 0).any()
+    assert drop_zeros(view) is view
+    assert (view.values == 0).any()
 
 
 @pytest.mark.parametrize("c2", [0.0, 0.7])

@@ -496,7 +496,7 @@ def check_sums(encoded, vocabulary, name="X"):
     """
     dense = getattr(encoded, "dense", None)
     if dense is not None and dense.values.size:
-        largest = float(np.abs(dense.values).max())
+        largest = max(float(dense.values.max()), -float(dense.values.min()))
         if largest * len(dense.row_index) >= 1e300:
             with np.errstate(over="ignore"):
                 sums = np.abs(dense.values[dense.row_index]).sum(axis=0)
@@ -511,7 +511,7 @@ def check_sums(encoded, vocabulary, name="X"):
     values = encoded.values
     if not len(values):
         return
-    largest = float(np.abs(values).max())
+    largest = max(float(values.max()), -float(values.min()))  # |values| without a copy
     if largest * len(values) < 1e300:
         return  # no sum of values can overflow: the cheap, common case
     with np.errstate(over="ignore"):

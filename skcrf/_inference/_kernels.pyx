@@ -647,3 +647,28 @@ def scatter_rows(const double[:, ::1] rows, const Py_ssize_t[::1] index, double[
             r = index[t]
             for k in range(n_cols):
                 out[r, k] += rows[t, k]
+
+
+def drop_zeros_in_place(long long[::1] indptr, int[::1] ids, double[::1] values):
+    """Remove the explicit zeros of CSR rows in place; returns the entries kept.
+
+    The kept entries move to the front of ``ids`` and ``values`` (their order
+    unchanged) and ``indptr`` is rewritten to match; the caller trims the
+    arrays to the returned size.
+    """
+    cdef Py_ssize_t n_rows = indptr.shape[0] - 1, r, p, end, kept = 0
+    if n_rows < 0 or ids.shape[0] != values.shape[0] or indptr[n_rows] > ids.shape[0]:
+        raise ValueError("drop_zeros_in_place: shapes do not match.")
+    with nogil:
+        end = indptr[0]
+        for r in range(n_rows):
+            p, end = end, indptr[r + 1]
+            indptr[r] = kept
+            while p < end:
+                if values[p] != 0.0:
+                    ids[kept] = ids[p]
+                    values[kept] = values[p]
+                    kept += 1
+                p += 1
+        indptr[n_rows] = kept
+    return kept

@@ -47,7 +47,7 @@ from .._model import merge_features
 from .._utils._threads import effective_n_threads
 from ._lbfgs import LBFGSResult, LBFGSStatus, minimize_lbfgs
 from ._monitor import TrainingMonitor
-from ._objective import CRFObjective, select_features
+from ._objective import CRFObjective, drop_zeros, select_features
 from ._online_train import DEFAULTS as ONLINE_DEFAULTS
 from ._online_train import OnlineStatus, train_online
 from ._training_log import TrainingLog, holdout_scores
@@ -414,11 +414,22 @@ def make_monitor(
     )
 
 
-def minimize(loss_gradient, x0, settings, monitor, *, owner="CRFTagger", stacklevel=2):
+def minimize(
+    loss_gradient,
+    x0,
+    settings,
+    monitor,
+    *,
+    owner="CRFTagger",
+    stacklevel=2,
+    fresh_gradient=False,
+):
     """L-BFGS / OWL-QN on ``loss_gradient`` (CRFsuite's 'lbfgs').
 
     ``stacklevel`` is the caller's, for the warning of a fit that stopped
-    before converging (it names the weights that are kept).
+    before converging (it names the weights that are kept);
+    ``fresh_gradient``: ``loss_gradient`` returns a new gradient array at
+    every call, kept without a copy (:func:`minimize_lbfgs`).
     """
     if len(x0) == 0:
         # No feature exists (say, only empty tokens in one-token sequences):
@@ -445,6 +456,7 @@ def minimize(loss_gradient, x0, settings, monitor, *, owner="CRFTagger", stackle
         linesearch=settings["linesearch"],
         max_linesearch=settings["max_linesearch"],
         callback=monitor.lbfgs_iteration,
+        fresh_gradient=fresh_gradient,
     )
     if not result.status.converged and result.status is not LBFGSStatus.CALLBACK_STOP:
         warnings.warn(
@@ -529,14 +541,19 @@ def fit(
     monitor = make_monitor(model, vocabulary, settings, n_jobs=n_jobs, **monitor_options)
     trainer_state = None
     if algorithm == "lbfgs":
+        # The objective copies the rows it reads into its blocks (without the
+        # explicit zeros, which only feature selection needed): the encoded
+        # CSR loses its zeros first, in place, and goes once the blocks exist,
+        # before L-BFGS allocates its vectors.
         objective = CRFObjective(
-            data.encoded,
+            drop_zeros(data.encoded),
             model,
             observed,
             c2=settings["c2"],
             n_threads=effective_n_threads(n_jobs),
             partial=data.partial,
         )
+        del data
         with objective:
             result = minimize(
                 objective.loss_gradient,
@@ -544,6 +561,7 @@ def fit(
                 settings,
                 monitor,
                 stacklevel=stacklevel + 1,
+                fresh_gradient=True,  # CRFObjective's gradient is a new array
             )
     else:
         result = train_online(

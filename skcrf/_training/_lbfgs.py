@@ -331,7 +331,8 @@ def pseudo_gradient(x, g, c1):
     if at_zero.any():
         # g - clip(g, -c1, c1) is g + c1 below -c1, g - c1 above c1, else 0.
         g_zero = g[at_zero]
-        pg[at_zero] = g_zero - np.clip(g_zero, -c1, c1)
+        g_zero -= np.clip(g_zero, -c1, c1)
+        pg[at_zero] = g_zero
     return pg
 
 
@@ -422,26 +423,31 @@ class _Objective:
     """Wraps the user's smooth objective: adds ``c1 * ||x||_1``, counts calls.
 
     The returned gradient is always a fresh float64 array, so a user function
-    that reuses an output buffer cannot overwrite an accepted gradient.
+    that reuses an output buffer cannot overwrite an accepted gradient; with
+    ``fresh_gradient`` the function promises one (a new float64 array at
+    every call) and it is kept as it is.
     """
 
-    def __init__(self, loss_gradient, c1, n):
+    def __init__(self, loss_gradient, c1, n, fresh_gradient=False):
         self.loss_gradient = loss_gradient
         self.c1 = c1
         self.n = n
         self.n_evals = 0
+        self.fresh_gradient = fresh_gradient
 
-    def __call__(self, x):
+    def __call__(self, x, work=None):
+        """``(f, g)`` at ``x``; ``work``: a free buffer of size n for ``|x|``."""
         f, g = self.loss_gradient(x)
         self.n_evals += 1
-        g = np.array(g, dtype=np.float64)  # always a copy
+        if not (self.fresh_gradient and isinstance(g, np.ndarray) and g.dtype == np.float64):
+            g = np.array(g, dtype=np.float64)  # a copy
         if g.shape != (self.n,):
             raise ValueError(
                 f"loss_gradient returned a gradient of shape {g.shape}, expected {(self.n,)}."
             )
         f = float(f)
         if self.c1 > 0.0:
-            f += self.c1 * float(np.abs(x).sum())
+            f += self.c1 * float(np.abs(x, out=work).sum())
         return f, g
 
 
@@ -482,7 +488,14 @@ def _failure(status, step, count, last_finite=True):
 # ---------------------------------------------------------------------------
 
 
-def _backtracking(objective, x0, f0, g0, d, step, opts):
+def _trial_point(x0, step, d):
+    """``x0 + step * d``, a new array (and no other: the sum is made in place)."""
+    x = np.multiply(d, step)
+    x += x0  # the same sum: addition commutes exactly
+    return x
+
+
+def _backtracking(objective, x0, f0, dg_init, d, step, opts):
     """Backtracking search for the smooth case (``c1 == 0``).
 
     Starting from ``step``, each trial multiplies the step by 0.5 when the
@@ -493,16 +506,16 @@ def _backtracking(objective, x0, f0, g0, d, step, opts):
     ``g.d > -wolfe * g0.d``. ``"BacktrackingArmijo"`` accepts as soon as the
     sufficient decrease holds. After each rejected trial the search fails if
     ``t < min_step``, ``t > max_step`` or ``max_linesearch`` evaluations
-    have been used.
+    have been used. ``dg_init`` is ``g0.d``.
     """
-    dg_init = _dot(g0, d)
     if dg_init > 0.0:
         return _failure(LBFGSStatus.INCREASE_GRADIENT, step, 0)
     dg_test = opts.ftol * dg_init
     kind = opts.linesearch
     count = 0
     while True:
-        x = x0 + step * d
+        x = g = None  # a rejected trial's vectors go before the next is made
+        x = _trial_point(x0, step, d)
         f, g = objective(x)
         count += 1
         finite = _is_finite(f, g)
@@ -528,7 +541,7 @@ def _backtracking(objective, x0, f0, g0, d, step, opts):
         step *= factor
 
 
-def _backtracking_owlqn(objective, x0, f0, pg0, d, step, opts):
+def _backtracking_owlqn(objective, x0, f0, pg0, d, step, opts, orthant):
     """Projected backtracking search of OWL-QN (``c1 > 0``).
 
     Each trial point ``x0 + t d`` is projected onto the orthant of ``x0``
@@ -537,16 +550,19 @@ def _backtracking_owlqn(objective, x0, f0, pg0, d, step, opts):
     ``F(x) <= F(x0) + ftol * (x - x0).pg0`` (``F`` includes the L1 term) and
     the objective is finite; otherwise the step is halved. The search fails
     after a rejected trial with ``t < min_step``, ``t > max_step`` or
-    ``max_linesearch`` evaluations.
+    ``max_linesearch`` evaluations. ``orthant`` is a buffer of the size of
+    ``x0``, written here (it holds the orthant, then ``x - x0``).
     """
-    orthant = np.where(x0 == 0.0, -pg0, x0)
     count = 0
     while True:
-        x = project_orthant(x0 + step * d, orthant)
-        f, g = objective(x)
+        x = g = None  # a rejected trial's vectors go before the next is made
+        # the orthant: x0's signs, and -pg0's where x0 is 0
+        np.copyto(np.negative(pg0, out=orthant), x0, where=x0 != 0.0)
+        x = project_orthant(_trial_point(x0, step, d), orthant)
+        f, g = objective(x, orthant)  # the orthant is rebuilt for the next trial
         count += 1
         finite = _is_finite(f, g)
-        if finite and f <= f0 + opts.ftol * _dot(x - x0, pg0):
+        if finite and f <= f0 + opts.ftol * _dot(np.subtract(x, x0, out=orthant), pg0):
             return _SearchOutcome(None, x, f, g, step, count)
         if step < opts.min_step:
             return _failure(LBFGSStatus.MINIMUM_STEP, step, count, finite)
@@ -710,7 +726,7 @@ def _update_trial_interval(iv, t, ft, dt, tmin, tmax):
     return new_t, None
 
 
-def _more_thuente(objective, x0, f0, g0, d, step, opts):
+def _more_thuente(objective, x0, f0, dg_init, d, step, opts):
     """More-Thuente line search for the strong Wolfe conditions.
 
     Finds a step ``t`` with ``f(x0 + t d) <= f0 + ftol * t * g0.d`` and
@@ -727,8 +743,8 @@ def _more_thuente(objective, x0, f0, g0, d, step, opts):
 
     A non-finite objective at a trial step ``t`` moves the next trial halfway
     back towards the best step so far; later trials stay below ``t``.
+    ``dg_init`` is ``g0.d``.
     """
-    dg_init = _dot(g0, d)
     if dg_init > 0.0:
         return _failure(LBFGSStatus.INCREASE_GRADIENT, step, 0)
 
@@ -764,7 +780,8 @@ def _more_thuente(objective, x0, f0, g0, d, step, opts):
         ):
             step = iv.x
 
-        x = x0 + step * d
+        x = g = None  # a rejected trial's vectors go before the next is made
+        x = _trial_point(x0, step, d)
         f, g = objective(x)
         count += 1
 
@@ -925,6 +942,7 @@ def minimize_lbfgs(
     min_step=1e-20,
     max_step=1e20,
     callback=None,
+    fresh_gradient=False,
 ) -> LBFGSResult:
     """Minimise ``f(x) + c1 * ||x||_1`` by L-BFGS (OWL-QN when ``c1 > 0``).
 
@@ -999,6 +1017,10 @@ def minimize_lbfgs(
         every accepted iteration and before that iteration's stopping tests.
         Returning True stops with ``CALLBACK_STOP`` (the reported point is
         the result).
+    fresh_gradient : bool, default=False
+        ``loss_gradient`` returns a new float64 gradient array at every call
+        (one it does not keep): the optimizer keeps it without a copy.
+        Otherwise every gradient is copied.
 
     Returns
     -------
@@ -1048,12 +1070,13 @@ def minimize_lbfgs(
         callback,
     )
 
-    x = np.array(x0, dtype=np.float64)  # a copy; x0 is never modified
+    # x0 is never modified (nor x: every point is a new array), so no copy
+    x = np.asarray(x0, dtype=np.float64)
     if x.ndim != 1 or x.size == 0:
         raise ValueError(f"x0 must be a non-empty 1-D array, got shape {x.shape}.")
     n = x.size
     owlqn = c1 > 0.0
-    objective = _Objective(loss_gradient, c1, n)
+    objective = _Objective(loss_gradient, c1, n, fresh_gradient)
 
     f, g = objective(x)
     if not _is_finite(f, g):
@@ -1062,7 +1085,7 @@ def minimize_lbfgs(
 
     def finish(status, n_iter):
         return LBFGSResult(
-            x=x,
+            x=x.copy() if x is x0 else x,
             fun=f,
             grad=g,
             status=status,
@@ -1082,11 +1105,13 @@ def minimize_lbfgs(
     if gnorm / max(1.0, xnorm) <= epsilon:
         return finish(LBFGSStatus.ALREADY_MINIMIZED, 0)
 
-    # Limited memory: a ring buffer of the last m pairs (s, y).
+    # Limited memory: a ring buffer of the last m pairs (s, y). While a line
+    # search runs, the slot the next pair goes to (the oldest pair, which the
+    # direction has used, or an unused one) holds -g, from which y is made
+    # (the gradient itself is freed), and OWL-QN's orthant.
     s_mem = np.zeros((m, n))
     y_mem = np.zeros((m, n))
     ys_mem = np.zeros(m)
-    work = np.empty(n)
     newest = -1
     n_pairs = 0
     gamma = 1.0
@@ -1095,22 +1120,37 @@ def minimize_lbfgs(
     step = 1.0 / gnorm
     k = 1
     while True:
-        x_prev, g_prev = x, g
+        x_prev = x
+        slot = (newest + 1) % m
+        np.negative(g, out=y_mem[slot])
         if owlqn:
-            out = _backtracking_owlqn(objective, x, f, pg, d, step, opts)
-        elif opts.linesearch == "MoreThuente":
-            out = _more_thuente(objective, x, f, g, d, step, opts)
+            del g
+            out = _backtracking_owlqn(objective, x, f, pg, d, step, opts, s_mem[slot])
         else:
-            out = _backtracking(objective, x, f, g, d, step, opts)
+            dg_init = _dot(g, d)
+            del g, pg  # pg is g
+            search = _more_thuente if opts.linesearch == "MoreThuente" else _backtracking
+            out = search(objective, x, f, dg_init, d, step, opts)
         if out.status is not None:
+            g = np.negative(y_mem[slot])  # the last accepted point's gradient, exactly
             return finish(out.status, k - 1)  # x, f, g: last accepted point
-        x, f, g, step = out.x, out.f, out.g, out.step
+        x, f, g, step, n_evals = out.x, out.f, out.g, out.step, out.n_evals
+        del out
+        # The new pair goes to that slot (kept below if the iteration does
+        # not stop): y = g - g_prev is -g_prev + g (the same sum). The
+        # previous point and the old direction are freed before the next
+        # vectors are made.
+        s = np.subtract(x, x_prev, out=s_mem[slot])
+        y = np.add(y_mem[slot], g, out=y_mem[slot])
+        del x_prev, d
+        if owlqn:
+            del pg
         pg = pseudo_gradient(x, g, c1) if owlqn else g
 
         xnorm = math.sqrt(_dot(x, x))
         gnorm = math.sqrt(_dot(pg, pg))
         if callback is not None:
-            info = IterationInfo(k, x, f, g, xnorm, gnorm, step, out.n_evals)
+            info = IterationInfo(k, x, f, g, xnorm, gnorm, step, n_evals)
             if callback(info):
                 return finish(LBFGSStatus.CALLBACK_STOP, k)
 
@@ -1127,12 +1167,9 @@ def minimize_lbfgs(
         if max_iterations and k + 1 > max_iterations:
             return finish(LBFGSStatus.MAX_ITERATIONS, k)
 
-        # Store the new pair in the next slot of the ring buffer (the oldest
+        # Keep the new pair (in the next slot of the ring buffer: the oldest
         # pair once it is full). A pair whose curvature y.s is not positive
         # is not used; it has overwritten the oldest pair, which is dropped.
-        slot = (newest + 1) % m
-        s = np.subtract(x, x_prev, out=s_mem[slot])
-        y = np.subtract(g, g_prev, out=y_mem[slot])
         ys = _dot(y, s)
         if ys > 0.0:
             newest = slot
@@ -1142,7 +1179,7 @@ def minimize_lbfgs(
         else:
             n_pairs = min(n_pairs, m - 1)
 
-        d = two_loop_direction(pg, s_mem, y_mem, ys_mem, newest, n_pairs, gamma, work)
+        d = two_loop_direction(pg, s_mem, y_mem, ys_mem, newest, n_pairs, gamma)
         if owlqn:
             # Keep only the components that move against the pseudo-gradient.
             d[d * pg >= 0.0] = 0.0

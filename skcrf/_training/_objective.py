@@ -283,6 +283,33 @@ def _select_partial_features(
     return model, observed
 
 
+def drop_zeros(encoded):
+    """Remove the explicit zeros of ``encoded``'s CSR rows in place; returns it.
+
+    For a caller that owns ``encoded`` (nothing else refers to its arrays)
+    and has selected the features: explicit zeros count as occurrences
+    there, but the objective never reads them (its blocks drop them). The
+    kept entries move to the front and the arrays are trimmed, which returns
+    the memory of the zeros before the blocks copy the rows. Arrays that do
+    not own their memory are left as they are.
+    """
+    ids, values = encoded.ids, encoded.values
+    if not (
+        ids.flags.owndata
+        and values.flags.owndata
+        and encoded.indptr.flags.writeable
+        and ids.flags.c_contiguous
+        and values.flags.c_contiguous
+        and encoded.indptr.flags.c_contiguous
+    ):
+        return encoded
+    kept = _kernels.drop_zeros_in_place(encoded.indptr, ids, values)
+    if kept < len(ids):
+        ids.resize(kept, refcheck=False)
+        values.resize(kept, refcheck=False)
+    return encoded
+
+
 class _Shard:
     """The sequences one thread evaluates: blocks, buffers and accumulators.
 
@@ -292,7 +319,7 @@ class _Shard:
     label at all are left out.
     """
 
-    def __init__(self, encoded, sequences, layout, partial=None):
+    def __init__(self, encoded, sequences, layout, partial=None, own_expected=True):
         n_labels = layout.n_labels
         self.partial_blocks = []
         self.constraints = None
@@ -312,7 +339,8 @@ class _Shard:
         dense = getattr(encoded, "dense", None)
         # marginals summed per distinct vector row
         self.vector_expected = None if dense is None else np.empty((len(dense.values), n_labels))
-        self.expected = np.empty(len(layout.state_labels))
+        # the expected state counts (None: the caller gives the buffer)
+        self.expected = np.empty(len(layout.state_labels)) if own_expected else None
         self.dense_expected = np.empty((layout.n_dense, n_labels))
         self.pairs = np.empty((n_labels, n_labels))
         if self.partial_blocks:
@@ -320,10 +348,16 @@ class _Shard:
             self.c_dense_expected = np.empty((layout.n_dense, n_labels))
             self.c_pairs = np.empty((n_labels, n_labels))
 
-    def evaluate(self, arrays):
-        """Log Z summed over the shard; expected counts into the accumulators."""
+    def evaluate(self, arrays, expected=None):
+        """Log Z summed over the shard; expected counts into the accumulators.
+
+        ``expected``: where the expected state counts go (overwritten), if
+        not into the shard's own buffer.
+        """
         layout = arrays.layout
-        self.expected[:] = 0.0
+        if expected is None:
+            expected = self.expected
+        expected[:] = 0.0
         self.dense_expected[:] = 0.0
         self.pairs[:] = 0.0
         if self.vector_expected is not None:
@@ -340,7 +374,7 @@ class _Shard:
                 layout.state_labels,
                 marginals,
                 layout.dense_row,
-                self.expected,
+                expected,
                 self.dense_expected,
             )
             if self.vector_expected is not None:
@@ -348,11 +382,11 @@ class _Shard:
                     np.ascontiguousarray(marginals), block.vector_rows, self.vector_expected
                 )
         if self.partial_blocks:
-            log_z += self._evaluate_partial(arrays)
-        layout.gather(self.dense_expected, self.expected)
+            log_z += self._evaluate_partial(arrays, expected)
+        layout.gather(self.dense_expected, expected)
         return log_z
 
-    def _evaluate_partial(self, arrays):
+    def _evaluate_partial(self, arrays, expected):
         """Log Z - log Z_c of the partial sequences; E_p - E_pc into the accumulators."""
         layout = arrays.layout
         self.c_expected[:] = 0.0
@@ -370,7 +404,7 @@ class _Shard:
                 layout.state_labels,
                 marginals,
                 layout.dense_row,
-                self.expected,
+                expected,
                 self.dense_expected,
             )
             marginals, block_log_z_c = masked_block_marginals(
@@ -392,10 +426,20 @@ class _Shard:
                 self.c_expected,
                 self.c_dense_expected,
             )
-        self.expected -= self.c_expected
+        expected -= self.c_expected
         self.dense_expected -= self.c_dense_expected
         self.pairs -= self.c_pairs
         return log_z
+
+
+#: Entries per step of :func:`_add_scaled` (its temporary: 512 kB).
+_CHUNK = 1 << 16
+
+
+def _add_scaled(out, scale, x):
+    """``out += scale * x`` in steps, without a temporary the size of ``x``."""
+    for start in range(0, len(x), _CHUNK):
+        out[start : start + _CHUNK] += scale * x[start : start + _CHUNK]
 
 
 class CRFObjective:
@@ -434,9 +478,10 @@ class CRFObjective:
                 model.state_ptr, model.state_labels, dense.columns
             ) + (dense.values,)
         self._layout = StateLayout(model.state_ptr, model.state_labels, model.n_labels)
+        # the first shard's expected state counts go straight into the gradient
         self._shards = [
-            _Shard(encoded, sequences, self._layout, partial)
-            for sequences in split_sequences(encoded.lengths, n_threads)
+            _Shard(encoded, sequences, self._layout, partial, own_expected=k > 0)
+            for k, sequences in enumerate(split_sequences(encoded.lengths, n_threads))
         ]
         self._pool = None
         self._blas = None
@@ -469,12 +514,15 @@ class CRFObjective:
             _kernels.add_vector_scores(table, vector_weights, scores)  # U @ W
             arrays = arrays._replace(vector_scores=scores)
 
+        gradient = np.empty(model.n_features)
+        expected = gradient[:n_states]  # the first shard's counts, then the sum
+
         def evaluate(shard):
             # A line search's trial point may overflow: the optimizer sees the
             # non-finite loss and backs off, so numpy's warnings are noise. The
             # error state is per thread, hence set here, in the worker.
             with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-                return shard.evaluate(arrays)
+                return shard.evaluate(arrays, None if shard.expected is not None else expected)
 
         if self._pool is None or len(self._shards) == 1:
             log_z = [evaluate(shard) for shard in self._shards]
@@ -482,9 +530,6 @@ class CRFObjective:
             log_z = list(self._pool.map(evaluate, self._shards))
 
         with np.errstate(over="ignore", invalid="ignore"):
-            gradient = np.empty(model.n_features)
-            expected = gradient[:n_states]
-            expected[:] = self._shards[0].expected
             pairs = self._shards[0].pairs.copy()
             for shard in self._shards[1:]:
                 expected += shard.expected
@@ -502,7 +547,7 @@ class CRFObjective:
             loss = sum(log_z) - w @ self.observed
             if self.c2:
                 loss += self.c2 * (w @ w)
-                gradient += 2.0 * self.c2 * w
+                _add_scaled(gradient, 2.0 * self.c2, w)
         return float(loss), gradient
 
     def __enter__(self):
