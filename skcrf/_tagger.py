@@ -21,7 +21,6 @@ from ._featurize._validation import check_reusable
 from ._featurize._vocabulary import Vocabulary
 from ._inference._constraints import Constraints
 from ._inference._decode import Decoder
-from ._inference._output import marginal_dicts
 from ._inference._structured import nbest, sequence_scores, transition_marginals
 from ._model import FittedState
 from ._persist._crfsuite_file import crfsuite_bytes, read_crfsuite, write_crfsuite
@@ -1012,12 +1011,12 @@ calibration_candidates, calibration_max_trials : default=None
         """
         encoded = self._encode(X)
         constraints = self._constraints(encoded.lengths, allowed_transitions, partial_labels)
-        marginals = self._decoder.marginals(
-            encoded, effective_n_threads(self.n_jobs), constraints=constraints
+        return self._decoder.marginal_dicts(
+            encoded,
+            self.classes_.tolist(),
+            effective_n_threads(self.n_jobs),
+            constraints=constraints,
         )
-        # the dicts are built in C (the largest part of the call in Python)
-        lengths = np.asarray(encoded.lengths, dtype=np.intp)
-        return marginal_dicts(marginals, lengths, self.classes_.tolist())
 
     def predict_marginals_single(
         self, xseq: SequenceLike, *, allowed_transitions: Any = None, partial_labels: Any = None

@@ -289,3 +289,34 @@ def test_marginal_dicts_check_their_input(shape, lengths, labels, message):
 
     with pytest.raises(ValueError, match=message):
         marginal_dicts(np.zeros(shape), np.asarray(lengths, dtype=np.intp), labels)
+
+
+def test_marginal_dicts_filled_in_any_row_order():
+    from skcrf._inference._output import MarginalDicts
+
+    rng = np.random.default_rng(5)
+    lengths = np.array([3, 0, 5, 1], dtype=np.intp)
+    labels = ["x", "y"]
+    marginals = rng.random((9, 2))
+    builder = MarginalDicts(lengths, labels)
+    order = rng.permutation(9)
+    for part in (order[:4], order[4:]):  # two blocks of rows, shuffled
+        builder.fill(np.ascontiguousarray(marginals[part]), part.astype(np.intp))
+    assert builder.result() == _reference.marginal_dicts(marginals, lengths, labels)
+
+
+def test_marginal_dicts_refuse_missing_repeated_and_unknown_rows():
+    from skcrf._inference._output import MarginalDicts
+
+    builder = MarginalDicts(np.array([2, 1], dtype=np.intp), ["a"])
+    builder.fill(np.ones((1, 1)), np.array([2], dtype=np.intp))
+    with pytest.raises(ValueError, match="some rows"):
+        builder.result()  # rows 0 and 1 have no dict yet
+    with pytest.raises(ValueError, match="twice"):
+        builder.fill(np.ones((1, 1)), np.array([2], dtype=np.intp))
+    with pytest.raises(IndexError):
+        builder.fill(np.ones((1, 1)), np.array([3], dtype=np.intp))
+    with pytest.raises(ValueError, match="one row"):
+        builder.fill(np.ones((2, 1)), np.array([0], dtype=np.intp))
+    builder.fill(np.zeros((2, 1)), np.array([1, 0], dtype=np.intp))
+    assert builder.result() == [[{"a": 0.0}, {"a": 0.0}], [{"a": 1.0}]]
