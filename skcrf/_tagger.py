@@ -1011,12 +1011,11 @@ calibration_candidates, calibration_max_trials : default=None
         """
         encoded = self._encode(X)
         constraints = self._constraints(encoded.lengths, allowed_transitions, partial_labels)
-        marginals = self._decoder.marginals(
-            encoded, effective_n_threads(self.n_jobs), constraints=constraints
-        )
-        classes = self.classes_.tolist()
-        return self._split(
-            [dict(zip(classes, row)) for row in marginals.tolist()], encoded.lengths
+        return self._decoder.marginal_dicts(
+            encoded,
+            self.classes_.tolist(),
+            effective_n_threads(self.n_jobs),
+            constraints=constraints,
         )
 
     def predict_marginals_single(

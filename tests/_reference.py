@@ -175,6 +175,13 @@ def to_flat(layout, packed):
     return flat
 
 
+def marginal_dicts(marginals, lengths, labels):
+    """One list per sequence of one ``{label: probability}`` dict per token (rows in flat order)."""
+    rows = [dict(zip(labels, row)) for row in np.asarray(marginals).tolist()]
+    bounds = np.concatenate([[0], np.cumsum(lengths)]).astype(int).tolist()
+    return [rows[start:stop] for start, stop in zip(bounds[:-1], bounds[1:])]
+
+
 # -- lookup3 hashlittle, one key at a time --------------------------------------
 
 _U32 = 0xFFFFFFFF

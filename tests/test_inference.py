@@ -1,5 +1,6 @@
 """Inference kernels against brute-force enumeration of every labelling."""
 
+import gc
 import itertools
 
 import _reference
@@ -232,3 +233,90 @@ def test_viterbi_keeps_a_label_that_wins_through_its_transition(pruning):
     assert score[0] == pytest.approx(-0.9 * spread + spread + 1.0)
     expected_path, _ = reference_viterbi(emissions, transitions)
     assert expected_path == [25, 3]
+
+
+# -- the output dicts of predict_marginals (compiled) ----------------------------
+
+
+@pytest.mark.parametrize(
+    "labels",
+    [["B", "I", "O"], [3, 1, 2], [("a", 1), None, 2.5]],
+    ids=["str", "int", "mixed"],
+)
+@pytest.mark.parametrize("lengths", [[4, 0, 1, 7], [], [0, 0], [2]])
+def test_marginal_dicts_match_python(labels, lengths):
+    from skcrf._inference._output import marginal_dicts
+
+    rng = np.random.default_rng(len(lengths))
+    marginals = rng.random((sum(lengths), len(labels)))
+    marginals[:, 0] = [0.0, -0.0, 1e-300, np.nan][: len(marginals)] + [0.5] * max(
+        0, len(marginals) - 4
+    )
+    lengths = np.asarray(lengths, dtype=np.intp)
+    got = marginal_dicts(marginals, lengths, labels)
+    expected = _reference.marginal_dicts(marginals, lengths, labels)
+    assert len(got) == len(expected)
+    for seq, expected_seq in zip(got, expected):
+        assert type(seq) is list and len(seq) == len(expected_seq)
+        for token, expected_token in zip(seq, expected_seq):
+            assert type(token) is dict
+            assert list(token) == list(expected_token)  # the labels' order
+            for key, value in token.items():
+                assert type(value) is float
+                # bitwise the same doubles (nan and -0.0 included)
+                assert np.float64(value).tobytes() == np.float64(expected_token[key]).tobytes()
+            assert gc.is_tracked(token) == gc.is_tracked(expected_token)
+
+
+def test_marginal_dicts_without_labels():
+    from skcrf._inference._output import marginal_dicts
+
+    got = marginal_dicts(np.empty((3, 0)), np.array([2, 1], dtype=np.intp), [])
+    assert got == [[{}, {}], [{}]]
+
+
+@pytest.mark.parametrize(
+    "shape, lengths, labels, message",
+    [
+        ((3, 2), [3], ["a"], "one label per column"),
+        ((3, 2), [2], ["a", "b"], "sum to the number of rows"),
+        ((3, 2), [4, -1], ["a", "b"], "negative"),
+        ((3, 2), [3], ["a", "a"], "distinct"),
+    ],
+)
+def test_marginal_dicts_check_their_input(shape, lengths, labels, message):
+    from skcrf._inference._output import marginal_dicts
+
+    with pytest.raises(ValueError, match=message):
+        marginal_dicts(np.zeros(shape), np.asarray(lengths, dtype=np.intp), labels)
+
+
+def test_marginal_dicts_filled_in_any_row_order():
+    from skcrf._inference._output import MarginalDicts
+
+    rng = np.random.default_rng(5)
+    lengths = np.array([3, 0, 5, 1], dtype=np.intp)
+    labels = ["x", "y"]
+    marginals = rng.random((9, 2))
+    builder = MarginalDicts(lengths, labels)
+    order = rng.permutation(9)
+    for part in (order[:4], order[4:]):  # two blocks of rows, shuffled
+        builder.fill(np.ascontiguousarray(marginals[part]), part.astype(np.intp))
+    assert builder.result() == _reference.marginal_dicts(marginals, lengths, labels)
+
+
+def test_marginal_dicts_refuse_missing_repeated_and_unknown_rows():
+    from skcrf._inference._output import MarginalDicts
+
+    builder = MarginalDicts(np.array([2, 1], dtype=np.intp), ["a"])
+    builder.fill(np.ones((1, 1)), np.array([2], dtype=np.intp))
+    with pytest.raises(ValueError, match="some rows"):
+        builder.result()  # rows 0 and 1 have no dict yet
+    with pytest.raises(ValueError, match="twice"):
+        builder.fill(np.ones((1, 1)), np.array([2], dtype=np.intp))
+    with pytest.raises(IndexError):
+        builder.fill(np.ones((1, 1)), np.array([3], dtype=np.intp))
+    with pytest.raises(ValueError, match="one row"):
+        builder.fill(np.ones((2, 1)), np.array([0], dtype=np.intp))
+    builder.fill(np.zeros((2, 1)), np.array([1, 0], dtype=np.intp))
+    assert builder.result() == [[{"a": 0.0}, {"a": 0.0}], [{"a": 1.0}]]

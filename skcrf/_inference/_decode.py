@@ -31,6 +31,7 @@ from ._blocks import (
     state_scores,
 )
 from ._constraints import NoValidLabelling, apply_log_masks
+from ._output import MarginalDicts
 from ._viterbi import TransitionPruning, viterbi_packed
 
 # Below this many tokens per thread, a batch is not worth sharding.
@@ -169,15 +170,39 @@ class Decoder:
 
         With ``constraints``, conditioned on them: ``p(y_t = j | x, y allowed)``.
         """
-        n_tokens = len(encoded.indptr) - 1
-        out = np.empty((n_tokens, self.n_labels))
+        out = np.empty((len(encoded.indptr) - 1, self.n_labels))
+
+        def sink(block, marginals):
+            out[block.rows] = marginals
+
+        self._each_marginals(encoded, n_threads, name, constraints, sink)
+        return out
+
+    def marginal_dicts(self, encoded, labels, n_threads=1, name="X", constraints=None):
+        """:meth:`marginals` as one list per sequence of one dict per token.
+
+        ``result[i][t][labels[j]]`` is ``p(y_t = j | x_i)``. Each block's
+        dicts are built right after its forward-backward, from its rows in
+        the workspace (no flat array of every token's marginals).
+        """
+        builder = MarginalDicts(np.asarray(encoded.lengths, dtype=np.intp), list(labels))
+
+        def sink(block, marginals):
+            builder.fill(np.ascontiguousarray(marginals), block.rows)
+
+        self._each_marginals(encoded, n_threads, name, constraints, sink)
+        return builder.result()
+
+    def _each_marginals(self, encoded, n_threads, name, constraints, sink):
+        """Call ``sink(block, marginals)`` with the marginals of every block."""
         if constraints is None:
 
             def decode_block(block, workspace):
                 marginals, _ = block_marginals(block, workspace, self.arrays, check=_check_finite)
-                return marginals
+                sink(block, marginals)
 
-            return self._run(encoded, n_threads, decode_block, out, name)
+            self._run(encoded, n_threads, decode_block, None, name)
+            return
 
         arrays = self.constrained_arrays(constraints)
 
@@ -188,9 +213,9 @@ class Decoder:
             if not np.isfinite(log_z).all():
                 bad = np.flatnonzero(~np.isfinite(log_z))[0]
                 raise NoValidLabelling(int(block.sequences[bad]), name)
-            return marginals
+            sink(block, marginals)
 
-        return self._run(encoded, n_threads, decode_block, out, name)
+        self._run(encoded, n_threads, decode_block, None, name)
 
     def viterbi_single(self, encoded, name="X"):
         """Label indices of one encoded sequence (no blocks, no threads)."""
