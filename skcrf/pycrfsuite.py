@@ -404,6 +404,15 @@ class Tagger(CRFsuiteTagger):
         """Close the model (the tagger can be opened again)."""
         self._unload()
 
+    def _encode(self, loaded: Any, xseq: Any) -> Any:
+        # The common forms (lists of plain dicts or of lists of str) straight
+        # to attribute ids, in C; any other sequence is converted by _tokens,
+        # which names a malformed item.
+        encoded = loaded.vocabulary.encode_items(xseq, name="xseq")
+        if encoded is None:
+            encoded = super()._encode(loaded, xseq)
+        return encoded
+
     def _tokens(self, xseq: Any) -> list[dict[str, float]]:
         if type(xseq).__name__ == "ItemSequence" and not isinstance(xseq, ItemSequence):
             return super()._tokens(xseq)  # a pycrfsuite.ItemSequence

@@ -47,8 +47,10 @@ Design
   e.g. with f-strings) replaces a dict lookup. The memo borrows key pointers
   that stay valid for the call (the input holds the keys) and is dropped
   after it; key numbers are never reused.
-- Any other token (nested dicts, list values, list-of-names tokens, numpy
-  scalars, str subclasses, invalid values) goes to the general path,
+- A token that is a ``list`` or ``tuple`` of plain ``str`` names is encoded
+  in C too (each name looked up, value 1.0), as the general path would.
+- Any other token (nested dicts, list values, names that are bytes or str
+  subclasses, numpy scalars, invalid values) goes to the general path,
   :func:`skcrf._featurize._validation.token_attributes`, which checks it and raises the
   errors that name ``X[i][j]`` and the key. When the fast path meets such a
   value halfway through a token, it drops what it wrote for that token and
@@ -62,6 +64,11 @@ Design
   was: the attributes it added are removed again.
 - Output goes to numpy buffers written through raw pointers, grown by
   doubling (``ndarray.resize``), trimmed at the end.
+- :meth:`Vocabulary.encode_items` encodes one sequence in python-crfsuite's
+  item formats for ``skcrf.pycrfsuite`` (its rules: ``:`` joins names, an
+  attribute repeated in an item counts once with its values summed), on the
+  same fast paths; any item they do not take makes it answer None, and the
+  caller converts the sequence in Python (which raises the errors).
 """
 
 import numpy as np
@@ -72,12 +79,14 @@ from cpython.float cimport PyFloat_AS_DOUBLE
 from cpython.long cimport PyLong_AsLong
 from cpython.mem cimport PyMem_Calloc, PyMem_Free
 from cpython.object cimport PyObject, PyObject_Hash, PyTypeObject, Py_TYPE
+from cpython.sequence cimport PySequence_Fast_GET_SIZE, PySequence_Fast_ITEMS
 from cpython.unicode cimport (
     PyUnicode_1BYTE_KIND, PyUnicode_DATA, PyUnicode_GET_LENGTH, PyUnicode_KIND,
 )
 from cpython.exc cimport PyErr_Clear, PyErr_Occurred
 from libc.math cimport isfinite
-from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t, uintptr_t, INT32_MAX
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t, uintptr_t, INT32_MAX
+from libc.stdlib cimport free, malloc
 from libc.string cimport memcmp, memcpy, memset
 
 cdef extern from "Python.h":
@@ -109,6 +118,11 @@ cdef Py_ssize_t _MISS_CACHE_LIMIT = 1 << 16
 # Positions in a token that get a memo (later positions are looked up).
 cdef enum:
     _MEMO_SIZE = 64
+
+# Slots of the table that merges a token's repeated ids kept on the stack
+# (tokens of up to half as many entries); larger tokens allocate one.
+cdef enum:
+    _MERGE_STACK = 256
 
 
 # The string-value cache (see the module's notes).
@@ -685,6 +699,93 @@ cdef class Vocabulary:
                 out.push(id_view[k], value_view[k])
         return 0
 
+    # -- lists of names; python-crfsuite's items ------------------------------
+
+    cdef bint _encode_names(self, token, bint grow, _Output out) except -1:
+        """Encode a ``list`` or ``tuple`` of plain ``str`` names (value 1.0 each);
+        False (nothing written) for any other token, which the general path
+        takes. The same ids, values and order as the general path."""
+        cdef Py_ssize_t k, attribute, start = out.size
+        cdef PyObject *item
+        cdef str feature
+        if type(token) is not list and type(token) is not tuple:
+            return False
+        k = 0
+        # size and items read afresh for each name: nothing here runs Python
+        # code today, but the list is the caller's
+        while k < PySequence_Fast_GET_SIZE(token):
+            item = PySequence_Fast_ITEMS(token)[k]
+            if Py_TYPE(<object> item) != <PyTypeObject *> str:
+                out.size = start  # drop this token's partial output
+                return False
+            feature = <str> item  # (a reference held while it is looked up)
+            attribute = self._resolve(feature, grow)
+            if attribute >= 0:
+                out.push(attribute, 1.0)
+            k += 1
+        return True
+
+    def encode_items(self, xseq, name="xseq"):
+        """Encode one sequence in python-crfsuite's item formats, for prediction.
+
+        The fast path of ``skcrf.pycrfsuite``: ``xseq`` a ``list`` or
+        ``tuple`` of items, each a plain ``dict`` with ``str`` keys and
+        ``str``, ``bool``, ``int`` or finite ``float`` values, or a ``list``
+        or ``tuple`` of ``str`` names. Names as python-crfsuite builds them
+        (``key:value``; the vocabulary's separator must be ``':'``); unseen
+        attributes are skipped (``grow=False``). An attribute given more
+        than once in an item comes once, at its first place, with its values
+        summed in order (``0.0 + v1 + v2 ...``): what summing the item into
+        a dict gives.
+
+        Parameters
+        ----------
+        xseq : list or tuple of items
+        name : str, default='xseq'
+            How to call the sequence in error messages.
+
+        Returns
+        -------
+        Encoded or None
+            One sequence (``lengths == [len(xseq)]``); None when some item
+            is in another form (nested values, bytes, sets, str subclasses,
+            NaN, ...) or the separator is not ``':'``: the caller then
+            converts the sequence itself, and names a bad item.
+        """
+        cdef Py_ssize_t n, j, start, capacity = 0
+        cdef int64_t *indptr_data
+        cdef _Output out
+        cdef _Memo memo[_MEMO_SIZE]
+        cdef bint done
+        if self._separator != ":" or (type(xseq) is not list and type(xseq) is not tuple):
+            return None
+        n = len(xseq)
+        for j in range(n):
+            item = xseq[j]
+            if type(item) is not dict and type(item) is not list and type(item) is not tuple:
+                return None
+            capacity += len(item)  # the entries of the forms taken here
+        indptr = np.empty(n + 1, dtype=np.int64)
+        indptr_data = <int64_t *> cnp.PyArray_DATA(indptr)
+        indptr_data[0] = 0
+        out = _Output(capacity)
+        memset(memo, 0, sizeof(memo))
+        for j in range(n):
+            item = xseq[j]
+            start = out.size
+            if type(item) is dict:
+                done = self._encode_plain(item, False, out, memo, None, None, 0, j, name, j)
+            else:
+                done = self._encode_names(item, False, out)
+            if not done:
+                return None
+            out.size = _merge_repeats(out.ids, out.values, start, out.size)
+            indptr_data[j + 1] = out.size
+        ids, values = out.finish()
+        lengths = np.empty(1, dtype=np.intp)
+        lengths[0] = n
+        return Encoded(indptr, ids, values, lengths)
+
     def encode(self, sequences, *, grow, name="X", dense=False):
         """Encode sequences of tokens into attribute ids and values.
 
@@ -718,6 +819,7 @@ cdef class Vocabulary:
         cdef int64_t *indptr_data
         cdef _Output out
         cdef _Memo memo[_MEMO_SIZE]
+        cdef bint done
 
         # sequences as lists or tuples (indexable in C), and their lengths
         seqs = []
@@ -745,8 +847,12 @@ cdef class Vocabulary:
                 seq = seqs[i]
                 for j in range(len(seq)):
                     token = seq[j]
-                    if type(token) is not dict or not self._encode_plain(
-                            token, growing, out, memo, dims, sink, i, j, name, row):
+                    if type(token) is dict:
+                        done = self._encode_plain(token, growing, out, memo, dims, sink, i,
+                                                  j, name, row)
+                    else:
+                        done = self._encode_names(token, growing, out)
+                    if not done:
                         self._encode_general(token, i, j, name, growing, out, dims, sink, row)
                     row += 1
                     indptr_data[row] = out.size
@@ -757,6 +863,55 @@ cdef class Vocabulary:
         ids, values = out.finish()
         return Encoded(indptr, ids, values, lengths,
                        None if sink is None else sink.finish(row, ids, self._names, name))
+
+
+cdef Py_ssize_t _merge_repeats(int32_t *ids, double *values, Py_ssize_t start,
+                               Py_ssize_t end) except -1:
+    """Merge the entries ``start:end`` (one token) that have the same id.
+
+    Each id is kept once, at its first place, with its values summed in
+    order, ``0.0 + v1 + v2 ...`` (as ``token[name] = token.get(name, 0.0) +
+    value`` sums them); returns the new end. A small open-addressing table
+    of the positions kept, on the stack for most tokens.
+    """
+    cdef Py_ssize_t n = end - start, k, kept = start, capacity = 16, mask
+    cdef uint32_t slot, shift = 28
+    cdef int32_t stack_table[_MERGE_STACK]
+    cdef int32_t *table = stack_table
+    cdef int32_t attribute, position
+    for k in range(start, end):
+        values[k] = 0.0 + values[k]  # -0.0 becomes 0.0, as in the dict's sum
+    if n < 2:
+        return end
+    if n > INT32_MAX // 4:
+        raise OverflowError("too many features in one item")
+    while capacity < 2 * n:
+        capacity *= 2
+        shift -= 1
+    if capacity > _MERGE_STACK:
+        table = <int32_t *> malloc(capacity * sizeof(int32_t))
+        if table == NULL:
+            raise MemoryError()
+    memset(table, 0xFF, capacity * sizeof(int32_t))  # -1: an empty slot
+    mask = capacity - 1
+    for k in range(start, end):
+        attribute = ids[k]
+        slot = (<uint32_t> attribute * 0x9E3779B1U) >> shift
+        while True:
+            position = table[slot]
+            if position < 0:  # first seen: keep it
+                table[slot] = <int32_t> (kept - start)
+                ids[kept] = attribute
+                values[kept] = values[k]
+                kept += 1
+                break
+            if ids[start + position] == attribute:
+                values[start + position] += values[k]
+                break
+            slot = (slot + 1) & <uint32_t> mask
+    if table != stack_table:
+        free(table)
+    return kept
 
 
 cdef class StreamEncoder:
@@ -838,6 +993,7 @@ cdef class StreamEncoder:
         """
         cdef Py_ssize_t j, n, i = self._n_sequences
         cdef int64_t *indptr_data
+        cdef bint done
         if self._done:
             raise RuntimeError("StreamEncoder.add after finish.")
         if type(seq) is not list and type(seq) is not tuple:
@@ -854,9 +1010,13 @@ cdef class StreamEncoder:
         indptr_data = <int64_t *> cnp.PyArray_DATA(self._indptr)
         for j in range(n):
             token = seq[j]
-            if type(token) is not dict or not self._vocabulary._encode_plain(
+            if type(token) is dict:
+                done = self._vocabulary._encode_plain(
                     token, self._grow, self._out, self._memo, self._dims, self._sink,
-                    i, j, self._name, self._n_rows):
+                    i, j, self._name, self._n_rows)
+            else:
+                done = self._vocabulary._encode_names(token, self._grow, self._out)
+            if not done:
                 self._vocabulary._encode_general(token, i, j, self._name, self._grow,
                                                  self._out, self._dims, self._sink,
                                                  self._n_rows)
