@@ -134,6 +134,10 @@ cdef enum:
 # PyObject * to it); a packed short value has its length (< 0xFF) in byte 15.
 cdef uint64_t _LONG = 0xFFFFFFFFFFFFFFFFULL
 
+# The cache's tag of whole attribute names (lists of names): key numbers stop
+# below INT32_MAX - 1 (see _key_number), so no key's tag (number + 1) is this.
+cdef int32_t _NAMES_TAG = INT32_MAX
+
 # Seeds of the hash of short values (as random as str hashes: derived from one).
 cdef uint64_t _SEED0 = <uint64_t> hash("skcrf._featurize") | 1
 cdef uint64_t _SEED1 = (_SEED0 * 0x9E3779B97F4A7C15ULL) ^ (_SEED0 >> 29)
@@ -241,10 +245,13 @@ cdef class _Output:
     cdef Py_ssize_t size, capacity
 
     def __cinit__(self, Py_ssize_t capacity):
+        cdef cnp.npy_intp size
         self.capacity = max(capacity, 16)
         self.size = 0
-        self.ids_array = np.empty(self.capacity, dtype=np.int32)
-        self.values_array = np.empty(self.capacity, dtype=np.float64)
+        # (numpy's C API: a call per sentence at predict time, so it counts)
+        size = self.capacity
+        self.ids_array = cnp.PyArray_EMPTY(1, &size, cnp.NPY_INT32, 0)
+        self.values_array = cnp.PyArray_EMPTY(1, &size, cnp.NPY_FLOAT64, 0)
         self._take_pointers()
 
     cdef void _take_pointers(self):
@@ -253,8 +260,13 @@ cdef class _Output:
 
     cdef int _resize(self, Py_ssize_t capacity) except -1:
         # no view of these arrays exists yet, so they can be resized in place
-        self.ids_array.resize(capacity, refcheck=False)
-        self.values_array.resize(capacity, refcheck=False)
+        # (ndarray.resize(capacity, refcheck=False), through the C API)
+        cdef cnp.npy_intp size = capacity
+        cdef cnp.PyArray_Dims shape
+        shape.ptr = &size
+        shape.len = 1
+        cnp.PyArray_Resize(self.ids_array, &shape, 0, cnp.NPY_CORDER)
+        cnp.PyArray_Resize(self.values_array, &shape, 0, cnp.NPY_CORDER)
         self.capacity = capacity
         self._take_pointers()
         return 0
@@ -704,26 +716,81 @@ cdef class Vocabulary:
     cdef bint _encode_names(self, token, bint grow, _Output out) except -1:
         """Encode a ``list`` or ``tuple`` of plain ``str`` names (value 1.0 each);
         False (nothing written) for any other token, which the general path
-        takes. The same ids, values and order as the general path."""
-        cdef Py_ssize_t k, attribute, start = out.size
-        cdef PyObject *item
-        cdef str feature
+        takes. The same ids, values and order as the general path.
+
+        Known names are found through the string-value cache, under a tag no
+        key has (``_NAMES_TAG``), in two passes over each chunk of names as in
+        :meth:`_encode_plain` (pack and prefetch, then look up). Unseen names
+        are not cached: a name can be added later through another path (a
+        dict key, ``key:value``), which would leave a cached "unseen" stale.
+        The names are borrowed from ``token`` (the caller holds it); nothing
+        called here runs Python code."""
+        cdef Py_ssize_t n, k, c, chunk, attribute
+        cdef PyObject **items
+        cdef _Value packed[_MEMO_SIZE]
         if type(token) is not list and type(token) is not tuple:
             return False
-        k = 0
-        # size and items read afresh for each name: nothing here runs Python
-        # code today, but the list is the caller's
-        while k < PySequence_Fast_GET_SIZE(token):
-            item = PySequence_Fast_ITEMS(token)[k]
-            if Py_TYPE(<object> item) != <PyTypeObject *> str:
-                out.size = start  # drop this token's partial output
+        n = PySequence_Fast_GET_SIZE(token)
+        items = PySequence_Fast_ITEMS(token)
+        for k in range(n):
+            if Py_TYPE(<object> items[k]) != <PyTypeObject *> str:
                 return False
-            feature = <str> item  # (a reference held while it is looked up)
-            attribute = self._resolve(feature, grow)
-            if attribute >= 0:
-                out.push(attribute, 1.0)
-            k += 1
+        k = 0
+        while k < n:
+            chunk = min(n - k, <Py_ssize_t> _MEMO_SIZE)
+            for c in range(chunk):
+                _pack(<str> items[k + c], &packed[c])
+                _prefetch(&self._table[_slot_hash(packed[c].hash, _NAMES_TAG)
+                                       & <uint64_t> self._mask])
+            for c in range(chunk):
+                attribute = self._name_id(<str> items[k + c], &packed[c], grow)
+                if attribute >= 0:
+                    out.push(attribute, 1.0)
+            k += chunk
         return True
+
+    cdef inline Py_ssize_t _name_id(self, str name, _Value *packed, bint grow) except -2:
+        """Id of the attribute ``name`` (``packed``: from :func:`_pack`), through
+        the cache; -1 when unseen (``grow`` False)."""
+        cdef Py_ssize_t slot
+        cdef _Entry *entry
+        slot = <Py_ssize_t> (_slot_hash(packed.hash, _NAMES_TAG) & <uint64_t> self._mask)
+        while True:
+            entry = &self._table[slot]
+            if entry.tag == 0:
+                break
+            if _entry_holds(entry, packed, _NAMES_TAG, name):
+                return entry.id  # (only known names are cached)
+            slot = (slot + 1) & self._mask
+        return self._name_miss(name, packed, grow)
+
+    cdef Py_ssize_t _name_miss(self, str name, _Value *packed, bint grow) except -2:
+        """Look ``name`` up (or add it when growing); cache its id if it has one."""
+        cdef Py_ssize_t attribute = self._resolve(name, grow), slot
+        cdef _Entry *entry
+        if attribute < 0:
+            return attribute
+        # as in _string_miss: find the slot again (the table may have grown)
+        if 4 * (self._used + 1) > 3 * (self._mask + 1):
+            self._grow_table()
+        slot = <Py_ssize_t> (_slot_hash(packed.hash, _NAMES_TAG) & <uint64_t> self._mask)
+        while True:
+            entry = &self._table[slot]
+            if entry.tag == 0:
+                break
+            if _entry_holds(entry, packed, _NAMES_TAG, name):
+                entry.id = <int32_t> attribute
+                return attribute
+            slot = (slot + 1) & self._mask
+        if packed.w1 == _LONG:
+            self._long_values.append(name)  # keeps it alive (cannot run Python code)
+        entry.hash = packed.hash
+        entry.w0 = packed.w0
+        entry.w1 = packed.w1
+        entry.id = <int32_t> attribute
+        entry.tag = _NAMES_TAG
+        self._used += 1
+        return attribute
 
     def encode_items(self, xseq, name="xseq"):
         """Encode one sequence in python-crfsuite's item formats, for prediction.
@@ -753,6 +820,7 @@ cdef class Vocabulary:
             converts the sequence itself, and names a bad item.
         """
         cdef Py_ssize_t n, j, start, capacity = 0
+        cdef cnp.npy_intp size
         cdef int64_t *indptr_data
         cdef _Output out
         cdef _Memo memo[_MEMO_SIZE]
@@ -765,7 +833,8 @@ cdef class Vocabulary:
             if type(item) is not dict and type(item) is not list and type(item) is not tuple:
                 return None
             capacity += len(item)  # the entries of the forms taken here
-        indptr = np.empty(n + 1, dtype=np.int64)
+        size = n + 1
+        indptr = cnp.PyArray_EMPTY(1, &size, cnp.NPY_INT64, 0)
         indptr_data = <int64_t *> cnp.PyArray_DATA(indptr)
         indptr_data[0] = 0
         out = _Output(capacity)
@@ -782,8 +851,9 @@ cdef class Vocabulary:
             out.size = _merge_repeats(out.ids, out.values, start, out.size)
             indptr_data[j + 1] = out.size
         ids, values = out.finish()
-        lengths = np.empty(1, dtype=np.intp)
-        lengths[0] = n
+        size = 1
+        lengths = cnp.PyArray_EMPTY(1, &size, cnp.NPY_INTP, 0)
+        (<cnp.intp_t *> cnp.PyArray_DATA(lengths))[0] = n
         return Encoded(indptr, ids, values, lengths)
 
     def encode(self, sequences, *, grow, name="X", dense=False):
