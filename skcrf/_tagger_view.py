@@ -115,14 +115,18 @@ class ParsedDump:
 
 
 class _SetSequence:
-    """The sequence given to ``set``: its encoding and what was computed from it."""
+    """The sequence given to ``set``: its encoding and what was computed from it.
+
+    Each is computed when first needed (``tag(xseq)`` computes only the
+    path); the object belongs to the thread that set it.
+    """
 
     __slots__ = ("loaded", "encoded", "emissions", "path", "marginals", "log_partition")
 
-    def __init__(self, loaded, encoded, emissions):
+    def __init__(self, loaded, encoded):
         self.loaded = loaded  # the _Loaded it was encoded for
         self.encoded = encoded
-        self.emissions = emissions
+        self.emissions = None
         self.path = None
         self.marginals = None
         self.log_partition = None
@@ -372,15 +376,16 @@ class CRFsuiteTagger:
             If no model is loaded.
         """
         loaded = self._state("set()")
+        current = _SetSequence(loaded, self._encode(loaded, xseq))
+        self._emissions(current)  # now: a token whose scores overflow is an error of set()
+        self._local.current = current
+
+    def _encode(self, loaded: _Loaded, xseq: Any) -> Any:
+        """``xseq`` encoded by ``loaded``'s vocabulary (an ``Encoded`` of one sequence)."""
         tokens = self._tokens(xseq)
-        encoded = loaded.vocabulary.encode(
+        return loaded.vocabulary.encode(
             check_sequences([tokens], name="xseq"), grow=False, name="xseq"
         )
-        n_tokens = len(encoded.indptr) - 1
-        emissions = np.zeros((n_tokens, len(loaded.classes)))
-        state_scores(encoded.indptr, encoded.ids, encoded.values, loaded.decoder.arrays, emissions)
-        check_emissions(emissions, encoded.lengths, name="xseq")
-        self._local.current = _SetSequence(loaded, encoded, emissions)
 
     def _tokens(self, xseq: Any) -> Any:
         """``xseq`` as the list of tokens that skcrf encodes (a hook for subclasses)."""
@@ -408,16 +413,20 @@ class CRFsuiteTagger:
             If ``xseq`` is omitted and this thread set no sequence (under the
             model now loaded).
         """
-        if xseq is not None:
-            self.set(xseq)
-        current = self._require_set("tag()")
-        loaded = current.loaded
-        if current.path is None:
-            if len(current.emissions):
-                current.path = loaded.decoder.viterbi_single(current.encoded, name="xseq")
-            else:
-                current.path = np.zeros(0, dtype=np.intp)
-        return [loaded.classes[k] for k in current.path.tolist()]
+        if xseq is None:
+            current = self._require_set("tag()")
+            loaded = current.loaded
+            if current.path is None:
+                current.path = self._viterbi(loaded, current.encoded)
+        else:
+            # set(xseq), scoring the tokens once: the decoder computes the
+            # scores (and names a token whose scores overflow, as set() does)
+            loaded = self._state("set()")
+            current = _SetSequence(loaded, self._encode(loaded, xseq))
+            current.path = self._viterbi(loaded, current.encoded)
+            self._local.current = current
+        classes = loaded.classes
+        return [classes[k] for k in current.path.tolist()]
 
     def probability(self, yseq: Iterable[Any]) -> float:
         """``P(yseq | xseq)`` of a label sequence, for the sequence set last.
@@ -442,7 +451,7 @@ class CRFsuiteTagger:
         current = self._require_set("probability()")
         loaded = current.loaded
         yseq = list(yseq)
-        n_tokens = len(current.emissions)
+        n_tokens = len(current.encoded.indptr) - 1
         if len(yseq) != n_tokens:
             raise ValueError(
                 f"probability(): the numbers of items and labels differ: the sequence "
@@ -454,7 +463,7 @@ class CRFsuiteTagger:
             [self._label_id(loaded, label, f"yseq[{t}]") for t, label in enumerate(yseq)]
         )
         transitions = loaded.decoder.transitions
-        score = current.emissions[np.arange(n_tokens), path].sum()
+        score = self._emissions(current)[np.arange(n_tokens), path].sum()
         score += transitions[path[:-1], path[1:]].sum()
         return math.exp(score - self._log_partition(current))
 
@@ -481,7 +490,7 @@ class CRFsuiteTagger:
         current = self._require_set("marginal()")
         loaded = current.loaded
         pos = operator.index(pos)
-        n_tokens = len(current.emissions)
+        n_tokens = len(current.encoded.indptr) - 1
         if not 0 <= pos < n_tokens:
             raise ValueError(
                 f"marginal(): position {pos} is out of range: the sequence set has "
@@ -514,11 +523,32 @@ class CRFsuiteTagger:
             ) from None
 
     @staticmethod
-    def _log_partition(current):
+    def _viterbi(loaded, encoded):
+        """The label ids of the Viterbi path of one encoded sequence."""
+        if len(encoded.indptr) == 1:
+            return np.zeros(0, dtype=np.intp)
+        return loaded.decoder.viterbi_single(encoded, name="xseq")
+
+    @staticmethod
+    def _emissions(current):
+        """The state scores of the sequence set (checked finite), computed once."""
+        if current.emissions is None:
+            encoded, loaded = current.encoded, current.loaded
+            emissions = np.zeros((len(encoded.indptr) - 1, len(loaded.classes)))
+            state_scores(
+                encoded.indptr, encoded.ids, encoded.values, loaded.decoder.arrays, emissions
+            )
+            check_emissions(emissions, encoded.lengths, name="xseq")
+            current.emissions = emissions
+        return current.emissions
+
+    @classmethod
+    def _log_partition(cls, current):
         if current.log_partition is None:
-            n_tokens = len(current.emissions)
+            emissions = cls._emissions(current)
+            n_tokens = len(emissions)
             result = forward_backward(
-                current.emissions,
+                emissions,
                 current.loaded.decoder.transitions,
                 np.ones(n_tokens, dtype=np.intp),
             )

@@ -270,6 +270,14 @@ class ItemSequence:
 
     def __init__(self, pyseq: Any) -> None:
         self._pairs = _sequence_pairs(pyseq, "pyseq")
+        self._token_cache: list[dict[str, float]] | None = None
+
+    def _token_dicts(self) -> list[dict[str, float]]:
+        """The tokens skcrf encodes (see :func:`_tokens`), made on first use."""
+        tokens = getattr(self, "_token_cache", None)  # (None in an older pickle)
+        if tokens is None:
+            tokens = self._token_cache = _tokens(self._pairs)
+        return tokens
 
     def items(self) -> list[dict[str, float]]:
         """The prepared features: one ``{attribute: weight}`` dict per item.
@@ -404,8 +412,20 @@ class Tagger(CRFsuiteTagger):
         """Close the model (the tagger can be opened again)."""
         self._unload()
 
+    def _encode(self, loaded: Any, xseq: Any) -> Any:
+        # The common forms (lists of plain dicts or of lists of str, an
+        # ItemSequence's tokens) straight to attribute ids, in C; any other
+        # sequence is converted by _tokens, which names a malformed item.
+        items = xseq._token_dicts() if isinstance(xseq, ItemSequence) else xseq
+        encoded = loaded.vocabulary.encode_items(items, name="xseq")
+        if encoded is None:
+            encoded = super()._encode(loaded, xseq)
+        return encoded
+
     def _tokens(self, xseq: Any) -> list[dict[str, float]]:
-        if type(xseq).__name__ == "ItemSequence" and not isinstance(xseq, ItemSequence):
+        if isinstance(xseq, ItemSequence):
+            return xseq._token_dicts()
+        if type(xseq).__name__ == "ItemSequence":
             return super()._tokens(xseq)  # a pycrfsuite.ItemSequence
         return _tokens(_sequence_pairs(xseq))
 

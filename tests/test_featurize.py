@@ -423,6 +423,75 @@ def test_fresh_key_objects_each_token():
     assert_matches_oracle(X, [[{f"w[{0}]": "v1", "n1": 3.0}]])
 
 
+def _name_rows(vocabulary, X):
+    """``(indptr, ids)`` of list-of-names tokens, looked up one by one."""
+    indptr, ids = [0], []
+    for seq in X:
+        for token in seq:
+            ids += [vocabulary.get(name) for name in token if name in vocabulary]
+            indptr.append(len(ids))
+    return indptr, ids
+
+
+def test_lists_of_names_are_exact():
+    # lists and tuples of plain str names are encoded in C through the
+    # string-value cache: names short enough to be kept in an entry and
+    # longer ones, other kinds, fresh str objects, repeats, unseen names
+    odd = ["", "\x00", "x" * 15, "x" * 16, "x" * 15 + "\x00", "é" * 15, "é" * 16, "😀", "w:x"]
+    many = [f"name{k}" for k in range(3000)] + [f"a long attribute name {k}" for k in range(500)]
+    X = [[list(odd), tuple(many[::2]), many[1::2][:100] + ["w:x", "w:x"]]]
+    vocabulary = Vocabulary()
+    fitted = vocabulary.encode(X, grow=True)
+    assert vocabulary.attributes == list(dict.fromkeys(odd + many[::2] + many[1::2][:100]))
+    assert (fitted.indptr.tolist(), fitted.ids.tolist()) == _name_rows(vocabulary, X)
+    assert fitted.values.tolist() == [1.0] * len(fitted.ids)
+    X_new = [
+        [["".join(name) for name in odd + many + ["x" * 17, "zzz"]], ("w:x", "unseen", "w:x")],
+        [[], ("é" * 16,)],
+    ]
+    for _ in range(2):  # and again, with the names cached
+        encoded = vocabulary.encode(X_new, grow=False)
+        check_encoded(encoded, X_new)
+        assert (encoded.indptr.tolist(), encoded.ids.tolist()) == _name_rows(vocabulary, X_new)
+    # names in other forms take the general path: the same (plain str) names
+    general = vocabulary.encode([[[np.str_("w:x"), b"\xc3\xa9" * 15, "zzz", "name7"]]], grow=False)
+    assert general.ids.tolist() == [vocabulary.get(n) for n in ("w:x", "é" * 15, "name7")]
+
+
+def test_lists_of_names_added_by_other_paths():
+    # a name unseen at predict, added later by another path, is found: the
+    # cache remembers only names that have an id
+    vocabulary = Vocabulary(["a"])
+    assert vocabulary.encode([[["w:x", "a", "n"]]], grow=False).ids.tolist() == [0]
+    vocabulary.encode([[{"w": "x"}, {"n": 2.0}]], grow=True)
+    assert vocabulary.encode([[["w:x", "a", "n"]]], grow=False).ids.tolist() == [1, 0, 2]
+    # fit through lists, then dicts find those names, and lists find the dicts'
+    vocabulary = Vocabulary()
+    vocabulary.encode([[["k:v", "long attribute name:value"]]], grow=True)
+    dicts = [[{"k": "v", "long attribute name": "value"}]]
+    assert vocabulary.encode(dicts, grow=False).ids.tolist() == [0, 1]
+    # a failed fit forgets what it added, and what the cache held
+    with pytest.raises(TypeError, match=r"X\[0\]\[1\].*int 1"):
+        vocabulary.encode([[["new", "k:v"], ["newer", 1]]], grow=True)
+    assert vocabulary.attributes == ["k:v", "long attribute name:value"]
+    assert vocabulary.encode([[["new", "k:v", "newer"]]], grow=False).ids.tolist() == [0]
+    encoded = vocabulary.encode([[["new", "k:v"], ("newer",)]], grow=True)
+    assert encoded.ids.tolist() == [2, 0, 3]
+
+
+def test_long_lists_of_names():
+    # more names than one chunk (64): a non-str name in a later chunk sends
+    # the token to the general path, which names it
+    names = [f"n{k}" for k in range(150)]
+    vocabulary = Vocabulary(names[::3])
+    encoded = vocabulary.encode([[names, names[::-1]]], grow=False)
+    assert (encoded.indptr.tolist(), encoded.ids.tolist()) == _name_rows(
+        vocabulary, [[names, names[::-1]]]
+    )
+    with pytest.raises(TypeError, match=r"X\[0\]\[1\].*found int 7"):
+        vocabulary.encode([[names, names[:140] + [7]]], grow=False)
+
+
 # -- random tokens ------------------------------------------------------------------
 
 _text = st.sampled_from(["a", "b", "a:b", "b=c", "", "é", "😀", ":", "k"])

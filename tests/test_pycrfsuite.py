@@ -13,8 +13,14 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import skcrf.pycrfsuite as ours
+from skcrf._featurize._validation import check_sequences
+from skcrf._featurize._vocabulary import Vocabulary
+from skcrf._model import CRFModel
+from skcrf._persist._crfsuite_file import crfsuite_bytes
 from skcrf._tagger_view import TaggerClosedError, UnknownLabelError
 
 TOL = 1e-9
@@ -305,6 +311,164 @@ def test_repeated_attributes_add_up(real, crfsuite_model):
             reference.marginal("NOUN", pos), abs=TOL
         )
     assert ours.ItemSequence([["a", "a"]]).items() == [{"a": 1.0}]  # as pycrfsuite shows it
+
+
+# -- the C path of the common item forms -------------------------------------------------
+
+# Sequences that Vocabulary.encode_items encodes (lists or tuples of plain
+# dicts and of lists or tuples of str): the same arrays as the Python conversion.
+C_FORMS = [
+    [],
+    [{}, [], ()],
+    [["w=dog", "w=dog", "prev=the"], ("w=runs", "first")],
+    [{"w": "dog", "w:dog": 2.5, "title": True, "len": 3, "suffix": "og", "off": False}],
+    [{"w:dog": 1.0, "w": "dog"}, {"len": -0.0, "title": -0.0}, {"len": 0.25, "len:": 1}],
+    # pycrfsuite's lists give no weights: "len:2.5" is a name of its own
+    [["len:2.5", "w=dog:2.5", "unseen", ""]],
+    [{"w": "zebra", "unseen": 1.0, "title": 2}, ["first", "w=the", "zzz"]],
+    [[f"n{k}" for k in range(200)] + ["w=dog"] * 3 + ["prev=the", "w=dog"]],
+    ({"w": "the", "prev": "<s>"}, ("w=dog", "prev=the")),
+]
+# Sequences it leaves to the Python conversion (it answers None).
+PYTHON_FORMS = [
+    [{"w": b"dog"}],
+    [{"w": "the"}, {"ctx": {"prev": "the"}}],
+    [{"tags": ["d", "g"]}],
+    [["w=dog"], {"w:dog", "first"}],
+    [{"w:dog": 1}.keys()],
+    [{"len": np.float64(1.0)}],
+    [[b"w=dog"]],
+    [["w=dog", np.str_("first")]],
+    [{"w": np.str_("dog")}],
+]
+
+
+def _converted(tagger, xseq):
+    """``xseq`` encoded through the Python conversion of the items."""
+    return super(ours.Tagger, tagger)._encode(tagger._loaded, xseq)
+
+
+def _assert_same_arrays(left, right):
+    assert left.dense is None and right.dense is None
+    for a, b in zip(left[:4], right[:4]):
+        assert a.dtype == b.dtype and a.tobytes() == b.tobytes()
+
+
+@pytest.mark.parametrize("xseq", C_FORMS)
+def test_c_path_encodes_as_the_python_conversion(real, crfsuite_model, xseq):
+    reference, tagger = _pair(real, crfsuite_model)
+    encoded = tagger._loaded.vocabulary.encode_items(xseq)
+    assert encoded is not None
+    _assert_same_arrays(encoded, _converted(tagger, xseq))
+    # an ItemSequence's tokens take the C path too
+    _assert_same_arrays(tagger._encode(tagger._loaded, ours.ItemSequence(xseq)), encoded)
+    assert tagger.tag(xseq) == reference.tag(xseq)
+    for pos in range(len(xseq)):
+        assert tagger.marginal("NOUN", pos) == pytest.approx(
+            reference.marginal("NOUN", pos), abs=TOL
+        )
+
+
+@pytest.mark.parametrize("xseq", PYTHON_FORMS)
+def test_other_forms_take_the_python_conversion(real, crfsuite_model, xseq):
+    reference, tagger = _pair(real, crfsuite_model)
+    assert tagger._loaded.vocabulary.encode_items(xseq) is None
+    _assert_same_arrays(
+        tagger._encode(tagger._loaded, ours.ItemSequence(xseq)), _converted(tagger, xseq)
+    )
+    assert tagger.tag(xseq) == reference.tag(xseq)
+    assert Vocabulary(["w:dog"], value_separator="=").encode_items([{"w": "dog"}]) is None
+
+
+_names = st.sampled_from(["a", "b", "a:b", "b:a", "", ":", "é", "a long name:with a value"])
+_number = st.one_of(
+    st.booleans(),
+    st.integers(-3, 3),
+    st.sampled_from([2**53 + 1, -(10**20)]),
+    st.sampled_from([0.0, -0.0, 0.1, 1e-300, 2.5, -7.25, 1e300]),
+)
+_c_item = st.one_of(
+    st.dictionaries(_names, st.one_of(_names, _number), max_size=6),
+    st.lists(_names, max_size=6),
+    st.lists(_names, max_size=3).map(tuple),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(xseq=st.lists(_c_item, max_size=4))
+def test_random_items_encode_as_the_python_conversion(xseq):
+    # repeated attributes (["a", "a"], {"a:b": 1, "a": "b"}) summed as the
+    # conversion sums them, unseen attributes skipped, -0.0, ...
+    names = ["a", "a:b", ":", "b:a:b", "a:é", "a:", "b", "a long name:with a value"]
+    vocabulary = Vocabulary(names)
+    for _ in range(2):  # and with the caches warm
+        encoded = vocabulary.encode_items(xseq)
+        tokens = ours._tokens(ours._sequence_pairs(xseq))
+        _assert_same_arrays(encoded, vocabulary.encode(check_sequences([tokens]), grow=False))
+
+
+def test_items_the_c_path_leaves_are_named(crfsuite_model):
+    tagger = ours.Tagger()
+    tagger.open(crfsuite_model)
+    with pytest.raises(ours.ItemFormatError, match=r"xseq\[1\]: a feature name .* int 1"):
+        tagger.tag([["w=dog"], ["w=dog", 1]])
+    with pytest.raises(ValueError, match=r"xseq\[1\]\['len'\]: the value nan is not finite"):
+        tagger.tag([{"w": "dog"}, {"w": "the", "len": float("nan")}])
+    with pytest.raises(ours.ItemFormatError, match=r"xseq\[2\]: an item must be .* not a str"):
+        tagger.tag([{"w": "dog"}, [], "w=dog"])
+    with pytest.raises(ours.ItemFormatError, match=r"xseq\[0\]\['w'\]: a feature value"):
+        tagger.tag([{"w": None}])
+
+
+def _big_weights_tagger():
+    model = CRFModel(
+        classes=np.array(["A", "B"], dtype=object),
+        attributes=["big", "w:x"],
+        state_ptr=np.array([0, 2, 3], dtype=np.int64),
+        state_labels=np.array([0, 1, 0], dtype=np.int32),
+        state_weights=np.array([10.0, -10.0, 1.0]),
+        transition_index=np.arange(4, dtype=np.int64),
+        transition_weights=np.array([0.5, -0.5, 0.0, 0.25]),
+    )
+    tagger = ours.Tagger()
+    tagger.open_inmemory(crfsuite_bytes(model))
+    return tagger
+
+
+def test_scores_that_overflow_name_the_token():
+    tagger = _big_weights_tagger()
+    tagger.set([["w:x"], ["w:x"]])
+    for bad in (
+        [{"w": "x"}, {"big": 1e308}],
+        [["w:x"], {"w": "x", "big": 1e308}],
+        [{"w": b"x"}, {"big": 1e308}],  # (the Python conversion)
+    ):
+        with pytest.raises(ValueError, match=r"xseq\[0\]\[1\]: the label scores .* not finite"):
+            tagger.tag(bad)
+        with pytest.raises(ValueError, match=r"xseq\[0\]\[1\]: the label scores .* not finite"):
+            tagger.set(bad)
+    assert tagger.tag() == ["A", "A"]  # the sequence set before stays set
+    assert tagger.tag([{"big": 1e300}]) == ["A"]
+
+
+def test_tag_then_probability_and_marginal_as_after_set(crfsuite_model):
+    # tag(xseq) scores the tokens once; what probability and marginal read
+    # is computed when first needed: the same numbers as after set(xseq)
+    tagger = ours.Tagger()
+    tagger.open(crfsuite_model)
+    for xseq in X_TEST:
+        labels = tagger.tag(xseq)
+        after_tag = (
+            tagger.probability(labels),
+            [tagger.marginal(label, pos) for pos in range(len(xseq)) for label in LABELS],
+        )
+        tagger.set(xseq)
+        after_set = (
+            tagger.probability(labels),
+            [tagger.marginal(label, pos) for pos in range(len(xseq)) for label in LABELS],
+        )
+        assert after_tag == after_set
+        assert tagger.tag() == labels
 
 
 @pytest.mark.parametrize(

@@ -384,6 +384,51 @@ def test_set_replaces_the_sequence(fitted):
     assert view.tag(X_TEST[0]) == first
 
 
+def test_tag_scores_once_and_the_rest_follows(fitted):
+    # tag(xseq) computes only the path; probability and marginal then give
+    # what they give after set(xseq), and tag() the same path
+    view = CRFsuiteTagger(fitted._model)
+    for xseq in X_TEST:
+        labels = view.tag(xseq)
+        assert labels == fitted.predict_single(xseq)
+        after_tag = (
+            view.tag(),
+            view.probability(labels),
+            [view.marginal(label, pos) for pos in range(len(xseq)) for label in LABELS],
+        )
+        view.set(xseq)
+        after_set = (
+            view.tag(),
+            view.probability(labels),
+            [view.marginal(label, pos) for pos in range(len(xseq)) for label in LABELS],
+        )
+        assert after_tag == after_set
+
+
+def test_scores_that_overflow_are_an_error_of_set_and_tag():
+    view = CRFsuiteTagger(
+        CRFModel(
+            classes=np.array(["A", "B"], dtype=object),
+            attributes=["big", "w:x"],
+            state_ptr=np.array([0, 2, 3], dtype=np.int64),
+            state_labels=np.array([0, 1, 0], dtype=np.int32),
+            state_weights=np.array([10.0, -10.0, 1.0]),
+            transition_index=np.arange(4, dtype=np.int64),
+            transition_weights=np.array([0.5, -0.5, 0.0, 0.25]),
+        )
+    )
+    view.set([{"w": "x"}, {"w": "y"}])
+    for bad, where in (
+        ([{"w": "x"}, {"big": 1e308}], r"xseq\[0\]\[1\]"),
+        ([["w:x"], ["w:x", "big"], {"big": 1e308}], r"xseq\[0\]\[2\]"),
+    ):
+        for call in (view.set, view.tag):
+            with pytest.raises(ValueError, match=where + ": the label scores .* not finite"):
+                call(bad)
+    assert view.tag() == ["A", "A"]  # still the sequence set before
+    assert view.tag([{"big": 1e300}]) == ["A"]
+
+
 def test_files_are_not_opened(fitted):
     view = CRFsuiteTagger(fitted._model)
     with pytest.raises(NotImplementedError, match="from_crfsuite"):

@@ -154,3 +154,47 @@ def _crfsuite_bytes(tagger):
         tagger.to_crfsuite(path)
         with open(path, "rb") as f:
             return f.read()
+
+
+def test_lists_of_names_and_pycrfsuite_items_under_threads(served, tmp_path):
+    # lists of names and pycrfsuite's items, encoded in C through the
+    # encoder's caches (empty after loading, filled while the threads run;
+    # fresh str objects each call, names short and long): one model, one
+    # skcrf.pycrfsuite.Tagger, every answer the sequential one
+    import skcrf.pycrfsuite
+
+    tagger, queries = served
+    tagger.to_crfsuite(tmp_path / "m.crfsuite")
+    short = [q for q in queries if len(q) <= 1000]
+
+    def as_names(xseq):
+        return [
+            [f"w:{t['w']}", f"s:{t['s']}", "".join(["a long name for ", t["w"]]), "bias"]
+            for t in xseq
+        ]
+
+    def as_items(xseq):
+        return [{"w": "".join(t["w"]), "s": t["s"], "x": t["x"]} for t in xseq]
+
+    def answers(estimator, view, offset):
+        results = {}
+        for q in range(len(short)):
+            k = (q + offset) % len(short)
+            xseq = short[k]
+            results[k, "predict_single"] = estimator.predict_single(as_names(xseq))
+            results[k, "tag names"] = view.tag(as_names(xseq))
+            results[k, "tag items"] = view.tag(as_items(xseq))
+            results[k, "marginal"] = view.marginal(results[k, "tag items"][0], 0)
+        return results
+
+    def loaded():
+        view = skcrf.pycrfsuite.Tagger()
+        view.open(tmp_path / "m.crfsuite")
+        return CRFTagger.from_crfsuite(tmp_path / "m.crfsuite"), view
+
+    expected = answers(*loaded(), 0)
+    estimator, view = loaded()  # caches empty again
+    with ThreadPoolExecutor(N_THREADS) as pool:
+        outcomes = list(pool.map(lambda i: answers(estimator, view, 3 * i), range(N_THREADS)))
+    for outcome in outcomes:
+        assert outcome == expected

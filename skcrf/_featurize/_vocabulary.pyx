@@ -53,8 +53,10 @@ Design
   e.g. with f-strings) replaces a dict lookup. The memo borrows key pointers
   that stay valid for the call (the input holds the keys) and is dropped
   after it; key numbers are never reused.
-- Any other token (nested dicts, list values, list-of-names tokens, numpy
-  scalars, str subclasses, invalid values) goes to the general path,
+- A token that is a ``list`` or ``tuple`` of plain ``str`` names is encoded
+  in C too (each name looked up, value 1.0), as the general path would.
+- Any other token (nested dicts, list values, names that are bytes or str
+  subclasses, numpy scalars, invalid values) goes to the general path,
   :func:`skcrf._featurize._validation.token_attributes`, which checks it and raises the
   errors that name ``X[i][j]`` and the key. When the fast path meets such a
   value halfway through a token, it drops what it wrote for that token and
@@ -68,6 +70,11 @@ Design
   was: the attributes it added are removed again.
 - Output goes to numpy buffers written through raw pointers, grown by
   doubling (``ndarray.resize``), trimmed at the end.
+- :meth:`Vocabulary.encode_items` encodes one sequence in python-crfsuite's
+  item formats for ``skcrf.pycrfsuite`` (its rules: ``:`` joins names, an
+  attribute repeated in an item counts once with its values summed), on the
+  same fast paths; any item they do not take makes it answer None, and the
+  caller converts the sequence in Python (which raises the errors).
 """
 
 import numpy as np
@@ -78,12 +85,14 @@ from cpython.float cimport PyFloat_AS_DOUBLE
 from cpython.long cimport PyLong_AsLong
 from cpython.mem cimport PyMem_Calloc, PyMem_Free
 from cpython.object cimport PyObject, PyObject_Hash, PyTypeObject, Py_TYPE
+from cpython.sequence cimport PySequence_Fast_GET_SIZE, PySequence_Fast_ITEMS
 from cpython.unicode cimport (
     PyUnicode_1BYTE_KIND, PyUnicode_DATA, PyUnicode_GET_LENGTH, PyUnicode_KIND,
 )
 from cpython.exc cimport PyErr_Clear, PyErr_Occurred
 from libc.math cimport isfinite
-from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t, uintptr_t, INT32_MAX
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t, uintptr_t, INT32_MAX
+from libc.stdlib cimport free, malloc
 from libc.string cimport memcmp, memcpy, memset
 
 cdef extern from "Python.h":
@@ -120,6 +129,11 @@ cdef Py_ssize_t _MISS_CACHE_LIMIT = 1 << 16
 cdef enum:
     _MEMO_SIZE = 64
 
+# Slots of the table that merges a token's repeated ids kept on the stack
+# (tokens of up to half as many entries); larger tokens allocate one.
+cdef enum:
+    _MERGE_STACK = 256
+
 
 # The string-value cache (see the module's notes).
 cdef enum:
@@ -129,6 +143,10 @@ cdef enum:
 # ``_Value.w1`` of a value too long to be kept in an entry (``w0``: a
 # PyObject * to it); a packed short value has its length (< 0xFF) in byte 15.
 cdef uint64_t _LONG = 0xFFFFFFFFFFFFFFFFULL
+
+# The cache's tag of whole attribute names (lists of names): key numbers stop
+# below INT32_MAX - 1 (see _key_number), so no key's tag (number + 1) is this.
+cdef int32_t _NAMES_TAG = INT32_MAX
 
 # Seeds of the hash of short values (as random as str hashes: derived from one).
 cdef uint64_t _SEED0 = <uint64_t> hash("skcrf._featurize") | 1
@@ -237,10 +255,13 @@ cdef class _Output:
     cdef Py_ssize_t size, capacity
 
     def __cinit__(self, Py_ssize_t capacity):
+        cdef cnp.npy_intp size
         self.capacity = max(capacity, 16)
         self.size = 0
-        self.ids_array = np.empty(self.capacity, dtype=np.int32)
-        self.values_array = np.empty(self.capacity, dtype=np.float64)
+        # (numpy's C API: a call per sentence at predict time, so it counts)
+        size = self.capacity
+        self.ids_array = cnp.PyArray_EMPTY(1, &size, cnp.NPY_INT32, 0)
+        self.values_array = cnp.PyArray_EMPTY(1, &size, cnp.NPY_FLOAT64, 0)
         self._take_pointers()
 
     cdef void _take_pointers(self):
@@ -249,8 +270,13 @@ cdef class _Output:
 
     cdef int _resize(self, Py_ssize_t capacity) except -1:
         # no view of these arrays exists yet, so they can be resized in place
-        self.ids_array.resize(capacity, refcheck=False)
-        self.values_array.resize(capacity, refcheck=False)
+        # (ndarray.resize(capacity, refcheck=False), through the C API)
+        cdef cnp.npy_intp size = capacity
+        cdef cnp.PyArray_Dims shape
+        shape.ptr = &size
+        shape.len = 1
+        cnp.PyArray_Resize(self.ids_array, &shape, 0, cnp.NPY_CORDER)
+        cnp.PyArray_Resize(self.values_array, &shape, 0, cnp.NPY_CORDER)
         self.capacity = capacity
         self._take_pointers()
         return 0
@@ -732,6 +758,151 @@ cdef class Vocabulary:
                 out.push(id_view[k], value_view[k])
         return 0
 
+    # -- lists of names; python-crfsuite's items ------------------------------
+
+    cdef bint _encode_names(self, token, bint grow, _Output out) except -1:
+        """Encode a ``list`` or ``tuple`` of plain ``str`` names (value 1.0 each);
+        False (nothing written) for any other token, which the general path
+        takes. The same ids, values and order as the general path.
+
+        Known names are found through the string-value cache, under a tag no
+        key has (``_NAMES_TAG``), in two passes over each chunk of names as in
+        :meth:`_encode_plain` (pack and prefetch, then look up). Unseen names
+        are not cached: a name can be added later through another path (a
+        dict key, ``key:value``), which would leave a cached "unseen" stale.
+        The names are borrowed from ``token`` (the caller holds it); nothing
+        called here runs Python code."""
+        cdef Py_ssize_t n, k, c, chunk, attribute
+        cdef PyObject **items
+        cdef _Value packed[_MEMO_SIZE]
+        if type(token) is not list and type(token) is not tuple:
+            return False
+        n = PySequence_Fast_GET_SIZE(token)
+        items = PySequence_Fast_ITEMS(token)
+        for k in range(n):
+            if Py_TYPE(<object> items[k]) != <PyTypeObject *> str:
+                return False
+        k = 0
+        while k < n:
+            chunk = min(n - k, <Py_ssize_t> _MEMO_SIZE)
+            for c in range(chunk):
+                _pack(<str> items[k + c], &packed[c])
+                _prefetch(&self._table[_slot_hash(packed[c].hash, _NAMES_TAG)
+                                       & <uint64_t> self._mask])
+            for c in range(chunk):
+                attribute = self._name_id(<str> items[k + c], &packed[c], grow)
+                if attribute >= 0:
+                    out.push(attribute, 1.0)
+            k += chunk
+        return True
+
+    cdef inline Py_ssize_t _name_id(self, str name, _Value *packed, bint grow) except -2:
+        """Id of the attribute ``name`` (``packed``: from :func:`_pack`), through
+        the cache; -1 when unseen (``grow`` False)."""
+        cdef Py_ssize_t slot
+        cdef _Entry *entry
+        slot = <Py_ssize_t> (_slot_hash(packed.hash, _NAMES_TAG) & <uint64_t> self._mask)
+        while True:
+            entry = &self._table[slot]
+            if entry.tag == 0:
+                break
+            if _entry_holds(entry, packed, _NAMES_TAG, name):
+                return entry.id  # (only known names are cached)
+            slot = (slot + 1) & self._mask
+        return self._name_miss(name, packed, grow)
+
+    cdef Py_ssize_t _name_miss(self, str name, _Value *packed, bint grow) except -2:
+        """Look ``name`` up (or add it when growing); cache its id if it has one."""
+        cdef Py_ssize_t attribute = self._resolve(name, grow), slot
+        cdef _Entry *entry
+        if attribute < 0:
+            return attribute
+        # as in _string_miss: find the slot again (the table may have grown)
+        if 4 * (self._used + 1) > 3 * (self._mask + 1):
+            self._grow_table()
+        slot = <Py_ssize_t> (_slot_hash(packed.hash, _NAMES_TAG) & <uint64_t> self._mask)
+        while True:
+            entry = &self._table[slot]
+            if entry.tag == 0:
+                break
+            if _entry_holds(entry, packed, _NAMES_TAG, name):
+                entry.id = <int32_t> attribute
+                return attribute
+            slot = (slot + 1) & self._mask
+        if packed.w1 == _LONG:
+            self._long_values.append(name)  # keeps it alive (cannot run Python code)
+        entry.hash = packed.hash
+        entry.w0 = packed.w0
+        entry.w1 = packed.w1
+        entry.id = <int32_t> attribute
+        entry.tag = _NAMES_TAG
+        self._used += 1
+        return attribute
+
+    def encode_items(self, xseq, name="xseq"):
+        """Encode one sequence in python-crfsuite's item formats, for prediction.
+
+        The fast path of ``skcrf.pycrfsuite``: ``xseq`` a ``list`` or
+        ``tuple`` of items, each a plain ``dict`` with ``str`` keys and
+        ``str``, ``bool``, ``int`` or finite ``float`` values, or a ``list``
+        or ``tuple`` of ``str`` names. Names as python-crfsuite builds them
+        (``key:value``; the vocabulary's separator must be ``':'``); unseen
+        attributes are skipped (``grow=False``). An attribute given more
+        than once in an item comes once, at its first place, with its values
+        summed in order (``0.0 + v1 + v2 ...``): what summing the item into
+        a dict gives.
+
+        Parameters
+        ----------
+        xseq : list or tuple of items
+        name : str, default='xseq'
+            How to call the sequence in error messages.
+
+        Returns
+        -------
+        Encoded or None
+            One sequence (``lengths == [len(xseq)]``); None when some item
+            is in another form (nested values, bytes, sets, str subclasses,
+            NaN, ...) or the separator is not ``':'``: the caller then
+            converts the sequence itself, and names a bad item.
+        """
+        cdef Py_ssize_t n, j, start, capacity = 0
+        cdef cnp.npy_intp size
+        cdef int64_t *indptr_data
+        cdef _Output out
+        cdef _Memo memo[_MEMO_SIZE]
+        cdef bint done
+        if self._separator != ":" or (type(xseq) is not list and type(xseq) is not tuple):
+            return None
+        n = len(xseq)
+        for j in range(n):
+            item = xseq[j]
+            if type(item) is not dict and type(item) is not list and type(item) is not tuple:
+                return None
+            capacity += len(item)  # the entries of the forms taken here
+        size = n + 1
+        indptr = cnp.PyArray_EMPTY(1, &size, cnp.NPY_INT64, 0)
+        indptr_data = <int64_t *> cnp.PyArray_DATA(indptr)
+        indptr_data[0] = 0
+        out = _Output(capacity)
+        memset(memo, 0, sizeof(memo))
+        for j in range(n):
+            item = xseq[j]
+            start = out.size
+            if type(item) is dict:
+                done = self._encode_plain(item, False, out, memo, None, None, 0, j, name, j)
+            else:
+                done = self._encode_names(item, False, out)
+            if not done:
+                return None
+            out.size = _merge_repeats(out.ids, out.values, start, out.size)
+            indptr_data[j + 1] = out.size
+        ids, values = out.finish()
+        size = 1
+        lengths = cnp.PyArray_EMPTY(1, &size, cnp.NPY_INTP, 0)
+        (<cnp.intp_t *> cnp.PyArray_DATA(lengths))[0] = n
+        return Encoded(indptr, ids, values, lengths)
+
     def encode(self, sequences, *, grow, name="X", dense=False):
         """Encode sequences of tokens into attribute ids and values.
 
@@ -765,6 +936,7 @@ cdef class Vocabulary:
         cdef int64_t *indptr_data
         cdef _Output out
         cdef _Memo memo[_MEMO_SIZE]
+        cdef bint done
         if growing:
             self._list_names()
         first_size = len(self._names)
@@ -795,8 +967,12 @@ cdef class Vocabulary:
                 seq = seqs[i]
                 for j in range(len(seq)):
                     token = seq[j]
-                    if type(token) is not dict or not self._encode_plain(
-                            token, growing, out, memo, dims, sink, i, j, name, row):
+                    if type(token) is dict:
+                        done = self._encode_plain(token, growing, out, memo, dims, sink, i,
+                                                  j, name, row)
+                    else:
+                        done = self._encode_names(token, growing, out)
+                    if not done:
                         self._encode_general(token, i, j, name, growing, out, dims, sink, row)
                     row += 1
                     indptr_data[row] = out.size
@@ -812,6 +988,55 @@ cdef class Vocabulary:
     cdef object _lazy_or_names(self):
         """The names for messages: the lazy ones stay lazy."""
         return self._names if self._lazy is None else self._lazy
+
+
+cdef Py_ssize_t _merge_repeats(int32_t *ids, double *values, Py_ssize_t start,
+                               Py_ssize_t end) except -1:
+    """Merge the entries ``start:end`` (one token) that have the same id.
+
+    Each id is kept once, at its first place, with its values summed in
+    order, ``0.0 + v1 + v2 ...`` (as ``token[name] = token.get(name, 0.0) +
+    value`` sums them); returns the new end. A small open-addressing table
+    of the positions kept, on the stack for most tokens.
+    """
+    cdef Py_ssize_t n = end - start, k, kept = start, capacity = 16, mask
+    cdef uint32_t slot, shift = 28
+    cdef int32_t stack_table[_MERGE_STACK]
+    cdef int32_t *table = stack_table
+    cdef int32_t attribute, position
+    for k in range(start, end):
+        values[k] = 0.0 + values[k]  # -0.0 becomes 0.0, as in the dict's sum
+    if n < 2:
+        return end
+    if n > INT32_MAX // 4:
+        raise OverflowError("too many features in one item")
+    while capacity < 2 * n:
+        capacity *= 2
+        shift -= 1
+    if capacity > _MERGE_STACK:
+        table = <int32_t *> malloc(capacity * sizeof(int32_t))
+        if table == NULL:
+            raise MemoryError()
+    memset(table, 0xFF, capacity * sizeof(int32_t))  # -1: an empty slot
+    mask = capacity - 1
+    for k in range(start, end):
+        attribute = ids[k]
+        slot = (<uint32_t> attribute * 0x9E3779B1U) >> shift
+        while True:
+            position = table[slot]
+            if position < 0:  # first seen: keep it
+                table[slot] = <int32_t> (kept - start)
+                ids[kept] = attribute
+                values[kept] = values[k]
+                kept += 1
+                break
+            if ids[start + position] == attribute:
+                values[start + position] += values[k]
+                break
+            slot = (slot + 1) & <uint32_t> mask
+    if table != stack_table:
+        free(table)
+    return kept
 
 
 cdef class StreamEncoder:
@@ -895,6 +1120,7 @@ cdef class StreamEncoder:
         """
         cdef Py_ssize_t j, n, i = self._n_sequences
         cdef int64_t *indptr_data
+        cdef bint done
         if self._done:
             raise RuntimeError("StreamEncoder.add after finish.")
         if type(seq) is not list and type(seq) is not tuple:
@@ -911,9 +1137,13 @@ cdef class StreamEncoder:
         indptr_data = <int64_t *> cnp.PyArray_DATA(self._indptr)
         for j in range(n):
             token = seq[j]
-            if type(token) is not dict or not self._vocabulary._encode_plain(
+            if type(token) is dict:
+                done = self._vocabulary._encode_plain(
                     token, self._grow, self._out, self._memo, self._dims, self._sink,
-                    i, j, self._name, self._n_rows):
+                    i, j, self._name, self._n_rows)
+            else:
+                done = self._vocabulary._encode_names(token, self._grow, self._out)
+            if not done:
                 self._vocabulary._encode_general(token, i, j, self._name, self._grow,
                                                  self._out, self._dims, self._sink,
                                                  self._n_rows)

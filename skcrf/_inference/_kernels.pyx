@@ -351,6 +351,7 @@ def exp_shifted(double[:, ::1] scores, double[::1] out_max):
 
 from libc.math cimport isfinite
 from libc.stdlib cimport free, malloc
+cimport numpy as cnp
 from skcrf._utils._typedefs cimport intp
 from skcrf._inference._viterbi cimport (
     ViterbiWork,
@@ -361,6 +362,8 @@ from skcrf._inference._viterbi cimport (
     viterbi_work_init,
     viterbi_work_share,
 )
+
+cnp.import_array()
 
 
 cdef class SequenceDecoder:
@@ -431,15 +434,39 @@ cdef class SequenceDecoder:
         """Whether the per-label pruning bound has been built."""
         return self.bound != NULL
 
-    def decode(self, const long long[::1] indptr, const int[::1] ids,
-               const double[::1] values):
+    def decode(self, indptr, ids, values):
         """Label index of each token of one encoded sequence.
 
-        Raises ``OverflowError(row)`` when the scores of token ``row`` are not
-        finite (the caller words the error).
+        ``indptr`` (int64), ``ids`` (int32), ``values`` (float64): the CSR
+        rows of the tokens. Raises ``OverflowError(row)`` when the scores of
+        token ``row`` are not finite (the caller words the error).
         """
-        cdef Py_ssize_t length = indptr.shape[0] - 1, r, p, k, a, j
+        # One call per sentence: the encoder's arrays are read through the
+        # C API (a typed memoryview costs about as much as a short sentence's
+        # scores); any other buffer of these types through memoryviews.
+        cdef const long long[::1] indptr_view
+        cdef const int[::1] ids_view
+        cdef const double[::1] values_view
+        cdef Py_ssize_t length
+        if _plain_array(indptr, cnp.NPY_INT64) and _plain_array(ids, cnp.NPY_INT32) \
+                and _plain_array(values, cnp.NPY_FLOAT64):
+            length = cnp.PyArray_DIM(<cnp.ndarray> indptr, 0) - 1
+            return self._decode(<const long long*> cnp.PyArray_DATA(<cnp.ndarray> indptr),
+                                length, <const int*> cnp.PyArray_DATA(<cnp.ndarray> ids),
+                                <const double*> cnp.PyArray_DATA(<cnp.ndarray> values))
+        indptr_view = indptr
+        ids_view = ids
+        values_view = values
+        length = indptr_view.shape[0] - 1
+        return self._decode(&indptr_view[0] if length >= 0 else NULL, length,
+                            &ids_view[0] if ids_view.shape[0] else NULL,
+                            &values_view[0] if values_view.shape[0] else NULL)
+
+    cdef object _decode(self, const long long* indptr, Py_ssize_t length, const int* ids,
+                        const double* values):
+        cdef Py_ssize_t r, p, k, a, j
         cdef Py_ssize_t n_labels = self.n_labels, bad = -1
+        cdef cnp.npy_intp size = max(length, 0)
         cdef double v
         cdef double* row
         cdef double* scores
@@ -448,8 +475,8 @@ cdef class SequenceDecoder:
         cdef ViterbiWork work
         cdef int status = 0
         cdef bint build
-        path = np.empty(max(length, 0), dtype=np.intp)
-        cdef Py_ssize_t[::1] path_view = path
+        path = cnp.PyArray_EMPTY(1, &size, cnp.NPY_INTP, 0)
+        cdef intp* path_data = <intp*> cnp.PyArray_DATA(<cnp.ndarray> path)
         if length <= 0 or n_labels == 0:
             return path
         # with the GIL: one thread takes the build, the others go on without
@@ -480,7 +507,7 @@ cdef class SequenceDecoder:
                     if bad >= 0:
                         break
                 if bad < 0:
-                    viterbi_sequence(&work, scores, NULL, 0, length, <intp*> &path_view[0])
+                    viterbi_sequence(&work, scores, NULL, 0, length, path_data)
                 viterbi_work_free(&work)
             free(scores)
             if build:
@@ -493,6 +520,16 @@ cdef class SequenceDecoder:
         if bad >= 0:
             raise OverflowError(bad)
         return path
+
+
+cdef inline bint _plain_array(object array, int typenum):
+    """Whether ``array`` is a 1-D ndarray of ``typenum``, C-contiguous,
+    aligned and in the machine's byte order (what the encoder makes)."""
+    return (cnp.PyArray_CheckExact(array)
+            and cnp.PyArray_NDIM(<cnp.ndarray> array) == 1
+            and cnp.PyArray_EquivTypenums(cnp.PyArray_TYPE(<cnp.ndarray> array), typenum)
+            and cnp.PyArray_ISCARRAY_RO(<cnp.ndarray> array)
+            and cnp.PyArray_ISNOTSWAPPED(<cnp.ndarray> array))
 
 
 def state_feature_sums(
