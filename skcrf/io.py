@@ -32,8 +32,9 @@ arrays, stored (not compressed), in this order:
     The attribute names in attribute-id order, as one CQDB chunk: exactly
     the string database that holds the attributes of a CRFsuite model file
     (ids ``0 .. n_attributes - 1``, each name UTF-8 with its NUL, lookup3
-    hash tables: CRFsuite's CQDB format), its size the array's. An estimator's ``load`` looks names up in its hash
-    tables where they lie instead of decoding every one: the chunk's
+    hash tables: CRFsuite's CQDB format), its size the array's. An
+    estimator's ``load`` looks names up in its hash tables where they lie
+    instead of decoding every one: the chunk's
     structure is checked on loading, each record as a lookup reads it, and
     the whole chunk (valid UTF-8, distinct names, every name found by its
     hash) when the names are first listed; :func:`load_state` lists them.
