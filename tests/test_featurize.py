@@ -651,3 +651,17 @@ def test_vocabulary_api_and_pickle():
     with pytest.raises(TypeError, match="value_separator"):
         Vocabulary(value_separator=None)
     assert "3 attributes" in repr(restored)
+
+
+def test_an_unseen_pair_added_later_through_another_form_is_found():
+    # predict caches (key, value) as unseen; a fit then adds "key:value"
+    # through another form (a numeric key, a list of names): the cached
+    # "unseen" must not hide it afterwards
+    for added in ([{"k:v": 1.0}], [["k:v"]], [{"k": {"v": 1.0}}]):
+        vocabulary = Vocabulary(["a:x"])
+        before = vocabulary.encode([[{"k": "v", "a": "x"}, {"k": "w"}]], grow=False)
+        assert before.ids.tolist() == [0]
+        vocabulary.encode([added], grow=True)
+        after = vocabulary.encode([[{"k": "v", "a": "x"}, {"k": "w"}]], grow=False)
+        assert after.ids.tolist() == [1, 0], added  # "k:v" (its own order), "a:x"
+        assert vocabulary.attributes == ["a:x", "k:v"]

@@ -443,9 +443,32 @@ cdef class Vocabulary:
     cdef Py_ssize_t _add(self, str name) except -1:
         """Give ``name`` the next id (a name not added through the string-value
         cache ends ``_complete`` if it holds the separator)."""
-        if self._complete and self._separator in name:
+        if self._separator in name:
             self._complete = False
+            if self._cached_misses:
+                # it may be a (key, value) pair cached as unseen at predict time
+                self._drop_unseen()
         return self._add_name(name)
+
+    cdef int _drop_unseen(self) except -1:
+        """Forget the cache's "unseen" answers (the known ids stay cached)."""
+        cdef Py_ssize_t capacity = self._mask + 1, i, slot, used = 0
+        cdef _Entry *old = self._table
+        cdef _Entry *table = <_Entry *> PyMem_Calloc(capacity, sizeof(_Entry))
+        if table == NULL:
+            raise MemoryError()
+        for i in range(capacity):
+            if old[i].tag != 0 and old[i].id >= 0:
+                slot = <Py_ssize_t> (_slot_hash(old[i].hash, old[i].tag) & <uint64_t> self._mask)
+                while table[slot].tag != 0:
+                    slot = (slot + 1) & self._mask
+                table[slot] = old[i]
+                used += 1
+        self._table = table
+        self._used = used
+        self._cached_misses = 0
+        PyMem_Free(old)
+        return 0
 
     cdef Py_ssize_t _add_name(self, str name) except -1:
         cdef Py_ssize_t attribute = len(self._names)
