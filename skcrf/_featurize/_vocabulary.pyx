@@ -452,22 +452,8 @@ cdef class Vocabulary:
 
     cdef int _drop_unseen(self) except -1:
         """Forget the cache's "unseen" answers (the known ids stay cached)."""
-        cdef Py_ssize_t capacity = self._mask + 1, i, slot, used = 0
-        cdef _Entry *old = self._table
-        cdef _Entry *table = <_Entry *> PyMem_Calloc(capacity, sizeof(_Entry))
-        if table == NULL:
-            raise MemoryError()
-        for i in range(capacity):
-            if old[i].tag != 0 and old[i].id >= 0:
-                slot = <Py_ssize_t> (_slot_hash(old[i].hash, old[i].tag) & <uint64_t> self._mask)
-                while table[slot].tag != 0:
-                    slot = (slot + 1) & self._mask
-                table[slot] = old[i]
-                used += 1
-        self._table = table
-        self._used = used
+        self._rebuild_table(self._mask + 1, False)
         self._cached_misses = 0
-        PyMem_Free(old)
         return 0
 
     cdef Py_ssize_t _add_name(self, str name) except -1:
@@ -527,8 +513,7 @@ cdef class Vocabulary:
 
     cdef Py_ssize_t _string_miss(self, int32_t tag, str key, str value, _Value *packed,
                                  bint grow) except -2:
-        cdef Py_ssize_t attribute, slot
-        cdef _Entry *entry
+        cdef Py_ssize_t attribute
         if (not grow and self._complete and self._separator not in key
                 and self._separator not in value):
             # "key:value" holds the separator once, so only (key, value) names
@@ -545,6 +530,15 @@ cdef class Vocabulary:
                 return attribute  # remember no more unseen values
             self._cached_misses += 1
         # the table may have changed while the name was built: find the slot again
+        self._store(tag, value, packed, attribute)
+        return attribute
+
+    cdef int _store(self, int32_t tag, str value, _Value *packed,
+                    Py_ssize_t attribute) except -1:
+        """Cache ``attribute`` as the answer for ``value`` (``packed``) under
+        ``tag``, in its existing entry or a new one (the slot found afresh)."""
+        cdef Py_ssize_t slot
+        cdef _Entry *entry
         if 4 * (self._used + 1) > 3 * (self._mask + 1):
             self._grow_table()
         slot = <Py_ssize_t> (_slot_hash(packed.hash, tag) & <uint64_t> self._mask)
@@ -554,7 +548,7 @@ cdef class Vocabulary:
                 break
             if _entry_holds(entry, packed, tag, value):
                 entry.id = <int32_t> attribute
-                return attribute
+                return 0
             slot = (slot + 1) & self._mask
         if packed.w1 == _LONG:
             self._long_values.append(value)  # keeps it alive (cannot run Python code)
@@ -564,23 +558,30 @@ cdef class Vocabulary:
         entry.id = <int32_t> attribute
         entry.tag = tag
         self._used += 1
-        return attribute
+        return 0
 
     cdef int _grow_table(self) except -1:
-        cdef Py_ssize_t capacity = 2 * (self._mask + 1), old_capacity = self._mask + 1
-        cdef Py_ssize_t mask = capacity - 1, i, slot
+        return self._rebuild_table(2 * (self._mask + 1), True)
+
+    cdef int _rebuild_table(self, Py_ssize_t capacity, bint keep_unseen) except -1:
+        """The cache's entries in a new table of ``capacity`` (a power of 2);
+        the "unseen" ones (id -1) only if ``keep_unseen``."""
+        cdef Py_ssize_t old_capacity = self._mask + 1, mask = capacity - 1, i, slot
+        cdef Py_ssize_t used = 0
         cdef _Entry *old = self._table
         cdef _Entry *table = <_Entry *> PyMem_Calloc(capacity, sizeof(_Entry))
         if table == NULL:
             raise MemoryError()
         for i in range(old_capacity):
-            if old[i].tag != 0:
+            if old[i].tag != 0 and (keep_unseen or old[i].id >= 0):
                 slot = <Py_ssize_t> (_slot_hash(old[i].hash, old[i].tag) & <uint64_t> mask)
                 while table[slot].tag != 0:
                     slot = (slot + 1) & mask
                 table[slot] = old[i]
+                used += 1
         self._table = table
         self._mask = mask
+        self._used = used
         PyMem_Free(old)
         return 0
 
@@ -836,30 +837,10 @@ cdef class Vocabulary:
 
     cdef Py_ssize_t _name_miss(self, str name, _Value *packed, bint grow) except -2:
         """Look ``name`` up (or add it when growing); cache its id if it has one."""
-        cdef Py_ssize_t attribute = self._resolve(name, grow), slot
-        cdef _Entry *entry
+        cdef Py_ssize_t attribute = self._resolve(name, grow)
         if attribute < 0:
             return attribute
-        # as in _string_miss: find the slot again (the table may have grown)
-        if 4 * (self._used + 1) > 3 * (self._mask + 1):
-            self._grow_table()
-        slot = <Py_ssize_t> (_slot_hash(packed.hash, _NAMES_TAG) & <uint64_t> self._mask)
-        while True:
-            entry = &self._table[slot]
-            if entry.tag == 0:
-                break
-            if _entry_holds(entry, packed, _NAMES_TAG, name):
-                entry.id = <int32_t> attribute
-                return attribute
-            slot = (slot + 1) & self._mask
-        if packed.w1 == _LONG:
-            self._long_values.append(name)  # keeps it alive (cannot run Python code)
-        entry.hash = packed.hash
-        entry.w0 = packed.w0
-        entry.w1 = packed.w1
-        entry.id = <int32_t> attribute
-        entry.tag = _NAMES_TAG
-        self._used += 1
+        self._store(_NAMES_TAG, name, packed, attribute)
         return attribute
 
     def encode_items(self, xseq, name="xseq"):
