@@ -16,17 +16,28 @@ from skcrf._featurize._encoded import Encoded
 from skcrf._inference import _kernels
 from skcrf._inference._blocks import StateLayout, gather_rows, score_arrays, state_scores
 from skcrf._inference._logspace import forward_backward as numpy_forward_backward
-from skcrf._training._objective import CRFObjective, drop_zeros, select_features
+from skcrf._training._objective import (
+    CRFObjective,
+    FrequencyOrder,
+    drop_zeros,
+    select_features,
+)
 from skcrf._utils._packing import pack
 from skcrf._utils._threads import split_sequences
 
 
-def random_problem(seed, n_sequences=6, n_attributes=7, n_labels=3, max_length=5):
-    """Random token features (with explicit zeros and repeated ids) and labels."""
+def random_problem(seed, n_sequences=6, n_attributes=7, n_labels=3, max_length=5, unit=False):
+    """Random token features (with explicit zeros and repeated ids) and labels.
+
+    ``unit``: every value that is not an explicit zero is 1 (string and
+    ``True`` features), so that training blocks keep no values.
+    """
     rng = np.random.default_rng(seed)
     lengths = rng.integers(0 if seed % 2 else 1, max_length + 1, size=n_sequences)
     n_tokens = int(lengths.sum())
-    dense = rng.normal(size=(n_tokens, n_attributes))
+    dense = (
+        np.ones((n_tokens, n_attributes)) if unit else rng.normal(size=(n_tokens, n_attributes))
+    )
     dense[rng.random(dense.shape) < 0.5] = 0.0
     ids, values, indptr = [], [], [0]
     for row in dense:
@@ -123,8 +134,9 @@ def test_drop_zeros_leaves_arrays_it_does_not_own():
 @pytest.mark.parametrize("c2", [0.0, 0.7])
 @pytest.mark.parametrize("n_threads", [1, 2])
 @pytest.mark.parametrize("seed", range(4))
-def test_loss_matches_brute_force(c2, n_threads, seed, block_size):
-    encoded, labels, classes, attributes = random_problem(seed)
+@pytest.mark.parametrize("unit", [False, True], ids=["values", "unit"])
+def test_loss_matches_brute_force(c2, n_threads, seed, unit, block_size):
+    encoded, labels, classes, attributes = random_problem(seed, unit=unit)
     model, observed = select_features(
         encoded, labels, classes, attributes, all_possible_transitions=True
     )
@@ -140,8 +152,11 @@ def test_loss_matches_brute_force(c2, n_threads, seed, block_size):
 @pytest.mark.parametrize("c2", [0.0, 1.3])
 @pytest.mark.parametrize("options", [{}, {"all_possible_states": True}])
 @pytest.mark.parametrize("seed", range(3))
-def test_gradient_matches_finite_differences(c2, options, seed, block_size):
-    encoded, labels, classes, attributes = random_problem(seed, n_sequences=8, n_labels=4)
+@pytest.mark.parametrize("unit", [False, True], ids=["values", "unit"])
+def test_gradient_matches_finite_differences(c2, options, seed, unit, block_size):
+    encoded, labels, classes, attributes = random_problem(
+        seed, n_sequences=8, n_labels=4, unit=unit
+    )
     model, observed = select_features(encoded, labels, classes, attributes, **options)
     w = np.random.default_rng(seed).normal(scale=0.5, size=model.n_features)
     with CRFObjective(encoded, model, observed, c2=c2, n_threads=2) as objective:
@@ -415,3 +430,125 @@ def test_kernels_reject_inconsistent_shapes():
             np.zeros((2, 2)),
             np.zeros((2, 2)),
         )
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_kernels_read_no_values_as_every_value_one(seed):
+    encoded, labels, classes, attributes = random_problem(seed, n_sequences=10, unit=True)
+    encoded = drop_zeros(encoded)
+    assert (encoded.values == 1.0).all()
+    model, _ = select_features(encoded, labels, classes, attributes)
+    layout = StateLayout(model.state_ptr, model.state_labels, model.n_labels)
+    rng = np.random.default_rng(seed)
+    w = rng.normal(size=model.n_states)
+    arrays = score_arrays(layout, w, np.zeros((model.n_labels, model.n_labels)))
+    n_rows = len(encoded.indptr) - 1
+    with_values, without = np.empty((2, n_rows, model.n_labels))
+    state_scores(encoded.indptr, encoded.ids, encoded.values, arrays, with_values)
+    state_scores(encoded.indptr, encoded.ids, None, arrays, without)
+    np.testing.assert_array_equal(without, with_values)  # a product by 1 is exact
+
+    marginals = rng.random((n_rows, model.n_labels))
+    counts = []
+    for values in (encoded.values, None):
+        expected = np.zeros(model.n_states)
+        dense_expected = np.zeros((layout.n_dense, model.n_labels))
+        _kernels.expected_states(
+            encoded.indptr,
+            encoded.ids,
+            values,
+            layout.state_ptr,
+            layout.state_labels,
+            marginals,
+            layout.dense_row,
+            expected,
+            dense_expected,
+        )
+        layout.gather(dense_expected, expected)
+        counts.append(expected)
+    np.testing.assert_array_equal(counts[1], counts[0])
+    X = dense_features(encoded, len(attributes))
+    np.testing.assert_allclose(
+        counts[1], (X.T @ marginals)[model.state_attributes(), model.state_labels], atol=1e-12
+    )
+
+
+def test_kernels_reject_values_of_another_length():
+    encoded, labels, classes, attributes = random_problem(0, n_sequences=5)
+    model, _ = select_features(encoded, labels, classes, attributes)
+    layout = StateLayout(model.state_ptr, model.state_labels, model.n_labels)
+    arrays = score_arrays(layout, np.zeros(model.n_states), np.zeros((3, 3)))
+    out = np.empty((len(encoded.indptr) - 1, model.n_labels))
+    with pytest.raises(ValueError, match="as many entries as ids"):
+        state_scores(encoded.indptr, encoded.ids, encoded.values[:-1], arrays, out)
+
+
+def test_training_blocks_keep_no_values_when_every_value_is_one():
+    encoded, _, _, _ = random_problem(1, n_sequences=12, unit=True)
+    values = encoded.values.copy()
+    values[np.flatnonzero(values)[0]] = 2.0  # one value other than 1
+    with_two = encoded._replace(values=values)
+    sequences = np.arange(len(encoded.lengths))
+    for blocks in (
+        skcrf._inference._blocks.make_blocks(encoded, sequences, 3, drop_zeros=True),
+        skcrf._inference._blocks.make_blocks(with_two, sequences, 3, unit_values=True),
+    ):
+        assert all(block.values is not None for block in blocks)
+    unit_blocks = skcrf._inference._blocks.make_blocks(
+        encoded, sequences, 3, drop_zeros=True, unit_values=True
+    )
+    assert all(block.values is None for block in unit_blocks)
+
+
+def test_frequency_order_numbers_attributes_by_decreasing_count():
+    encoded, labels, classes, attributes = random_problem(
+        4, n_sequences=30, n_attributes=12, max_length=8
+    )
+    model, _ = select_features(encoded, labels, classes, attributes, all_possible_states=True)
+    order = FrequencyOrder(encoded, model.state_ptr, model.state_labels)
+    counts = np.bincount(encoded.ids, minlength=len(attributes))
+    assert sorted(order.rank.tolist()) == list(range(len(attributes)))
+    by_rank = np.empty_like(counts)
+    by_rank[order.rank] = counts
+    assert (np.diff(by_rank) <= 0).all()  # most frequent first
+    # ties keep the model's order
+    for a in range(len(attributes)):
+        for b in range(a + 1, len(attributes)):
+            if counts[a] == counts[b]:
+                assert order.rank[a] < order.rank[b]
+    # each internal attribute holds its model attribute's features, in order
+    for a in range(len(attributes)):
+        internal = order.features[
+            order.state_ptr[order.rank[a]] : order.state_ptr[order.rank[a] + 1]
+        ]
+        np.testing.assert_array_equal(
+            internal, np.arange(model.state_ptr[a], model.state_ptr[a + 1])
+        )
+    np.testing.assert_array_equal(order.state_labels, model.state_labels[order.features])
+
+
+@pytest.mark.parametrize("n_threads", [1, 2])
+@pytest.mark.parametrize("unit", [False, True], ids=["values", "unit"])
+def test_frequency_order_gives_the_same_bits_as_the_model_order(n_threads, unit, monkeypatch):
+    # The objective in its own attribute order sums every feature's terms in
+    # the same order as in the model's: the same loss and gradient to the bit.
+    encoded, labels, classes, attributes = random_problem(
+        6, n_sequences=40, n_attributes=15, max_length=9, unit=unit
+    )
+    model, observed = select_features(encoded, labels, classes, attributes)
+    w = np.random.default_rng(1).normal(size=model.n_features)
+    with CRFObjective(encoded, model, observed, c2=0.3, n_threads=n_threads) as objective:
+        assert not (objective._order.rank == np.arange(len(attributes))).all()
+        reordered = objective.loss_gradient(w)
+
+    def identity(self, encoded, state_ptr, state_labels):
+        no_ids = encoded._replace(ids=np.zeros(0, dtype=np.int32))  # every count 0
+        original(self, no_ids, state_ptr, state_labels)
+
+    original = FrequencyOrder.__init__
+    monkeypatch.setattr(FrequencyOrder, "__init__", identity)
+    with CRFObjective(encoded, model, observed, c2=0.3, n_threads=n_threads) as objective:
+        assert (objective._order.rank == np.arange(len(attributes))).all()
+        in_model_order = objective.loss_gradient(w)
+    assert reordered[0] == in_model_order[0]
+    np.testing.assert_array_equal(reordered[1], in_model_order[1])

@@ -27,15 +27,22 @@ MAX_TRANSITION_SPREAD = 300.0
 
 
 class Block:
-    """Sequences of similar length in the packed layout, with their features."""
+    """Sequences of similar length in the packed layout, with their features.
 
-    def __init__(self, encoded, sequences, drop_zeros):
+    With ``unit_values`` a block whose values are all 1 keeps none
+    (``values`` is None): the kernels read 1, and the block's features take
+    a third of the memory (4 bytes of id instead of 12 with the value).
+    """
+
+    def __init__(self, encoded, sequences, drop_zeros, unit_values=False):
         lengths = np.asarray(encoded.lengths)
         layout = pack(lengths[sequences])
         rows = sequence_rows(lengths, sequences)[layout.flat_index]
         self.indptr, self.ids, self.values = gather_rows(
             encoded.indptr, encoded.ids, encoded.values, rows, drop_zeros=drop_zeros
         )
+        if unit_values and (self.values == 1.0).all():
+            self.values = None
         self.batch_sizes = layout.batch_sizes
         self.n_rows = len(rows)
         self.n_sequences = int(np.count_nonzero(lengths[sequences]))
@@ -98,10 +105,12 @@ def _block_bounds(lengths, sequences, n_labels):
     return sequences, bounds
 
 
-def make_blocks(encoded, sequences, n_labels, *, drop_zeros=False):
+def make_blocks(encoded, sequences, n_labels, *, drop_zeros=False, unit_values=False):
     """Cut ``sequences`` (indices) into blocks of similar lengths within the budget."""
     sequences, bounds = _block_bounds(np.asarray(encoded.lengths), sequences, n_labels)
-    return [Block(encoded, sequences[start:stop], drop_zeros) for start, stop in bounds]
+    return [
+        Block(encoded, sequences[start:stop], drop_zeros, unit_values) for start, stop in bounds
+    ]
 
 
 def count_blocks(lengths, n_labels):

@@ -1,8 +1,9 @@
 # Declarations of the training and inference kernels of skcrf._inference._kernels, for
-# reuse from other compiled modules. See _kernels.pyx for the conventions.
+# reuse from other compiled modules. See _kernels.pyx for the conventions
+# (``values`` NULL: every value is 1).
 
 cdef void add_state_scores(
-    const long long[::1] indptr, const int[::1] ids, const double[::1] values,
+    const long long[::1] indptr, const int[::1] ids, const double* values,
     const long long[::1] state_ptr, const int[::1] state_labels,
     const double[::1] state_weights, const int[::1] dense_row,
     const double[:, ::1] dense_weights, double[:, ::1] out,
@@ -21,7 +22,7 @@ cdef void backward_marginals(
 ) noexcept nogil
 
 cdef void add_expected_states(
-    const long long[::1] indptr, const int[::1] ids, const double[::1] values,
+    const long long[::1] indptr, const int[::1] ids, const double* values,
     const long long[::1] state_ptr, const int[::1] state_labels,
     const double[:, ::1] marginals, const int[::1] dense_row,
     double[::1] out, double[:, ::1] dense_out,

@@ -5,7 +5,11 @@ the expected state counts.
 Conventions
 -----------
 - Token features are CSR rows: token ``r`` has the attribute ids
-  ``ids[indptr[r]:indptr[r + 1]]`` with the values ``values[...]``.
+  ``ids[indptr[r]:indptr[r + 1]]`` with the values ``values[...]``. The
+  state score and expected count kernels also take ``values=None``: every
+  value is 1 (most features are strings or ``True``; training blocks then
+  hold no values array, and a product by 1 is exact, so the sums are the
+  same to the bit).
 - State features are CSR by attribute (see :mod:`skcrf._model`): attribute
   ``a`` has the features ``state_ptr[a]:state_ptr[a + 1]`` with labels
   ``state_labels[k]``. Scores and expected counts touch only these, never a
@@ -57,12 +61,13 @@ cdef inline void _matmul_bt(
 
 
 cdef void add_state_scores(
-    const long long[::1] indptr, const int[::1] ids, const double[::1] values,
+    const long long[::1] indptr, const int[::1] ids, const double* values,
     const long long[::1] state_ptr, const int[::1] state_labels,
     const double[::1] state_weights, const int[::1] dense_row,
     const double[:, ::1] dense_weights, double[:, ::1] out,
 ) noexcept nogil:
-    """out[r, label] += value * weight over the features of each token's attributes.
+    """out[r, label] += value * weight over the features of each token's attributes
+    (``values`` NULL: every value is 1).
 
     An attribute with a dense row (``dense_row[a] >= 0``) adds that whole
     row of ``dense_weights``: a contiguous loop the compiler vectorizes, for
@@ -76,7 +81,7 @@ cdef void add_state_scores(
         row = &out[r, 0]
         for p in range(indptr[r], indptr[r + 1]):
             a = ids[p]
-            v = values[p]
+            v = values[p] if values != NULL else 1.0
             d = dense_row[a]
             if d >= 0:
                 dense = &dense_weights[d, 0]
@@ -88,12 +93,13 @@ cdef void add_state_scores(
 
 
 cdef void add_expected_states(
-    const long long[::1] indptr, const int[::1] ids, const double[::1] values,
+    const long long[::1] indptr, const int[::1] ids, const double* values,
     const long long[::1] state_ptr, const int[::1] state_labels,
     const double[:, ::1] marginals, const int[::1] dense_row,
     double[::1] out, double[:, ::1] dense_out,
 ) noexcept nogil:
-    """out[k] += value * p(label of k) over every token holding k's attribute.
+    """out[k] += value * p(label of k) over every token holding k's attribute
+    (``values`` NULL: every value is 1).
 
     Attributes with a dense row accumulate whole rows into ``dense_out``.
     """
@@ -105,7 +111,7 @@ cdef void add_expected_states(
         row = &marginals[r, 0]
         for p in range(indptr[r], indptr[r + 1]):
             a = ids[p]
-            v = values[p]
+            v = values[p] if values != NULL else 1.0
             d = dense_row[a]
             if d >= 0:
                 dense = &dense_out[d, 0]
@@ -231,12 +237,14 @@ def state_scores(
     const double[::1] state_weights, const int[::1] dense_row,
     const double[:, ::1] dense_weights, double[:, ::1] out,
 ):
-    """Overwrite ``out`` (n_tokens x n_labels) with the tokens' state scores."""
+    """Overwrite ``out`` (n_tokens x n_labels) with the tokens' state scores
+    (``values`` None: every value is 1)."""
     _check_state_arrays(indptr, out.shape[0], state_ptr, state_labels.shape[0],
                         state_weights.shape[0], dense_row, dense_weights, out.shape[1])
+    cdef const double* value_data = _value_data(values, ids)
     with nogil:
         out[:, :] = 0.0
-        add_state_scores(indptr, ids, values, state_ptr, state_labels, state_weights,
+        add_state_scores(indptr, ids, value_data, state_ptr, state_labels, state_weights,
                          dense_row, dense_weights, out)
 
 
@@ -247,12 +255,28 @@ def expected_states(
     double[::1] out, double[:, ::1] dense_out,
 ):
     """Add each state feature's expected value sum under ``marginals`` to ``out``
-    (to ``dense_out`` for the attributes with a dense row)."""
+    (to ``dense_out`` for the attributes with a dense row; ``values`` None:
+    every value is 1)."""
     _check_state_arrays(indptr, marginals.shape[0], state_ptr, state_labels.shape[0],
                         out.shape[0], dense_row, dense_out, marginals.shape[1])
+    cdef const double* value_data = _value_data(values, ids)
     with nogil:
-        add_expected_states(indptr, ids, values, state_ptr, state_labels, marginals,
+        add_expected_states(indptr, ids, value_data, state_ptr, state_labels, marginals,
                             dense_row, out, dense_out)
+
+
+cdef double _NO_VALUE = 0.0
+
+
+cdef const double* _value_data(const double[::1] values, const int[::1] ids) except? NULL:
+    """The values' data, or NULL for None (every value 1); checks the length."""
+    if values is None:
+        return NULL
+    if values.shape[0] != ids.shape[0]:
+        raise ValueError("values must have as many entries as ids")
+    if values.shape[0] == 0:
+        return &_NO_VALUE  # any address: no entry is read
+    return &values[0]
 
 
 cdef int _check_state_arrays(
