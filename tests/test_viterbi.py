@@ -381,6 +381,35 @@ def test_forbidden_pairs_match_unpruned(density, integer, seed):
         )
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_forbidden_pairs_per_label_pruning_edge_cases(seed):
+    # Forbidden pairs prune per label against the eight best previous labels:
+    # many labels (an allowed predecessor often outside those eight), a label
+    # no pair may enter, a label that may be followed by nothing, BIO-like
+    # constraints (I-x only after B-x or I-x), and ties (integer scores).
+    rng = np.random.default_rng(seed)
+    n_labels = 41
+    lengths = list(rng.integers(1, 15, size=80))
+    n_tokens = sum(lengths)
+    em = rng.integers(-3, 4, size=(n_tokens, n_labels)).astype(float)
+    tr = rng.integers(-2, 3, size=(n_labels, n_labels)).astype(float)
+    for k in range(20):  # label 2k + 1 = "B-k", 2k + 2 = "I-k", label 0 = "O"
+        inside = 2 * k + 2
+        tr[:, inside] = -np.inf
+        tr[[inside - 1, inside], inside] = rng.integers(-2, 3, size=2)
+    tr[:, 7] = -np.inf  # no label may come before label 7
+    tr[9, :] = -np.inf  # nothing may follow label 9
+    em[rng.random(em.shape) < 0.2] = -np.inf
+    layout, path, score = decode(em, tr, lengths)
+    flat_path = to_flat(layout, path)
+    sequence_score = {int(s): score[k] for k, s in enumerate(layout.order)}
+    for s, (em_s, p) in enumerate(zip(split(em, lengths), split(flat_path, lengths))):
+        ref_path, ref_score = plain_viterbi(em_s, tr)
+        assert sequence_score[s] == ref_score
+        if ref_score > -np.inf:
+            np.testing.assert_array_equal(p, ref_path, err_msg=f"sequence {s}")
+
+
 def test_forbidden_pairs_brute_force():
     rng = np.random.default_rng(11)
     for _ in range(200):
