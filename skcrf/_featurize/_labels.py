@@ -223,6 +223,10 @@ def _label_key(label):
     return _label_kind(label), label
 
 
+#: Label types whose equal values of one type are always the same label.
+_PLAIN_LABEL_TYPES = frozenset({str, int, float, bool})
+
+
 def same_label(first, second):
     """Whether two labels equal in Python are also the same label (of one kind)."""
     return bool(_label_key(first) == _label_key(second))
@@ -521,7 +525,10 @@ def _label_position(index, labels, label, name, i, j):
         ) from None
     if k is not None:
         known = labels[k]
-        if not same_label(known, label):
+        # the same plain type (str, int, ...): the same label; else check the kinds
+        if not (type(known) is type(label) and type(label) in _PLAIN_LABEL_TYPES) and not (
+            same_label(known, label)
+        ):
             raise ValueError(
                 f"{name}[{i}][{j}]: the label {_describe(label)} is equal in Python to "
                 f"the model's label {_describe(known)} but not the same label; use the "
