@@ -665,3 +665,82 @@ def test_an_unseen_pair_added_later_through_another_form_is_found():
         after = vocabulary.encode([[{"k": "v", "a": "x"}, {"k": "w"}]], grow=False)
         assert after.ids.tolist() == [1, 0], added  # "k:v" (its own order), "a:x"
         assert vocabulary.attributes == ["a:x", "k:v"]
+
+
+def _rest_data():
+    """Tokens of every cached kind: short and long string values, keys holding
+    the separator, lists of names, numbers, and unseen values at predict time."""
+    train = [
+        [{"w": "the", "long": "a-value-longer-than-fifteen", "n": 2.5}, ["bias", "x:y"]],
+        [{"w": "dog", "k:ey": "v", "long": "another-very-long-value"}, {"w": "the"}],
+    ]
+    test = [
+        [{"w": "dog", "long": "a-value-longer-than-fifteen"}, ["bias", "unseen-name"]],
+        [{"w": "cat", "k:ey": "v", "n": 1.0}, {"w": "the", "new": "z"}],
+    ]
+    return train, test
+
+
+def _encoded_lists(encoded):
+    return encoded.indptr.tolist(), encoded.ids.tolist(), encoded.values.tolist()
+
+
+@pytest.mark.parametrize("wake", ["wake", "encode", "get", "contains", "stream"])
+def test_a_rested_vocabulary_answers_as_before(wake):
+    train, test = _rest_data()
+    plain, rested = Vocabulary(), Vocabulary()
+    for vocabulary in (plain, rested):
+        vocabulary.encode(train, grow=True)
+        vocabulary.encode(test, grow=False)  # caches "unseen" answers too
+    rested.rest()
+    rested.rest()  # twice: still at rest, nothing lost
+    assert rested.attributes == plain.attributes and len(rested) == len(plain)
+    if wake == "wake":
+        rested.wake()
+    elif wake == "get":
+        assert rested.get("w:dog") == plain.get("w:dog")
+    elif wake == "contains":
+        assert "x:y" in rested and "w:cat" not in rested
+    elif wake == "stream":
+        from skcrf._featurize._vocabulary import StreamEncoder
+
+        stream = StreamEncoder(rested, grow=False)
+        for seq in test:
+            stream.add(seq)
+        assert _encoded_lists(stream.finish()) == _encoded_lists(plain.encode(test, grow=False))
+    for grow in (False, True):  # known answers, then new attributes
+        assert _encoded_lists(rested.encode(test, grow=grow)) == _encoded_lists(
+            plain.encode(test, grow=grow)
+        )
+    assert rested.attributes == plain.attributes
+    assert pickle.loads(pickle.dumps(rested)).attributes == plain.attributes
+
+
+def test_a_rested_vocabulary_keeps_every_known_cache_entry():
+    # After waking, a predict-time miss of a known (key, value) would build its
+    # name; a vocabulary whose every separator-holding name is cached answers
+    # unseen pairs without building names. Both rely on every known entry
+    # coming back: the encodings match, and a new unseen pair is still -1.
+    train, test = _rest_data()
+    vocabulary = Vocabulary()
+    vocabulary.encode(train, grow=True)
+    vocabulary.rest()
+    vocabulary.wake()
+    known = vocabulary.encode(train, grow=False)
+    fresh = Vocabulary()
+    assert _encoded_lists(known) == _encoded_lists(fresh.encode(train, grow=True))
+    assert vocabulary.encode([[{"w": "never-seen"}]], grow=False).ids.tolist() == []
+
+
+def test_rest_of_lazy_names_does_nothing(tmp_path):
+    from skcrf import CRFTagger
+
+    X = [[{"w": "a"}, {"w": "b"}]] * 3
+    y = [["A", "B"]] * 3
+    tagger = CRFTagger(max_iterations=5).fit(X, y)
+    path = tmp_path / "model.crfsuite"
+    tagger.to_crfsuite(path)
+    opened = CRFTagger.from_crfsuite(path)
+    vocabulary = opened._vocabulary
+    vocabulary.rest()
+    assert opened.predict(X) == tagger.predict(X)

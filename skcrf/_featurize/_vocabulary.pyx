@@ -68,6 +68,14 @@ Design
   treats a cached -1 as a miss and adds the attribute.
 - A failed ``encode(grow=True)`` (invalid token) leaves the vocabulary as it
   was: the attributes it added are removed again.
+- :meth:`Vocabulary.rest` gives back the lookup tables' memory while nothing
+  is looked up (a fit's optimizer runs, when the vocabulary's tables are the
+  largest thing besides the optimizer's vectors): ``_ids`` is dropped (the
+  names stay), and of the cache only each known entry's (id, tag) is kept:
+  its value is the end of the name (``key + separator + value``, or the
+  whole name under ``_NAMES_TAG``), packed and hashed again on waking.
+  :meth:`Vocabulary.wake`, or the first use of any method, rebuilds both:
+  the same answers, minus the remembered "unseen" ones.
 - Output goes to numpy buffers written through raw pointers, grown by
   doubling (``ndarray.resize``), trimmed at the end.
 - :meth:`Vocabulary.encode_items` encodes one sequence in python-crfsuite's
@@ -83,7 +91,7 @@ cimport numpy as cnp
 from cpython.dict cimport PyDict_GetItem, PyDict_Next
 from cpython.float cimport PyFloat_AS_DOUBLE
 from cpython.long cimport PyLong_AsLong
-from cpython.mem cimport PyMem_Calloc, PyMem_Free
+from cpython.mem cimport PyMem_Calloc, PyMem_Free, PyMem_Malloc
 from cpython.object cimport PyObject, PyObject_Hash, PyTypeObject, Py_TYPE
 from cpython.sequence cimport PySequence_Fast_GET_SIZE, PySequence_Fast_ITEMS
 from cpython.unicode cimport (
@@ -329,8 +337,14 @@ cdef class Vocabulary:
     cdef dict _vector_ids     # vector key -> int32 ids of key[0], key[1]... (all known)
     cdef CQDBIndex _index     # lazy names: where names missing from _ids are looked up
     cdef object _lazy         # lazy names: the LazyNames (None once listed)
+    cdef bint _resting        # rest(): _ids is None, _table NULL, the entries in _rested
+    cdef int32_t *_rested     # resting: (id, tag) of each known entry of the cache
+    cdef Py_ssize_t _n_rested
+    cdef Py_ssize_t _rested_capacity  # resting: the capacity of the table to rebuild
 
     def __cinit__(self, *args, **kwargs):
+        self._resting = False
+        self._rested = NULL
         self._table = <_Entry *> PyMem_Calloc(_FIRST_CAPACITY, sizeof(_Entry))
         if self._table == NULL:
             raise MemoryError()
@@ -342,8 +356,10 @@ cdef class Vocabulary:
 
     def __dealloc__(self):
         PyMem_Free(self._table)
+        PyMem_Free(self._rested)
 
     def __init__(self, attributes=(), value_separator=":"):
+        self._wake()
         if type(value_separator) is not str:
             raise TypeError(
                 f"value_separator must be a str; got {type(value_separator).__name__}."
@@ -392,10 +408,12 @@ cdef class Vocabulary:
         return len(self._names)
 
     def __contains__(self, name):
+        self._wake()
         return type(name) is str and self._find(name) >= 0
 
     def get(self, name, default=-1):
         """The id of attribute ``name``, or ``default``."""
+        self._wake()
         if type(name) is not str:
             return self._ids.get(name, default)
         found = self._find(name)
@@ -410,6 +428,94 @@ cdef class Vocabulary:
             f"Vocabulary(<{len(self)} attributes>, "
             f"value_separator={self._separator!r})"
         )
+
+    def rest(self):
+        """Give back the memory of the lookup tables until the next use.
+
+        For the owner of a vocabulary that will not be used for a while (a
+        fit, while its optimizer runs): the name -> id dict and the
+        string-value cache's table are dropped (the names stay). Any method
+        (or :meth:`wake`) rebuilds both, with the same answers. Not for a
+        vocabulary that other threads use. A vocabulary of lazy names (a
+        model opened from a CRFsuite file) does not rest.
+        """
+        cdef Py_ssize_t i, k = 0
+        cdef int32_t *rested
+        if self._resting or self._lazy is not None:
+            return
+        rested = <int32_t *> PyMem_Malloc(2 * max(self._used, 1) * sizeof(int32_t))
+        if rested == NULL:
+            raise MemoryError()
+        for i in range(self._mask + 1):
+            if self._table[i].tag != 0 and self._table[i].id >= 0:
+                rested[2 * k] = self._table[i].id
+                rested[2 * k + 1] = self._table[i].tag
+                k += 1
+        self._rested = rested
+        self._n_rested = k
+        self._rested_capacity = self._mask + 1
+        PyMem_Free(self._table)
+        self._table = NULL
+        self._used = 0
+        self._cached_misses = 0
+        del self._long_values[:]
+        self._ids = None
+        self._resting = True
+
+    def wake(self):
+        """Rebuild what :meth:`rest` gave back (nothing if it did not rest)."""
+        self._wake()
+
+    cdef inline int _wake(self) except -1:
+        if self._resting:
+            self._rebuild_rested()
+        return 0
+
+    cdef int _rebuild_rested(self) except -1:
+        """The dict and the cache's table, with the entries :meth:`rest` kept."""
+        cdef Py_ssize_t i, slot, mask = self._rested_capacity - 1, skip
+        cdef int32_t tag
+        cdef _Value packed
+        cdef _Entry *entry
+        cdef _Entry *table = <_Entry *> PyMem_Calloc(self._rested_capacity, sizeof(_Entry))
+        if table == NULL:
+            raise MemoryError()
+        packed.hash = 0
+        try:
+            ids = dict(zip(self._names, range(len(self._names))))
+            keys = {number + 1: key for key, number in self._key_numbers.items()}
+            for i in range(self._n_rested):
+                tag = self._rested[2 * i + 1]
+                name = self._names[self._rested[2 * i]]
+                if tag == _NAMES_TAG:
+                    value = name
+                else:
+                    skip = len(keys[tag]) + len(self._separator)
+                    value = name[skip:]
+                _pack(<str> value, &packed)
+                if packed.w1 == _LONG:
+                    self._long_values.append(value)  # keeps it alive
+                slot = <Py_ssize_t> (_slot_hash(packed.hash, tag) & <uint64_t> mask)
+                while table[slot].tag != 0:
+                    slot = (slot + 1) & mask
+                entry = &table[slot]
+                entry.hash = packed.hash
+                entry.w0 = packed.w0
+                entry.w1 = packed.w1
+                entry.id = self._rested[2 * i]
+                entry.tag = tag
+        except BaseException:
+            PyMem_Free(table)
+            del self._long_values[:]
+            raise
+        self._table = table
+        self._mask = mask
+        self._used = self._n_rested
+        self._ids = ids
+        PyMem_Free(self._rested)
+        self._rested = NULL
+        self._resting = False
+        return 0
 
     cdef int _list_names(self) except -1:
         """Lazy names: list them all (``_ids`` complete, ``_index`` dropped)."""
@@ -870,6 +976,7 @@ cdef class Vocabulary:
             NaN, ...) or the separator is not ``':'``: the caller then
             converts the sequence itself, and names a bad item.
         """
+        self._wake()
         cdef Py_ssize_t n, j, start, capacity = 0
         cdef cnp.npy_intp size
         cdef int64_t *indptr_data
@@ -933,6 +1040,7 @@ cdef class Vocabulary:
             CSR row per token in flat order; ``lengths`` (intp) per sequence.
             Explicit zeros (``False``, ``0``) are kept.
         """
+        self._wake()
         cdef bint growing = bool(grow)
         cdef Py_ssize_t n_sequences = len(sequences), n_tokens = 0, i, j, row = 0
         cdef Py_ssize_t first_size
@@ -1092,6 +1200,7 @@ cdef class StreamEncoder:
     cdef _Memo _memo[_MEMO_SIZE]
 
     def __init__(self, Vocabulary vocabulary, *, grow, name="X", dense=False):
+        vocabulary._wake()
         self._vocabulary = vocabulary
         self._grow = bool(grow)
         self._name = name
@@ -1127,6 +1236,7 @@ cdef class StreamEncoder:
         cdef bint done
         if self._done:
             raise RuntimeError("StreamEncoder.add after finish.")
+        self._vocabulary._wake()
         if type(seq) is not list and type(seq) is not tuple:
             seq = list(seq)
         n = len(seq)
@@ -1162,6 +1272,7 @@ cdef class StreamEncoder:
         """Forget what was added (after a failed :meth:`add`); roll the
         vocabulary back when growing."""
         if self._grow and not self._done:
+            self._vocabulary._wake()
             self._vocabulary._rollback(self._first_size)
         self._done = True
 
@@ -1173,6 +1284,7 @@ cdef class StreamEncoder:
         """
         if self._done:
             raise RuntimeError("StreamEncoder.finish called twice.")
+        self._vocabulary._wake()
         if self._grow and not self._n_rows:
             try:
                 check_nonempty(range(self._n_sequences), 0, self._name)

@@ -554,15 +554,21 @@ def fit(
             partial=data.partial,
         )
         del data
-        with objective:
-            result = minimize(
-                objective.loss_gradient,
-                model.weights,
-                settings,
-                monitor,
-                stacklevel=stacklevel + 1,
-                fresh_gradient=True,  # CRFObjective's gradient is a new array
-            )
+        # The vocabulary's lookup tables are not needed while L-BFGS holds
+        # its vectors (a validation scorer that encodes wakes it up).
+        vocabulary.rest()
+        try:
+            with objective:
+                result = minimize(
+                    objective.loss_gradient,
+                    model.weights,
+                    settings,
+                    monitor,
+                    stacklevel=stacklevel + 1,
+                    fresh_gradient=True,  # CRFObjective's gradient is a new array
+                )
+        finally:
+            vocabulary.wake()
     else:
         result = train_online(
             algorithm,
