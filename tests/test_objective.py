@@ -552,3 +552,27 @@ def test_frequency_order_gives_the_same_bits_as_the_model_order(n_threads, unit,
         in_model_order = objective.loss_gradient(w)
     assert reordered[0] == in_model_order[0]
     np.testing.assert_array_equal(reordered[1], in_model_order[1])
+
+
+@pytest.mark.parametrize("n", [0, 1, 7, 1000])
+def test_take_and_scatter_in_place_match_numpy(n):
+    rng = np.random.default_rng(n)
+    index = rng.permutation(n).astype(np.int32)
+    x = rng.normal(size=n)
+    out = np.empty(n)
+    _kernels.take(x, index, out)
+    np.testing.assert_array_equal(out, x[index])
+    expected = np.empty(n)
+    expected[index] = x
+    _kernels.scatter_in_place(x, index)
+    np.testing.assert_array_equal(x, expected)
+
+
+def test_scatter_in_place_rejects_an_index_that_is_not_a_permutation():
+    x = np.arange(4.0)
+    for index in ([0, 1, 1, 3], [0, 1, 2, 4], [0, 1, 2, -1]):
+        with pytest.raises(ValueError, match="not a permutation"):
+            _kernels.scatter_in_place(x, np.array(index, dtype=np.int32))
+    np.testing.assert_array_equal(x, np.arange(4.0))  # left as it was
+    with pytest.raises(IndexError):
+        _kernels.take(x, np.array([0, 4], dtype=np.int32), np.empty(2))

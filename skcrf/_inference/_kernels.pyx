@@ -30,7 +30,8 @@ All kernels release the GIL; the Python wrappers check shapes once.
 """
 
 from libc.math cimport log
-from libc.stdint cimport uint64_t
+from libc.stdint cimport uint8_t, uint64_t
+from libc.stdlib cimport calloc, free
 from scipy.linalg.cython_blas cimport dgemm
 
 import numpy as np
@@ -733,3 +734,55 @@ def drop_zeros_in_place(long long[::1] indptr, int[::1] ids, double[::1] values)
                 p += 1
         indptr[n_rows] = kept
     return kept
+
+
+def take(const double[::1] source, const int[::1] index, double[::1] out):
+    """``out[k] = source[index[k]]`` (an int32 index: no intp copy of it)."""
+    cdef Py_ssize_t k, n = index.shape[0], size = source.shape[0]
+    if out.shape[0] != n:
+        raise ValueError("out must have one entry per index")
+    for k in range(n):
+        if not 0 <= index[k] < size:
+            raise IndexError(f"index {index[k]} is out of bounds for {size} entries")
+    with nogil:
+        for k in range(n):
+            out[k] = source[index[k]]
+
+
+def scatter_in_place(double[::1] x, const int[::1] index):
+    """``x[index[k]] = x[k]`` for every ``k`` at once, in place (``index`` a
+    permutation of ``range(len(x))``): each cycle of the permutation is
+    followed once, carrying one value, so no copy of ``x`` is made."""
+    cdef Py_ssize_t n = x.shape[0], k, start, target
+    cdef double carry, displaced
+    cdef uint8_t* seen
+    if index.shape[0] != n:
+        raise ValueError("index must have one entry per entry of x")
+    seen = <uint8_t*>calloc(n if n > 0 else 1, sizeof(uint8_t))
+    if seen == NULL:
+        raise MemoryError()
+    try:
+        for k in range(n):
+            if not 0 <= index[k] < n or seen[index[k]]:
+                raise ValueError("index is not a permutation")
+            seen[index[k]] = 1
+        with nogil:
+            for k in range(n):
+                seen[k] = 0
+            for start in range(n):
+                if seen[start]:
+                    continue
+                carry = x[start]
+                k = start
+                while True:
+                    seen[k] = 1
+                    target = index[k]
+                    if target == start:
+                        x[start] = carry
+                        break
+                    displaced = x[target]
+                    x[target] = carry
+                    carry = displaced
+                    k = target
+    finally:
+        free(seen)

@@ -341,10 +341,11 @@ class FrequencyOrder:
     state_ptr, state_labels : ndarray
         The state features in the internal order (each attribute's features
         keep their relative order).
-    features : ndarray of intp, shape (n_states,)
+    features : ndarray of int32, shape (n_states,)
         The model position of each internal state feature: the internal
         weights are ``w[features]``, and internal counts ``e`` go back by
-        ``g[features] = e``.
+        ``g[features] = e`` (:func:`~skcrf._inference._kernels.take`,
+        :func:`~skcrf._inference._kernels.scatter_in_place`).
     """
 
     def __init__(self, encoded, state_ptr, state_labels):
@@ -358,8 +359,9 @@ class FrequencyOrder:
         sizes = np.diff(state_ptr)[order]
         self.state_ptr = np.zeros(n_attributes + 1, dtype=np.int64)
         np.cumsum(sizes, out=self.state_ptr[1:])
-        self.features = np.repeat(state_ptr[:-1][order] - self.state_ptr[:-1], sizes)
-        self.features += np.arange(len(self.features))
+        features = np.repeat(state_ptr[:-1][order] - self.state_ptr[:-1], sizes)
+        features += np.arange(len(features))
+        self.features = features.astype(np.int32)  # n_states < 2**31 (int32 labels)
         self.state_labels = np.ascontiguousarray(state_labels[self.features], dtype=np.int32)
 
     def renumber(self, blocks):
@@ -534,10 +536,7 @@ class CRFObjective:
             ) + (dense.values,)
         self._order = FrequencyOrder(encoded, model.state_ptr, model.state_labels)
         self._layout = StateLayout(self._order.state_ptr, self._order.state_labels, model.n_labels)
-        # internal-order buffers: the state weights, and the first shard's
-        # expected counts (the others' are added to them)
-        self._state_weights = np.empty(model.n_states)
-        self._expected = np.empty(model.n_states)
+        self._state_weights = np.empty(model.n_states)  # in the internal order
         self._shards = [
             _Shard(encoded, sequences, self._layout, self._order, partial, own_expected=k > 0)
             for k, sequences in enumerate(split_sequences(encoded.lengths, n_threads))
@@ -564,7 +563,7 @@ class CRFObjective:
         model = self.model
         w = np.ascontiguousarray(w, dtype=np.float64)
         n_states = model.n_states
-        np.take(w[:n_states], self._order.features, out=self._state_weights)
+        _kernels.take(w[:n_states], self._order.features, self._state_weights)
         arrays = score_arrays(
             self._layout, self._state_weights, model.transition_matrix(w[n_states:])
         )
@@ -577,7 +576,8 @@ class CRFObjective:
             arrays = arrays._replace(vector_scores=scores)
 
         gradient = np.empty(model.n_features)
-        expected = self._expected  # the first shard's counts, then the sum
+        # the first shard's counts, then the sum (in the internal order)
+        expected = gradient[:n_states]
 
         def evaluate(shard):
             # A line search's trial point may overflow: the optimizer sees the
@@ -596,7 +596,7 @@ class CRFObjective:
             for shard in self._shards[1:]:
                 expected += shard.expected
                 pairs += shard.pairs
-            gradient[self._order.features] = expected
+            _kernels.scatter_in_place(expected, self._order.features)  # model order
             gradient[n_states:] = pairs.ravel()[model.transition_index]
             if self._vectors is not None:
                 position, column, label, table = self._vectors
