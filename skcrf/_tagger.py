@@ -558,7 +558,11 @@ calibration_candidates, calibration_max_trials : default=None
             "verbose": self.verbose,
             "dev": None if X_dev is None else (X_dev, y_dev),
             "validation": validation,
-            "validation_scorer": None if self.scoring is None else self._validation_scorer,
+            # token accuracy of Viterbi paths is the fit driver's own; other
+            # scores (and posterior decoding's accuracy) go through a scorer
+            "validation_scorer": None
+            if self.scoring is None and self.decoding == "viterbi"
+            else self._validation_scorer,
             "validation_name": None if self.scoring is None else _scoring_name(self.scoring),
             "n_iter_no_change": self.n_iter_no_change,
             "tol": self.tol,
@@ -567,7 +571,7 @@ calibration_candidates, calibration_max_trials : default=None
 
     def _validation_scorer(self, model, vocabulary, X_val, y_val):
         """``score(w)`` of ``scoring`` on the early-stopping data."""
-        scorer = get_scorer(self.scoring)
+        scorer = get_scorer(self.scoring) if self.scoring is not None else _token_accuracy
 
         def score(w):
             probe = clone(self)
@@ -825,6 +829,8 @@ calibration_candidates, calibration_max_trials : default=None
 
     def __setstate__(self, state):
         super().__setstate__(state)
+        # pickled before the parameter existed: the decoding it had
+        self.__dict__.setdefault("decoding", "viterbi")
         model = self.__dict__.get("_model")
         if model is not None:
             self._vocabulary = Vocabulary(model.attributes, model.value_separator)
@@ -1485,6 +1491,11 @@ def _scoring_name(scoring):
         return f"scoring={scoring!r}"
     name = getattr(scoring, "__qualname__", None) or getattr(scoring, "__name__", None)
     return f"scoring={name or repr(scoring)[:100]}"
+
+
+def _token_accuracy(estimator, X, y):
+    """The default early-stopping score: ``estimator.score`` (its own decoding)."""
+    return estimator.score(X, y)
 
 
 def _data_frame(rows, columns, method):

@@ -131,7 +131,7 @@ def test_frames_without_pandas(tagger, monkeypatch):
 
 
 def test_explain_bad_input(tagger):
-    with pytest.raises(ValueError, match=r"xseq\[1\]"):
+    with pytest.raises(ValueError, match=r"xseq\[0\]\[1\]: feature 'w'"):
         tagger.explain([{"w": "a"}, {"w": float("inf")}])
     with pytest.raises(TypeError, match="one sequence"):
         tagger.explain([[{"w": "a"}]])

@@ -6,12 +6,12 @@ import threading
 
 import numpy as np
 import pytest
-from sklearn.model_selection import GridSearchCV
+from sklearn.model_selection import GridSearchCV, KFold
 
 from skcrf import CRFTagger
 from skcrf._inference._constraints import scheme_roles
 from skcrf._inference._spans import RoleMasks, span_log_proba
-from skcrf.metrics import _extract_chunks
+from skcrf.metrics import _extract_chunks, get_scorer
 
 WORDS = ["a", "b", "c", "d"]
 
@@ -320,21 +320,24 @@ def test_grid_search_sees_decoding():
         CRFTagger(c2=0.1, max_iterations=20),
         {"decoding": ["viterbi", "posterior"]},
         cv=2,
-        scoring="flat_accuracy",
+        scoring=get_scorer("flat_accuracy"),
         error_score="raise",
     )
     search.fit(X, y)
     assert list(search.cv_results_["param_decoding"]) == ["viterbi", "posterior"]
     # each candidate's test score is its own decoding's accuracy on the fold
-    from sklearn.model_selection import KFold
-
+    differ = False
     for k, (train, test) in enumerate(KFold(2).split(X)):
+        predictions = []
         for c, decoding in enumerate(["viterbi", "posterior"]):
             model = CRFTagger(c2=0.1, max_iterations=20, decoding=decoding).fit(
                 [X[i] for i in train], [y[i] for i in train]
             )
             expected = model.score([X[i] for i in test], [y[i] for i in test])
             assert search.cv_results_[f"split{k}_test_score"][c] == pytest.approx(expected)
+            predictions.append(model.predict([X[i] for i in test]))
+        differ |= predictions[0] != predictions[1]
+    assert differ  # the two candidates are not the same model
 
 
 def test_decoding_is_keyword_only_and_default_unchanged():

@@ -100,11 +100,12 @@ def scheme_name(scheme):
     return SCHEMES.get(scheme.upper())
 
 
-def _parse(label, scheme, context=None):
+def _parse(label, scheme, context=None, shown=None):
     """``(role, type)`` of a label under ``scheme``; role ``'O'`` for outside.
 
     ``context`` names the caller in the error message (default: the
-    ``allowed_transitions`` argument).
+    ``allowed_transitions`` argument), ``shown`` the scheme as the caller
+    gave it (default: ``scheme``).
     """
     if label == "O":
         return "O", None
@@ -120,7 +121,7 @@ def _parse(label, scheme, context=None):
         else ""
     )
     raise ValueError(
-        f"{context or 'allowed_transitions'}={scheme!r}: the model's label {label!r:.60} "
+        f"{context or 'allowed_transitions'}={shown or scheme!r}: the model's label {label!r:.60} "
         f"does not follow the scheme: labels must be 'O' or a prefix ({prefixes}) and a "
         f"type, e.g. '{next(iter(_ROLES[scheme]))}-PER'.{advice}"
     )
@@ -160,7 +161,7 @@ def scheme_roles(classes, scheme, context="scheme"):
         )
     roles = []
     for label in classes:
-        role, kind = _parse(label, name, context)
+        role, kind = _parse(label, name, context, shown=scheme)
         if role != "O" and not kind:
             raise ValueError(
                 f"{context}={scheme!r}: the model's label {label!r:.60} has no entity type "
