@@ -1347,7 +1347,7 @@ calibration_candidates, calibration_max_trials : default=None
             return out
 
         states, runner_states = terms(predicted), terms(runner_up)
-        result = []
+        result: list[dict[str, Any]] = []
         for t, (k, j) in enumerate(zip(predicted, runner_up)):
             previous = predicted[t - 1] if t else None
             result.append(
@@ -1367,14 +1367,14 @@ calibration_candidates, calibration_max_trials : default=None
         if not as_frame:
             return result
         rows = []
-        for token in result:
-            t = token["position"]
+        for entry in result:
+            position = entry["position"]
             for candidate, key in (("predicted", "state"), ("runner_up", "runner_up_state")):
-                for attribute, label, value in token[key]:
-                    rows.append((t, candidate, "state", attribute, None, label, value))
-            if token["transition"] is not None:
-                source, label, value = token["transition"]
-                rows.append((t, "predicted", "transition", None, source, label, value))
+                for attribute, label, term in entry[key]:
+                    rows.append((position, candidate, "state", attribute, None, label, term))
+            if entry["transition"] is not None:
+                source, label, weight = entry["transition"]
+                rows.append((position, "predicted", "transition", None, source, label, weight))
         columns = ["position", "candidate", "kind", "attribute", "from_label", "label"]
         return _data_frame(rows, [*columns, "contribution"], "explain")
 
@@ -1422,7 +1422,9 @@ calibration_candidates, calibration_max_trials : default=None
             return {"state": state, "transition": transition}
         rows = [("state", a, None, label, w) for a, label, w in state]
         rows += [("transition", None, source, label, w) for source, label, w in transition]
-        return _data_frame(rows, ["kind", "attribute", "from_label", "label", "weight"], "top_features")
+        return _data_frame(
+            rows, ["kind", "attribute", "from_label", "label", "weight"], "top_features"
+        )
 
     def score(self, X: SequencesLike, y: LabelSequencesLike) -> float:
         """Token accuracy of the predictions of ``X`` against ``y``.

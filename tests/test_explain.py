@@ -25,10 +25,7 @@ def tagger():
         # a noisy task: some words get another tag, so runner-ups matter
         tags = [t if rng.random() > 0.15 else str(rng.choice(list(words))) for t in tags]
         X.append(
-            [
-                {"w": str(rng.choice(words[t])), "bias": 1.0, "len": len(t) / 3.0}
-                for t in tags
-            ]
+            [{"w": str(rng.choice(words[t])), "bias": 1.0, "len": len(t) / 3.0} for t in tags]
         )
         y.append(tags)
     return CRFTagger(c2=0.1, all_possible_transitions=True).fit(X, y)
@@ -74,9 +71,9 @@ def test_contributions_sum_to_the_score_difference(tagger, k):
         if t > 0:
             swapped += T[index[labels[t - 1]], index[other[t]]] - token["transition"][2]
         if t + 1 < len(labels):
-            swapped += T[index[other[t]], index[labels[t + 1]]] - explanation[t + 1][
-                "transition"
-            ][2]
+            swapped += (
+                T[index[other[t]], index[labels[t + 1]]] - explanation[t + 1]["transition"][2]
+            )
         expected = base - tagger.sequence_log_proba([xseq], [other])[0]
         np.testing.assert_allclose(score - swapped, expected, rtol=1e-9, atol=1e-9)
         for attribute, label, c in token["state"]:
@@ -112,7 +109,13 @@ def test_frames(tagger):
     frame = tagger.explain(SENTENCES[0], as_frame=True)
     assert isinstance(frame, pd.DataFrame)
     assert list(frame.columns) == [
-        "position", "candidate", "kind", "attribute", "from_label", "label", "contribution"
+        "position",
+        "candidate",
+        "kind",
+        "attribute",
+        "from_label",
+        "label",
+        "contribution",
     ]
     explanation = tagger.explain(SENTENCES[0])
     predicted = frame[frame.candidate == "predicted"]

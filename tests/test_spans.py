@@ -82,9 +82,11 @@ def brute_force(tagger, xseq, scheme, allowed=None, partial=None):
     """Every allowed labelling valid in the scheme with its probability (normalized)."""
     classes = tagger.classes_.tolist()
     labellings = [list(y) for y in itertools.product(classes, repeat=len(xseq))]
-    log_p = tagger.sequence_log_proba([xseq] * len(labellings), labellings, allowed_transitions=[
-        (a, b) for a in classes for b in classes
-    ])
+    log_p = tagger.sequence_log_proba(
+        [xseq] * len(labellings),
+        labellings,
+        allowed_transitions=[(a, b) for a in classes for b in classes],
+    )
     keep = []
     for y, lp in zip(labellings, log_p):
         if scheme is not None and not valid(y, scheme):
@@ -124,8 +126,9 @@ def test_span_probabilities_match_brute_force_for_every_span(scheme):
         [(s, e, kind) for s in range(len(x)) for e in range(s + 1, len(x) + 1) for kind in kinds]
         for x in X
     ]
-    log_proba = span_log_proba(tagger._decoder, encoded, spans, RoleMasks(name, roles), 1,
-                               constraints)
+    log_proba = span_log_proba(
+        tagger._decoder, encoded, spans, RoleMasks(name, roles), 1, constraints
+    )
     checked = 0
     for xseq, seq_spans, seq_log_proba in zip(X, spans, log_proba):
         labellings, probs = brute_force(tagger, xseq, scheme)
@@ -155,8 +158,9 @@ def test_predict_entities_match_brute_force(scheme, decoding):
             for y, p in zip(labellings, probs):
                 for t, label in enumerate(y):
                     marginals[t, label] = marginals.get((t, label), 0.0) + p
-            gains = [sum(marginals.get((t, lab), 0.0) for t, lab in enumerate(y))
-                     for y in labellings]
+            gains = [
+                sum(marginals.get((t, lab), 0.0) for t, lab in enumerate(y)) for y in labellings
+            ]
             best = labellings[int(np.argmax(gains))]
         expected = _extract_chunks(best, METRIC_SCHEME[scheme])
         assert [(s, e, kind) for s, e, kind, _ in entities] == [
@@ -220,7 +224,8 @@ def test_predict_entities_errors_and_empty():
     assert tagger.predict_entities([[], [{"w": "a"}]])[0] == []
     with pytest.raises(ValueError, match=r"X\[1\]"):
         tagger.predict_entities(
-            [[{"w": "a"}], [{"w": "a"}, {"w": "b"}]], partial_labels=[None, ["O", "I-Y"]],
+            [[{"w": "a"}], [{"w": "a"}, {"w": "b"}]],
+            partial_labels=[None, ["O", "I-Y"]],
             allowed_transitions=[("O", "O")],
         )
     with pytest.raises(ValueError, match=r"X\[0\]\[1\]"):

@@ -353,9 +353,7 @@ class Constraints:
         """
         transitions = transition_constraints(classes, allowed_transitions)
         if scheme is not None:
-            transitions = combine_transitions(
-                transitions, transition_constraints(classes, scheme)
-            )
+            transitions = combine_transitions(transitions, transition_constraints(classes, scheme))
         token_index = token_masks = None
         if partial_labels is not None:
             token_index, token_masks = check_partial_labels(
