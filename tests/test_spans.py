@@ -345,6 +345,14 @@ def test_grid_search_sees_decoding():
     assert differ  # the two candidates are not the same model
 
 
+def test_posterior_empty_sequences_and_one_label():
+    tagger = random_tagger(["A", "B"], seed=0, decoding="posterior")
+    assert tagger.predict([[], [{"w": "a"}], []])[0::2] == [[], []]
+    assert tagger.predict_single([]) == []
+    one = CRFTagger(c2=0.1, decoding="posterior").fit([[{"w": "a"}]], [["X"]])
+    assert one.predict([[{"w": "a"}, {"w": "b"}]]) == [["X", "X"]]
+
+
 def test_decoding_is_keyword_only_and_default_unchanged():
     with pytest.raises(TypeError):
         CRFTagger(*([None] * 28), "posterior")
@@ -354,13 +362,24 @@ def test_decoding_is_keyword_only_and_default_unchanged():
 def test_threads_give_sequential_answers():
     tagger = random_tagger(SCHEME_LABELS["BIO"], seed=7, decoding="posterior")
     X = test_sequences(seed=8, n=30, max_length=6)
-    expected = (tagger.predict(X), tagger.predict_entities(X))
+
+    def answers():
+        return (
+            tagger.predict(X),
+            tagger.predict_entities(X),
+            tagger.predict_entities(X, "IOB1", allowed_transitions="BIO"),
+            [tagger.predict_single(x) for x in X[:5]],
+            [tagger.explain(x) for x in X[:5]],
+            tagger.score(X, tagger.set_params().predict(X)),
+        )
+
+    expected = answers()
     results = [None] * 8
     barrier = threading.Barrier(8)
 
     def work(k):
         barrier.wait()
-        results[k] = (tagger.predict(X), tagger.predict_entities(X))
+        results[k] = answers()
 
     threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
     for thread in threads:
