@@ -9,7 +9,9 @@ Trains a :class:`~skcrf.CRFTagger` on the Treebank task (a slice of it with
 (the next most probable one at that token), and the transition into the
 token. It prints the strongest features of the model
 (:meth:`~skcrf.CRFTagger.top_features`) and, with ``--plot``, draws the
-terms of the most ambiguous token as a bar chart::
+terms of the token the model is least sure of, for its tag and the
+runner-up: the strongest state terms and the transitions to the neighbours'
+tags (the sums include every term)::
 
     python examples/explain_tagger.py
     python examples/explain_tagger.py --sentence "Time flies like an arrow ."
@@ -98,29 +100,50 @@ def main(argv=None):
     hardest = min(explanation, key=lambda token: token["probability"])
     print(f"\nleast sure: {words[hardest['position']]!r} ({hardest['probability']:.2f})")
     if args.plot:
-        plot_token(words, hardest, args.top)
+        plot_token(tagger, words, explanation, hardest, args.top)
 
 
-def plot_token(words, token, top):
-    """The state terms of the predicted and the runner-up tag of one token."""
+def neighbour_terms(tagger, explanation, position, label):
+    """The transition terms into and out of ``position`` if it had ``label``."""
+    classes = list(tagger.classes_)
+    terms = []
+    if position > 0:
+        previous = explanation[position - 1]["label"]
+        weight = tagger.transition_[classes.index(previous), classes.index(label)]
+        terms.append((f"transition from {previous}", weight))
+    if position + 1 < len(explanation):
+        following = explanation[position + 1]["label"]
+        weight = tagger.transition_[classes.index(label), classes.index(following)]
+        terms.append((f"transition to {following}", weight))
+    return terms
+
+
+def plot_token(tagger, words, explanation, token, top):
+    """The terms of the predicted and the runner-up tag of one token.
+
+    Its state terms (the strongest ``top``) and the transitions to its
+    neighbours' predicted tags: the two labellings differ by these terms only.
+    """
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(9, 0.35 * top + 1.8), sharex=True)
+    fig, axes = plt.subplots(1, 2, figsize=(9, 0.35 * (top + 2) + 1.8), sharex=True)
     for axis, key, label in (
         (axes[0], "state", token["label"]),
         (axes[1], "runner_up_state", token["runner_up"]),
     ):
-        terms = token[key][:top]
-        values = [term for _, _, term in terms]
+        transitions = neighbour_terms(tagger, explanation, token["position"], label)
+        terms = [(a, c) for a, _, c in token[key][:top]] + transitions
+        values = [c for _, c in terms]
         axis.barh(
             range(len(values)),
             values,
             color=["tab:red" if v < 0 else "tab:green" for v in values],
         )
-        axis.set_yticks(range(len(values)), [a for a, _, _ in terms], fontsize=8)
+        axis.set_yticks(range(len(values)), [name for name, _ in terms], fontsize=8)
         axis.invert_yaxis()
         axis.axvline(0, color="black", linewidth=0.8)
-        axis.set_title(f"{label}: sum {sum(t for _, _, t in token[key]):+.2f}")
+        total = sum(c for _, _, c in token[key]) + sum(c for _, c in transitions)
+        axis.set_title(f"{label}: all terms sum to {total:+.2f}")
         axis.set_xlabel("weight x value")
     fig.suptitle(f"Why {words[token['position']]!r} is {token['label']}, not {token['runner_up']}")
     fig.tight_layout()

@@ -225,7 +225,7 @@ calibration_candidates, calibration_max_trials : default=None
         token accuracy), among those the constraints allow
         (``allowed_transitions``, partial labels): each token's most
         probable label when no pair is forbidden. predict_nbest,
-        predict_marginals and tagger_ are unchanged.
+        predict_marginals and ``tagger_`` are unchanged.
 
     Attributes
     ----------
