@@ -387,3 +387,39 @@ def test_threads_give_sequential_answers():
     for thread in threads:
         thread.join()
     assert all(result == expected for result in results)
+
+
+def test_pickle_from_before_decoding_existed():
+    import pickle
+
+    tagger = random_tagger(["A", "B"], seed=0)
+    state = tagger.__getstate__()
+    state.pop("decoding")
+    old = CRFTagger.__new__(CRFTagger)
+    old.__setstate__(state)
+    assert old.get_params()["decoding"] == "viterbi"
+    X = test_sequences(seed=1)
+    assert old.predict(X) == tagger.predict(X)
+    again = pickle.loads(pickle.dumps(tagger.set_params(decoding="posterior")))
+    assert again.decoding == "posterior" and again.predict(X) == tagger.predict(X)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_early_stopping_scores_with_the_decoding():
+    rng = np.random.default_rng(3)
+    X = test_sequences(seed=9, n=60)
+    y = [[str(rng.choice(["A", "B", "C"])) for _ in x] for x in X]
+    X_dev, y_dev = X[:20], y[:20]
+    common = dict(c2=0.05, max_iterations=8, early_stopping=True, n_iter_no_change=50)
+    for decoding in ("viterbi", "posterior"):
+        tagger = CRFTagger(decoding=decoding, **common).fit(
+            X[20:], y[20:], X_dev=X_dev, y_dev=y_dev
+        )
+        best = tagger.best_iteration_
+        (entry,) = [it for it in tagger.training_log_.iterations if it["num"] == best]
+        # the kept weights are the best iteration's: its validation score is
+        # the fitted model's own token accuracy (under its decoding)
+        assert entry["validation_score"] == pytest.approx(tagger.score(X_dev, y_dev), abs=1e-12)
+    # (the two decodings differ there: the check above tells them apart)
+    viterbi_score = tagger.set_params(decoding="viterbi").score(X_dev, y_dev)
+    assert viterbi_score != pytest.approx(entry["validation_score"], abs=1e-12)
