@@ -201,8 +201,7 @@ class Decoder:
             scores = np.array(marginals, dtype=np.float64, order="C")
             apply_log_masks(scores, masks)
             block_path = np.empty(block.n_rows, dtype=np.intp)
-            best = np.empty(block.n_sequences)
-            viterbi_packed(scores, transitions, block.batch_sizes, block_path, best, pruning)
+            viterbi_packed(scores, transitions, block.batch_sizes, block_path, pruning=pruning)
             return block_path
 
         return self._run(encoded, n_threads, decode_block, path, name)
