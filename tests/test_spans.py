@@ -423,3 +423,12 @@ def test_early_stopping_scores_with_the_decoding():
     # (the two decodings differ there: the check above tells them apart)
     viterbi_score = tagger.set_params(decoding="viterbi").score(X_dev, y_dev)
     assert viterbi_score != pytest.approx(entry["validation_score"], abs=1e-12)
+
+
+def test_partial_label_against_the_scheme_names_the_token():
+    tagger = random_tagger(SCHEME_LABELS["BIO"], seed=0)
+    X = [[{"w": "a"}], [{"w": "a"}, {"w": "b"}]]
+    with pytest.raises(ValueError, match=r"sequence 1 .* token 0 .* first of a sequence"):
+        tagger.predict_entities(X, partial_labels=[None, ["I-X", None]])
+    # without the scheme, I-X may begin a sequence
+    assert tagger.predict(X, partial_labels=[None, ["I-X", None]])[1][0] == "I-X"

@@ -408,7 +408,8 @@ class Constraints:
                 raise ValueError(
                     f"No labelling of sequence {i} satisfies the constraints: the "
                     f"partial label of token {j} allows no label that may be the "
-                    f"{where} of a sequence under allowed_transitions."
+                    f"{where} of a sequence under allowed_transitions (or the "
+                    "tagging scheme of the call)."
                 )
 
     def emission_masks(self, block):
