@@ -9,6 +9,7 @@ import pytest
 from sklearn.model_selection import GridSearchCV, KFold
 
 from skcrf import CRFTagger
+from skcrf._inference._blocks import count_blocks
 from skcrf._inference._constraints import scheme_roles
 from skcrf._inference._spans import RoleMasks, span_log_proba
 from skcrf.metrics import _extract_chunks, get_scorer
@@ -432,3 +433,22 @@ def test_partial_label_against_the_scheme_names_the_token():
         tagger.predict_entities(X, partial_labels=[None, ["I-X", None]])
     # without the scheme, I-X may begin a sequence
     assert tagger.predict(X, partial_labels=[None, ["I-X", None]])[1][0] == "I-X"
+
+
+def test_many_blocks_and_threads_match_one_sequence_at_a_time():
+    # enough tokens for several blocks and two shards: the per-block
+    # bookkeeping (packed rows, sequence order) must match one-by-one calls
+    tagger = random_tagger(SCHEME_LABELS["IOB1"], seed=11, n_jobs=2)
+    X = test_sequences(seed=12, n=4000, max_length=10)
+    lengths = [len(x) for x in X]
+    assert count_blocks(lengths, len(tagger.classes_)) >= 2 and sum(lengths) > 2 * 4000
+    entities = tagger.predict_entities(X, "IOB1")
+    posterior = tagger.set_params(decoding="posterior").predict(X)
+    tagger.set_params(decoding="viterbi")
+    rng = np.random.default_rng(0)
+    for i in rng.choice(len(X), size=40, replace=False).tolist():
+        (alone,) = tagger.predict_entities([X[i]], "IOB1")
+        assert [e[:3] for e in alone] == [e[:3] for e in entities[i]]
+        np.testing.assert_allclose([e[3] for e in alone], [e[3] for e in entities[i]], rtol=1e-12)
+        assert tagger.set_params(decoding="posterior").predict_single(X[i]) == posterior[i]
+        tagger.set_params(decoding="viterbi")
