@@ -19,8 +19,10 @@ from ._featurize._labels import check_distinct_labels, check_labels, encode_labe
 from ._featurize._stream import encode_data
 from ._featurize._validation import check_reusable, is_item_sequence
 from ._featurize._vocabulary import Vocabulary
-from ._inference._constraints import Constraints
+from ._inference._constraints import Constraints, scheme_roles
 from ._inference._decode import Decoder
+from ._inference._explain import state_contributions, strongest
+from ._inference._spans import RoleMasks, span_log_proba
 from ._inference._structured import nbest, sequence_scores, transition_marginals
 from ._model import FittedState
 from ._persist._crfsuite_file import crfsuite_bytes, read_crfsuite, write_crfsuite
@@ -31,6 +33,7 @@ from ._training._fit import ALGORITHM_DEFAULTS, FEATURE_DEFAULTS, TRAINER_PARAME
 from ._training._monitor import CallbackInfo
 from ._typing import LabelSequencesLike, SequenceLike, SequencesLike
 from ._utils._threads import effective_n_threads
+from .metrics import _chunks_from_parsed as label_chunks
 from .metrics import get_scorer
 
 # Guards the creation of ``tagger_``'s view, which threads share.
@@ -213,6 +216,16 @@ calibration_candidates, calibration_max_trials : default=None
         weights for every label). Only ``algorithm='lbfgs'`` trains from
         partial labels; the other trainers, and partial_fit, reject them.
         None: every label is given.
+    decoding : {'viterbi', 'posterior'}, default='viterbi'
+        The labelling that predict, predict_single, predict_entities,
+        sequence_log_proba (without ``y``) and so score, scorers and
+        GridSearchCV return. ``'viterbi'``: the most probable labelling.
+        ``'posterior'``: the labelling with the largest expected number of
+        correct tokens, ``sum_t p(y_t = yhat_t | x)`` (maximum expected
+        token accuracy), among those the constraints allow
+        (``allowed_transitions``, partial labels): each token's most
+        probable label when no pair is forbidden. predict_nbest,
+        predict_marginals and ``tagger_`` are unchanged.
 
     Attributes
     ----------
@@ -340,6 +353,7 @@ calibration_candidates, calibration_max_trials : default=None
         "scoring": [str, callable, None],
         "allowed_transitions": [str, list, tuple, set, frozenset, None],
         "missing_label": "no_validation",
+        "decoding": [StrOptions({"viterbi", "posterior"})],
     }
 
     def __init__(
@@ -383,6 +397,7 @@ calibration_candidates, calibration_max_trials : default=None
         scoring: str | Callable[..., float] | None = None,
         allowed_transitions: str | Iterable[tuple[Any, Any]] | None = None,
         missing_label: Any = None,
+        decoding: str = "viterbi",
     ) -> None:
         # Positional order is sklearn_crfsuite.CRF's, so that its scripts
         # (``CRF('lbfgs', ...)``) run unchanged; skcrf's own are keyword-only.
@@ -424,6 +439,7 @@ calibration_candidates, calibration_max_trials : default=None
         self.scoring = scoring
         self.allowed_transitions = allowed_transitions
         self.missing_label = missing_label
+        self.decoding = decoding
 
     def _validate_params(self):
         super()._validate_params()
@@ -542,7 +558,11 @@ calibration_candidates, calibration_max_trials : default=None
             "verbose": self.verbose,
             "dev": None if X_dev is None else (X_dev, y_dev),
             "validation": validation,
-            "validation_scorer": None if self.scoring is None else self._validation_scorer,
+            # token accuracy of Viterbi paths is the fit driver's own; other
+            # scores (and posterior decoding's accuracy) go through a scorer
+            "validation_scorer": None
+            if self.scoring is None and self.decoding == "viterbi"
+            else self._validation_scorer,
             "validation_name": None if self.scoring is None else _scoring_name(self.scoring),
             "n_iter_no_change": self.n_iter_no_change,
             "tol": self.tol,
@@ -551,7 +571,7 @@ calibration_candidates, calibration_max_trials : default=None
 
     def _validation_scorer(self, model, vocabulary, X_val, y_val):
         """``score(w)`` of ``scoring`` on the early-stopping data."""
-        scorer = get_scorer(self.scoring)
+        scorer = get_scorer(self.scoring) if self.scoring is not None else _token_accuracy
 
         def score(w):
             probe = clone(self)
@@ -809,6 +829,8 @@ calibration_candidates, calibration_max_trials : default=None
 
     def __setstate__(self, state):
         super().__setstate__(state)
+        # pickled before the parameter existed: the decoding it had
+        self.__dict__.setdefault("decoding", "viterbi")
         model = self.__dict__.get("_model")
         if model is not None:
             self._vocabulary = Vocabulary(model.attributes, model.value_separator)
@@ -921,18 +943,37 @@ calibration_candidates, calibration_max_trials : default=None
         bounds = np.concatenate([[0], np.cumsum(lengths)]).tolist()
         return [flat[start:stop] for start, stop in zip(bounds[:-1], bounds[1:])]
 
-    def _constraints(self, lengths, allowed_transitions, partial_labels):
+    def _constraints(self, lengths, allowed_transitions, partial_labels, scheme=None):
         """The :class:`Constraints` of a decoding call (None when there are none)."""
         if allowed_transitions is None:
             allowed_transitions = self.allowed_transitions
-        if allowed_transitions is None and partial_labels is None:
+        if allowed_transitions is None and partial_labels is None and scheme is None:
             return None
-        return Constraints.build(self.classes_, lengths, allowed_transitions, partial_labels)
+        return Constraints.build(
+            self.classes_, lengths, allowed_transitions, partial_labels, scheme=scheme
+        )
+
+    def _decoding_method(self):
+        """The decoder's method of ``decoding`` (checked: set_params does not validate)."""
+        if self.decoding == "viterbi":
+            return self._decoder.viterbi
+        if self.decoding == "posterior":
+            return self._decoder.posterior
+        raise ValueError(
+            f"The 'decoding' parameter of CRFTagger must be 'viterbi' or 'posterior'; "
+            f"got {self.decoding!r:.60}."
+        )
+
+    def _path(self, encoded, constraints, name="X", n_threads=None):
+        """Label index of every token (flat order) under ``decoding``."""
+        if n_threads is None:
+            n_threads = effective_n_threads(self.n_jobs)
+        return self._decoding_method()(encoded, n_threads, name=name, constraints=constraints)
 
     def predict(
         self, X: SequencesLike, *, allowed_transitions: Any = None, partial_labels: Any = None
     ) -> list[list[Any]]:
-        """Most likely label sequence of each sequence (Viterbi).
+        """Most likely label sequence of each sequence (Viterbi, or see ``decoding``).
 
         Parameters
         ----------
@@ -962,9 +1003,7 @@ calibration_candidates, calibration_max_trials : default=None
         """
         encoded = self._encode(X)
         constraints = self._constraints(encoded.lengths, allowed_transitions, partial_labels)
-        path = self._decoder.viterbi(
-            encoded, effective_n_threads(self.n_jobs), constraints=constraints
-        )
+        path = self._path(encoded, constraints)
         return self._split(self.classes_[path].tolist(), encoded.lengths)
 
     def predict_single(
@@ -982,6 +1021,7 @@ calibration_candidates, calibration_max_trials : default=None
             allowed_transitions is None
             and self.allowed_transitions is None
             and (partial_labels is None)
+            and self.decoding == "viterbi"
         ):
             return self.classes_[self._decoder.viterbi_single(encoded, name="xseq")].tolist()
         constraints = self._constraints(
@@ -989,7 +1029,7 @@ calibration_candidates, calibration_max_trials : default=None
             allowed_transitions,
             None if partial_labels is None else [partial_labels],
         )
-        path = self._decoder.viterbi(encoded, 1, name="xseq", constraints=constraints)
+        path = self._path(encoded, constraints, name="xseq", n_threads=1)
         return self.classes_[path].tolist()
 
     def predict_marginals(
@@ -1098,8 +1138,9 @@ calibration_candidates, calibration_max_trials : default=None
         X : list of sequences of tokens
         y : list of sequences of labels, optional
             The labellings to score; a label the model does not know gives
-            ``-inf``. None: the Viterbi path of each sequence (the model's
-            confidence in :meth:`predict`'s answer).
+            ``-inf``. None: :meth:`predict`'s labelling of each sequence
+            (the model's confidence in its answer): the Viterbi path, or the
+            posterior one with ``decoding='posterior'``.
         allowed_transitions, partial_labels : optional
             As in :meth:`predict`: probabilities conditioned on them; a
             labelling that breaks them gets ``-inf``.
@@ -1116,9 +1157,14 @@ calibration_candidates, calibration_max_trials : default=None
             encoded, y = encode_data(self._vocabulary, X, y, grow=False, name="X")
         constraints = self._constraints(encoded.lengths, allowed_transitions, partial_labels)
         n_threads = effective_n_threads(self.n_jobs)
-        if y is None:
+        if y is None and self.decoding == "viterbi":
             _, log_proba, _ = nbest(self._decoder, encoded, 1, n_threads, constraints=constraints)
             return log_proba[:, 0]
+        if y is None:
+            label_index = self._path(encoded, constraints, n_threads=n_threads)
+            return sequence_scores(
+                self._decoder, encoded, label_index, n_threads, constraints=constraints
+            )
         labels = check_labels(y, encoded.lengths, name="y")
         label_index, _ = encode_labels(
             labels, self.classes_, name="y", lengths=encoded.lengths, classes_name="classes_"
@@ -1156,10 +1202,234 @@ calibration_candidates, calibration_max_trials : default=None
             pairs[start : max(stop - 1, start)] for start, stop in zip(bounds[:-1], bounds[1:])
         ]
 
+    def predict_entities(
+        self,
+        X: SequencesLike,
+        scheme: str = "BIO",
+        *,
+        allowed_transitions: Any = None,
+        partial_labels: Any = None,
+    ) -> list[list[tuple[int, int, Any, float]]]:
+        """The entities of each sequence's labelling, with their exact probability.
+
+        Every labelling considered is valid in ``scheme``: the labelling is
+        decoded (``decoding``) under the scheme's rules (its allowed pairs
+        and first and last labels) together with the other constraints
+        (``allowed_transitions``, the estimator's by default, and
+        ``partial_labels``), so a labelling the scheme forbids (an ``I-X``
+        after ``O``) is never decoded. Its entities are read as the entity
+        metrics read them.
+
+        Parameters
+        ----------
+        X : list of sequences of tokens
+        scheme : str, default='BIO'
+            ``'BIO'`` (= ``'IOB2'``), ``'IOB1'``, ``'IOBES'`` (=
+            ``'BIOUL'``) or ``'BMES'`` (case-insensitive): every label of the
+            model must be ``'O'`` or a prefix of the scheme and a type
+            (``'B-PER'``).
+        allowed_transitions, partial_labels : optional
+            As in :meth:`predict`; they constrain the labellings as well as
+            the scheme.
+
+        Returns
+        -------
+        list of list of (int, int, type, float)
+            Per sequence, ``(start, end, type, probability)`` of each entity,
+            in order; ``end`` is exclusive (the entity covers tokens
+            ``start`` to ``end - 1``). ``probability`` is the exact
+            probability under the model, conditioned on the labellings
+            valid in the scheme and allowed by the constraints, that a
+            labelling has exactly this span as an entity of this type
+            (neither longer nor shorter): ``p(span | x, valid)``.
+
+        Raises
+        ------
+        ValueError
+            On an unknown scheme or a label that does not follow it (named),
+            or when the constraints leave a sequence no labelling (named).
+        """
+        self._fitted_model()
+        name, roles = scheme_roles(self.classes_.tolist(), scheme, context="scheme")
+        encoded = self._encode(X)
+        constraints = self._constraints(
+            encoded.lengths, allowed_transitions, partial_labels, scheme=scheme
+        )
+        n_threads = effective_n_threads(self.n_jobs)
+        path = self._path(encoded, constraints, n_threads=n_threads)
+        parsed = [roles[k] for k in path.tolist()]
+        spans = [
+            [(start, end, kind) for kind, start, end in label_chunks(seq)]
+            for seq in self._split(parsed, encoded.lengths)
+        ]
+        log_proba = span_log_proba(
+            self._decoder,
+            encoded,
+            spans,
+            RoleMasks(name, roles),
+            n_threads,
+            constraints=constraints,
+        )
+        return [
+            [
+                (start, end, kind, float(np.exp(lp)))
+                for (start, end, kind), lp in zip(seq, seq_log_proba.tolist())
+            ]
+            for seq, seq_log_proba in zip(spans, log_proba)
+        ]
+
+    def explain(self, xseq: SequenceLike, *, as_frame: bool = False) -> Any:
+        """Why each token gets its label: the feature terms of the scores.
+
+        The score of a labelling is the sum of its state terms (per token,
+        the weight of (attribute, label) times the attribute's value) and
+        its transition terms (the weight of each pair of neighbouring
+        labels). For every token this lists the state terms of the
+        predicted label (:meth:`predict_single`, so ``decoding`` and
+        ``allowed_transitions`` apply) and of the runner-up, the label with
+        the next highest marginal probability there
+        (:meth:`predict_marginals_single`), and the transition term of the
+        predicted path into the token.
+
+        Parameters
+        ----------
+        xseq : sequence of tokens
+        as_frame : bool, default=False
+            Return a ``pandas.DataFrame`` (pandas is needed, and not a
+            dependency of skcrf).
+
+        Returns
+        -------
+        list of dict, or pandas.DataFrame
+            One dict per token, with keys:
+
+            - ``'position'``: the token's index;
+            - ``'label'``, ``'probability'``: the predicted label and its
+              marginal probability;
+            - ``'state'``: ``[(attribute, label, weight * value), ...]``,
+              the state terms of the predicted label, largest absolute term
+              first (attributes unseen in training, or without a feature
+              for the label, add nothing and are not listed);
+            - ``'runner_up'``, ``'runner_up_probability'``,
+              ``'runner_up_state'``: the same for the runner-up label (None,
+              0.0 and [] for a model with one label);
+            - ``'transition'``: ``(previous_label, label, weight)`` of the
+              predicted path into this token (None at the first token).
+
+            The predicted path's score is the sum of every ``'state'`` and
+            ``'transition'`` term. With ``as_frame=True``, one row per term:
+            columns ``position``, ``candidate`` (``'predicted'`` or
+            ``'runner_up'``), ``kind`` (``'state'`` or ``'transition'``),
+            ``attribute`` (None for a transition), ``from_label`` (None for
+            a state term), ``label``, ``contribution``.
+        """
+        model = self._fitted_model()
+        xseq = _single_tokens(xseq)
+        labels = self.predict_single(xseq)
+        marginals = self.predict_marginals_single(xseq)
+        encoded = self._vocabulary.encode([xseq], grow=False, name="xseq")
+        classes = self.classes_.tolist()
+        index = {label: k for k, label in enumerate(classes)}
+        predicted = [index[label] for label in labels]
+        runner_up = []
+        for token, k in zip(marginals, predicted):
+            others = [(-token[c], j) for j, c in enumerate(classes) if j != k]
+            runner_up.append(min(others)[1] if others else -1)
+        names = model.attributes
+        transitions = model.transition_matrix()
+
+        def terms(indices):
+            out = []
+            for token_terms, k in zip(state_contributions(model, encoded, indices), indices):
+                listed = [(names[a], classes[k], w * v) for a, w, v in token_terms]
+                listed.sort(key=lambda term: -abs(term[2]))
+                out.append(listed)
+            return out
+
+        states, runner_states = terms(predicted), terms(runner_up)
+        result: list[dict[str, Any]] = []
+        for t, (k, j) in enumerate(zip(predicted, runner_up)):
+            previous = predicted[t - 1] if t else None
+            result.append(
+                {
+                    "position": t,
+                    "label": classes[k],
+                    "probability": float(marginals[t][classes[k]]),
+                    "state": states[t],
+                    "runner_up": classes[j] if j >= 0 else None,
+                    "runner_up_probability": float(marginals[t][classes[j]]) if j >= 0 else 0.0,
+                    "runner_up_state": runner_states[t],
+                    "transition": None
+                    if previous is None
+                    else (classes[previous], classes[k], float(transitions[previous, k])),
+                }
+            )
+        if not as_frame:
+            return result
+        rows = []
+        for entry in result:
+            position = entry["position"]
+            for candidate, key in (("predicted", "state"), ("runner_up", "runner_up_state")):
+                for attribute, label, term in entry[key]:
+                    rows.append((position, candidate, "state", attribute, None, label, term))
+            if entry["transition"] is not None:
+                source, label, weight = entry["transition"]
+                rows.append((position, "predicted", "transition", None, source, label, weight))
+        columns = ["position", "candidate", "kind", "attribute", "from_label", "label"]
+        return _data_frame(rows, [*columns, "contribution"], "explain")
+
+    def top_features(self, n: int = 10, *, as_frame: bool = False) -> Any:
+        """The ``n`` strongest state features and transitions (largest ``|weight|``).
+
+        Parameters
+        ----------
+        n : int, default=10
+            How many of each (at least 1); fewer when the model has fewer
+            nonzero weights.
+        as_frame : bool, default=False
+            Return a ``pandas.DataFrame`` (pandas is needed).
+
+        Returns
+        -------
+        dict or pandas.DataFrame
+            ``{'state': [(attribute, label, weight), ...], 'transition':
+            [(from_label, to_label, weight), ...]}``, strongest first (ties:
+            attribute order, then ``classes_`` order). With
+            ``as_frame=True``, one row per feature: columns ``kind``
+            (``'state'`` or ``'transition'``), ``attribute`` (None for a
+            transition), ``from_label`` (None for a state feature),
+            ``label``, ``weight``.
+        """
+        if isinstance(n, (bool, np.bool_)) or not isinstance(n, Integral) or n < 1:
+            raise ValueError(f"n must be an integer >= 1; got {n!r}.")
+        model = self._fitted_model()
+        classes = self.classes_.tolist()
+        names = model.attributes
+        attribute_of = model.state_attributes()
+        state = [
+            (names[int(attribute_of[f])], classes[int(model.state_labels[f])], float(w))
+            for f, w in (
+                (f, model.state_weights[f]) for f in strongest(model.state_weights, int(n))
+            )
+        ]
+        matrix = model.transition_matrix()
+        n_labels = len(classes)
+        transition = [
+            (classes[p // n_labels], classes[p % n_labels], float(matrix.flat[p]))
+            for p in strongest(matrix.ravel(), int(n)).tolist()
+        ]
+        if not as_frame:
+            return {"state": state, "transition": transition}
+        rows = [("state", a, None, label, w) for a, label, w in state]
+        rows += [("transition", None, source, label, w) for source, label, w in transition]
+        return _data_frame(
+            rows, ["kind", "attribute", "from_label", "label", "weight"], "top_features"
+        )
+
     def score(self, X: SequencesLike, y: LabelSequencesLike) -> float:
         """Token accuracy of the predictions of ``X`` against ``y``.
 
-        Predictions use the estimator's ``allowed_transitions``.
+        Predictions use the estimator's ``allowed_transitions`` and ``decoding``.
 
         Parameters
         ----------
@@ -1178,11 +1448,7 @@ calibration_candidates, calibration_max_trials : default=None
         check_distinct_labels(
             true, "y", classes=self.classes_, lengths=encoded.lengths, classes_name="classes_"
         )
-        path = self._decoder.viterbi(
-            encoded,
-            effective_n_threads(self.n_jobs),
-            constraints=self._constraints(encoded.lengths, None, None),
-        )
+        path = self._path(encoded, self._constraints(encoded.lengths, None, None))
         predicted = self.classes_[path].tolist()
         return float(np.mean([a == b for a, b in zip(true, predicted)]))
 
@@ -1227,6 +1493,23 @@ def _scoring_name(scoring):
         return f"scoring={scoring!r}"
     name = getattr(scoring, "__qualname__", None) or getattr(scoring, "__name__", None)
     return f"scoring={name or repr(scoring)[:100]}"
+
+
+def _token_accuracy(estimator, X, y):
+    """The default early-stopping score: ``estimator.score`` (its own decoding)."""
+    return estimator.score(X, y)
+
+
+def _data_frame(rows, columns, method):
+    """``pandas.DataFrame(rows, columns=columns)``; a clear error without pandas."""
+    try:
+        import pandas as pd
+    except ImportError:
+        raise ImportError(
+            f"{method}(as_frame=True) needs pandas, which is not installed; "
+            "install it or use as_frame=False (plain lists)."
+        ) from None
+    return pd.DataFrame(rows, columns=columns)
 
 
 def _single_tokens(xseq):

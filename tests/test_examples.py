@@ -117,11 +117,26 @@ def test_pipeline(treebank):
 
 @pytest.mark.parametrize(
     "name",
-    ["treebank_pos.py", "grid_search.py", "pipeline.py", "cv_treebank.py", "early_stopping.py"],
+    [
+        "treebank_pos.py",
+        "grid_search.py",
+        "pipeline.py",
+        "cv_treebank.py",
+        "early_stopping.py",
+        "explain_tagger.py",
+    ],
 )
 def test_help(name):
     stdout = run_example(name, "--help")
     assert "--max-sentences" in stdout
+
+
+@pytest.mark.treebank
+def test_explain_tagger(treebank):
+    stdout = run_example("explain_tagger.py", *QUICK, "--n-jobs", "1", "--top", "3", "--plot")
+    assert "Top 3 state features (by |weight|):" in stdout
+    assert re.search(r"^explained: The/\S+ old/\S+", stdout, flags=re.MULTILINE)
+    assert re.search(r"^least sure: '\S+' \(\d\.\d\d\)", stdout, flags=re.MULTILINE)
 
 
 @pytest.mark.treebank

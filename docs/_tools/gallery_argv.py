@@ -72,6 +72,15 @@ GALLERY_ARGS = {
         "--plot",
         "/dev/null",
     ],
+    "explain_tagger.py": [
+        "--max-sentences",
+        "300",
+        "--max-iterations",
+        "30",
+        "--n-jobs",
+        "1",
+        "--plot",
+    ],
     "embeddings.py": ["--max-sentences", "300", "--max-iterations", "30", "--n-jobs", "1"],
     # the figure stays open for the gallery; the file it is saved to is not needed
     "early_stopping.py": [

@@ -45,6 +45,8 @@ __all__ = [
     "SCHEMES",
     "Constraints",
     "NoValidLabelling",
+    "combine_transitions",
+    "scheme_roles",
     "scheme_transitions",
     "transition_constraints",
 ]
@@ -98,8 +100,13 @@ def scheme_name(scheme):
     return SCHEMES.get(scheme.upper())
 
 
-def _parse(label, scheme):
-    """``(role, type)`` of a label under ``scheme``; role ``'O'`` for outside."""
+def _parse(label, scheme, context=None, shown=None):
+    """``(role, type)`` of a label under ``scheme``; role ``'O'`` for outside.
+
+    ``context`` names the caller in the error message (default: the
+    ``allowed_transitions`` argument), ``shown`` the scheme as the caller
+    gave it (default: ``scheme``).
+    """
     if label == "O":
         return "O", None
     if isinstance(label, str):
@@ -108,12 +115,69 @@ def _parse(label, scheme):
         if role is not None and (sep or not kind):
             return role, kind if sep else None
     prefixes = ", ".join(f"{p}-" for p in _ROLES[scheme])
-    raise ValueError(
-        f"allowed_transitions={scheme!r}: the label {label!r:.60} does not follow the "
-        f"scheme: labels must be 'O' or a prefix ({prefixes}) and a type, e.g. "
-        f"'{next(iter(_ROLES[scheme]))}-PER'. Give the allowed pairs instead of a scheme "
-        "name for other labels."
+    advice = (
+        " Give the allowed pairs instead of a scheme name for other labels."
+        if context is None
+        else ""
     )
+    raise ValueError(
+        f"{context or 'allowed_transitions'}={shown or scheme!r}: the model's label {label!r:.60} "
+        f"does not follow the scheme: labels must be 'O' or a prefix ({prefixes}) and a "
+        f"type, e.g. '{next(iter(_ROLES[scheme]))}-PER'.{advice}"
+    )
+
+
+def scheme_roles(classes, scheme, context="scheme"):
+    """``(role, type)`` of every label under a tagging scheme.
+
+    Roles are ``'O'`` (outside), ``'B'`` (begin), ``'I'`` (inside, ``M`` of
+    BMES), ``'E'`` (end, ``L`` of BIOUL) and ``'S'`` (single, ``U`` of
+    BIOUL); every label other than ``'O'`` must have a type.
+
+    Parameters
+    ----------
+    classes : sequence of labels
+    scheme : str
+        One of :data:`SCHEMES` (case-insensitive).
+    context : str
+        How the caller names the scheme argument in error messages.
+
+    Returns
+    -------
+    name : str
+        The canonical scheme name (``'BIO'`` -> ``'IOB2'``).
+    roles : list of (str, str or None)
+
+    Raises
+    ------
+    ValueError
+        On an unknown scheme, or a label that does not follow it (the
+        message names the label).
+    """
+    name = scheme_name(scheme)
+    if name is None:
+        raise ValueError(
+            f"{context}={scheme!r}: unknown tagging scheme; expected one of {sorted(SCHEMES)}."
+        )
+    roles = []
+    for label in classes:
+        role, kind = _parse(label, name, context, shown=scheme)
+        if role != "O" and not kind:
+            raise ValueError(
+                f"{context}={scheme!r}: the model's label {label!r:.60} has no entity type "
+                f"(expected a prefix and a type, e.g. '{role}-PER')."
+            )
+        roles.append((role, kind))
+    return name, roles
+
+
+def combine_transitions(first, second):
+    """The ``(allowed, start, end)`` that both constraints allow (None: no constraint)."""
+    if first is None:
+        return second
+    if second is None:
+        return first
+    return tuple(a & b for a, b in zip(first, second))
 
 
 def scheme_transitions(classes, scheme):
@@ -263,7 +327,13 @@ class Constraints:
 
     @classmethod
     def build(
-        cls, classes, lengths, allowed_transitions=None, partial_labels=None, name="partial_labels"
+        cls,
+        classes,
+        lengths,
+        allowed_transitions=None,
+        partial_labels=None,
+        name="partial_labels",
+        scheme=None,
     ):
         """The constraints of a call, or None when there are none.
 
@@ -277,8 +347,13 @@ class Constraints:
             Per sequence None or a list with, per token, None, a label, or a
             set / frozenset of labels (checked by
             :func:`skcrf._featurize._labels.check_partial_labels`).
+        scheme : str or None
+            A tagging scheme whose rules hold too (both it and
+            ``allowed_transitions`` then constrain the labellings).
         """
         transitions = transition_constraints(classes, allowed_transitions)
+        if scheme is not None:
+            transitions = combine_transitions(transitions, transition_constraints(classes, scheme))
         token_index = token_masks = None
         if partial_labels is not None:
             token_index, token_masks = check_partial_labels(
@@ -333,7 +408,8 @@ class Constraints:
                 raise ValueError(
                     f"No labelling of sequence {i} satisfies the constraints: the "
                     f"partial label of token {j} allows no label that may be the "
-                    f"{where} of a sequence under allowed_transitions."
+                    f"{where} of a sequence under allowed_transitions (or the "
+                    "tagging scheme of the call)."
                 )
 
     def emission_masks(self, block):

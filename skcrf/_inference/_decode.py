@@ -165,6 +165,47 @@ class Decoder:
 
         return self._run(encoded, n_threads, decode_block, path, name)
 
+    def posterior(self, encoded, n_threads=1, name="X", constraints=None):
+        """Label index of every token (flat order): the posterior (minimum risk) paths.
+
+        The allowed labelling that maximizes the expected number of correct
+        tokens, ``sum_t p(y_t = yhat_t | x)`` (the marginals conditioned on
+        ``constraints``): by linearity of expectation that is the expected
+        token accuracy, so the best one is a Viterbi pass with the marginals
+        as additive state scores, 0 for an allowed pair and ``-inf`` for a
+        forbidden one (and for labels the constraints forbid at a token).
+        Without forbidden pairs it is each token's most probable label.
+        A sequence with no allowed labelling raises
+        :class:`~skcrf._inference._constraints.NoValidLabelling`.
+        """
+        n_tokens = len(encoded.indptr) - 1
+        path = np.empty(n_tokens, dtype=np.intp)
+        zeros = np.zeros((self.n_labels, self.n_labels))
+        transitions = zeros if constraints is None else constraints.masked_transitions(zeros)
+        transitions = np.ascontiguousarray(transitions)
+        pruning = TransitionPruning(transitions)
+        arrays = self.constrained_arrays(constraints)
+
+        def decode_block(block, workspace):
+            if constraints is None:
+                masks = []
+                marginals, _ = block_marginals(block, workspace, arrays, check=_check_finite)
+            else:
+                masks = constraints.emission_masks(block)
+                marginals, log_z = masked_block_marginals(
+                    block, workspace, arrays, masks, check=_check_finite
+                )
+                if not np.isfinite(log_z).all():
+                    bad = np.flatnonzero(~np.isfinite(log_z))[0]
+                    raise NoValidLabelling(int(block.sequences[bad]), name)
+            scores = np.array(marginals, dtype=np.float64, order="C")
+            apply_log_masks(scores, masks)
+            block_path = np.empty(block.n_rows, dtype=np.intp)
+            viterbi_packed(scores, transitions, block.batch_sizes, block_path, pruning=pruning)
+            return block_path
+
+        return self._run(encoded, n_threads, decode_block, path, name)
+
     def marginals(self, encoded, n_threads=1, name="X", constraints=None):
         """``p(y_t = j | x)`` of every token (flat order), shape (n_tokens, n_labels).
 
