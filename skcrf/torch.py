@@ -209,9 +209,9 @@ class CRF(nn.Module):
         """
         with torch.no_grad():
             x, mask, lengths, A = self._constrained(emissions, mask, partial_labels)
-            scores, paths = _nbest(x, A, lengths, 1)
-            self._check_possible(scores[:, 0], "the constraints")
-        return [p[0][:length] for p, length in zip(paths.tolist(), lengths.tolist())]
+            best, paths = _viterbi(x, A, lengths)
+        self._check_possible(torch.from_numpy(best), "the constraints")
+        return paths
 
     def nbest(self, emissions, n=5, mask=None, *, partial_labels=None):
         """The ``n`` most probable label sequences of each sequence, exactly.
@@ -584,6 +584,42 @@ def _posteriors_logspace(x, A, mask, pairs, dtype):
 
 
 # -- Viterbi and n-best ----------------------------------------------------------------
+
+
+def _viterbi(x, A, lengths):
+    """Best scores ``(B,)`` (numpy) and label paths (lists) of every sequence.
+
+    The forward pass keeps only the best prefix scores (a max over the
+    previous labels, in torch); the backtracking recomputes, for the chosen
+    label only, which previous label gave it (in numpy, on the host: the
+    paths are returned as lists). The recomputed sums are the same floating
+    point additions, so the argmax finds the forward pass's maximum; ties go
+    to the lower label index.
+    """
+    seq_length, batch_size, _ = x.shape
+    scores = torch.empty_like(x)
+    scores[0] = x[0]
+    A3 = A[:, None, :]
+    for t in range(1, seq_length):
+        # (previous, batch, next): the max over the outer axis is elementwise (fast)
+        best = torch.amax(scores[t - 1].t()[:, :, None] + A3, dim=0)
+        torch.add(best, x[t], out=scores[t])
+    scores = scores.cpu().numpy()
+    A = A.detach().cpu().numpy()
+    lengths = lengths.cpu().numpy()
+    batch = np.arange(batch_size)
+    ends = scores[lengths - 1, batch]
+    label = ends.argmax(-1)
+    best = ends[batch, label]
+    path = np.zeros((batch_size, seq_length), dtype=np.int64)
+    for t in range(seq_length - 1, -1, -1):
+        at_end = lengths - 1 == t
+        if at_end.any():
+            label = np.where(at_end, ends.argmax(-1), label)
+        path[:, t] = label
+        if t > 0:
+            label = (scores[t - 1] + A[:, label].T).argmax(-1)
+    return best, [row[:n] for row, n in zip(path.tolist(), lengths.tolist())]
 
 
 def _nbest(x, A, lengths, n):
