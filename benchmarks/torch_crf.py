@@ -71,6 +71,13 @@ def check(ours, theirs, emissions, tags, mask):
     assert ours.decode(emissions, mask) == theirs.decode(emissions, mask), "paths differ"
 
 
+def operation(op, crf, emissions, tags, mask):
+    """The timed call: a training step's forward and backward, or decode."""
+    if op == "forward+backward":
+        return lambda: train_step(crf, emissions, tags, mask)
+    return lambda: crf.decode(emissions, mask)
+
+
 def best_of(fn, inner):
     times = []
     for _ in range(inner):
@@ -97,15 +104,12 @@ def main():
             emissions, tags, mask = inputs(batch_size, seq_length)
             ours, theirs = layers()
             check(ours, theirs, emissions, tags, mask)
-            ops = {
-                "forward+backward": lambda crf: train_step(crf, emissions, tags, mask),
-                "decode": lambda crf: crf.decode(emissions, mask),
-            }
-            for op, fn in ops.items():
+            data = (emissions, tags, mask)
+            for op in ("forward+backward", "decode"):
                 mine, peer = [], []
                 for _ in range(args.repeats):
-                    mine.append(best_of(lambda: fn(ours), args.inner))
-                    peer.append(best_of(lambda: fn(theirs), args.inner))
+                    mine.append(best_of(operation(op, ours, *data), args.inner))
+                    peer.append(best_of(operation(op, theirs, *data), args.inner))
                 ratio = statistics.median(p / m for p, m in zip(peer, mine))
                 rows.append(
                     {

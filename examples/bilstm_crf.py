@@ -51,7 +51,9 @@ class Vocabulary:
 
     def __init__(self, items, min_count=1):
         counts = Counter(items)
-        self.index = {s: i + 2 for i, s in enumerate(sorted(s for s, c in counts.items() if c >= min_count))}
+        self.index = {
+            s: i + 2 for i, s in enumerate(sorted(s for s, c in counts.items() if c >= min_count))
+        }
 
     def __len__(self):
         return len(self.index) + 2
@@ -61,7 +63,9 @@ class Vocabulary:
 
 
 class BiLSTMCRF(nn.Module):
-    def __init__(self, n_words, n_chars, n_tags, word_dim=64, char_dim=24, char_filters=48, hidden=96):
+    def __init__(
+        self, n_words, n_chars, n_tags, word_dim=64, char_dim=24, char_filters=48, hidden=96
+    ):
         super().__init__()
         self.words = nn.Embedding(n_words, word_dim, padding_idx=0)
         self.chars = nn.Embedding(n_chars, char_dim, padding_idx=0)
@@ -106,7 +110,11 @@ def encode(sentences, word_vocab, char_vocab, tag_index, max_word=20):
 
 
 def batches(sentences, size, shuffle, generator=None):
-    order = torch.randperm(len(sentences), generator=generator).tolist() if shuffle else range(len(sentences))
+    order = (
+        torch.randperm(len(sentences), generator=generator).tolist()
+        if shuffle
+        else range(len(sentences))
+    )
     order = list(order)
     for start in range(0, len(order), size):
         yield [sentences[i] for i in order[start : start + size]]
@@ -161,8 +169,9 @@ def main(argv=None):
         acc = accuracy(model, test, encoders)
         history["epoch"].append(epoch)
         history["test_accuracy"].append(acc)
+        recent = history["loss"][-20:]
         print(
-            f"epoch {epoch}: loss per token {sum(history['loss'][-20:]) / len(history['loss'][-20:]):.4f}, "
+            f"epoch {epoch}: loss per token {sum(recent) / len(recent):.4f}, "
             f"test accuracy {acc:.4f} ({time.perf_counter() - start:.0f} s)"
         )
         if args.max_steps and step >= args.max_steps:
@@ -174,7 +183,12 @@ def main(argv=None):
 
         fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
         left.plot(history["step"], history["loss"], lw=0.5)
-        left.set(xlabel="batch", ylabel="negative log-likelihood per token", title="training loss", yscale="log")
+        left.set(
+            xlabel="batch",
+            ylabel="negative log-likelihood per token",
+            title="training loss",
+            yscale="log",
+        )
         right.plot(history["epoch"], history["test_accuracy"], marker="o")
         right.set(xlabel="epoch", ylabel="token accuracy", title="test accuracy")
         fig.tight_layout()

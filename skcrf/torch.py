@@ -334,8 +334,7 @@ class CRF(nn.Module):
             raise ValueError(f"emissions must have dimension of 3, got {emissions.dim()}")
         if emissions.size(2) != self.num_tags:
             raise ValueError(
-                f"expected last dimension of emissions is {self.num_tags}, "
-                f"got {emissions.size(2)}"
+                f"expected last dimension of emissions is {self.num_tags}, got {emissions.size(2)}"
             )
         shape = tuple(emissions.shape[:2])
         if emissions.size(0) == 0 or emissions.size(1) == 0:

@@ -238,6 +238,8 @@ def test_bilstm_crf(treebank, tmp_path):
         *("--plot", str(plot)),
     )
     assert "train: 60 sentences" in stdout
-    assert re.search(r"^epoch 1: loss per token [0-9.]+, test accuracy", stdout, flags=re.MULTILINE)
+    assert re.search(
+        r"^epoch 1: loss per token [0-9.]+, test accuracy", stdout, flags=re.MULTILINE
+    )
     assert 0.0 < accuracy(stdout) <= 1.0
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -299,14 +299,18 @@ def test_allowed_transitions_scheme_brute_force():
 def test_allowed_transitions_pairs_names_and_indices():
     pairs = [(0, 1), (1, 2), (2, 0), (0, 0)]
     by_index = make(allowed_transitions=pairs)
-    by_name = make(labels=["a", "b", "c"], allowed_transitions=[("a", "b"), ("b", "c"), ("c", "a"), ("a", "a")])
+    by_name = make(
+        labels=["a", "b", "c"],
+        allowed_transitions=[("a", "b"), ("b", "c"), ("c", "a"), ("a", "a")],
+    )
     emissions, _, mask = batch()
     ok = set(pairs)
     paths = by_index.nbest(emissions, 50, mask)
     assert paths == by_name.nbest(emissions, 50, mask)
     for b, em in sequences(emissions, mask):
         kept = {
-            p for p, s in enumerate_paths(by_index, em).items()
+            p
+            for p, s in enumerate_paths(by_index, em).items()
             if all((x, y) in ok for x, y in zip(p, p[1:]))
         }
         assert {tuple(p) for p, _ in paths[b]} == kept
@@ -364,7 +368,9 @@ def test_float32_matches_float64():
     emissions, tags, mask = batch(seq_length=20, batch_size=5, lengths=(20, 7, 1, 13, 20))
     llh32 = crf32(emissions.float(), tags, mask, reduction="none")
     assert llh32.dtype == torch.float32
-    torch.testing.assert_close(llh32.double(), crf64(emissions, tags, mask, reduction="none"), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(
+        llh32.double(), crf64(emissions, tags, mask, reduction="none"), rtol=1e-5, atol=1e-5
+    )
     llh32.sum().backward()
     assert crf32.transitions.grad.dtype == torch.float32
     assert crf32.decode(emissions.float(), mask) == crf64.decode(emissions, mask)
@@ -432,7 +438,10 @@ def fitted():
         X.append([{"w": w} for w in ws])
         y.append([tags_of.get(w, "A") for w in ws])
     tagger = CRFTagger(c2=0.5, max_iterations=30).fit(X, y)
-    test = [[{"w": w} for w in s.split()] for s in ("the dog runs fast", "a cat", "now", "dog the sleeps now cat")]
+    test = [
+        [{"w": w} for w in s.split()]
+        for s in ("the dog runs fast", "a cat", "now", "dog the sleeps now cat")
+    ]
     return tagger, test
 
 
@@ -473,7 +482,9 @@ def test_same_answers_as_crftagger(fitted, constraint):
     crf = crf_like(tagger, allowed_transitions=allowed)
     em, mask = tagger_emissions(tagger, X)
     names = lambda path: [classes[i] for i in path]  # noqa: E731
-    assert [names(p) for p in crf.decode(em, mask)] == tagger.predict(X, allowed_transitions=allowed)
+    assert [names(p) for p in crf.decode(em, mask)] == tagger.predict(
+        X, allowed_transitions=allowed
+    )
     mu = crf.marginals(em, mask)
     xi = crf.transition_marginals(em, mask)
     want_mu = tagger.predict_marginals(X, allowed_transitions=allowed)
@@ -509,7 +520,12 @@ def test_same_partial_labels_as_crftagger(fitted):
     classes = list(tagger.classes_)
     crf = crf_like(tagger)
     em, mask = tagger_emissions(tagger, X)
-    partial_lists = [[None, {"V", "A"}, None, None], [None, "V"], None, ["N", None, None, None, None]]
+    partial_lists = [
+        [None, {"V", "A"}, None, None],
+        [None, "V"],
+        None,
+        ["N", None, None, None, None],
+    ]
     partial = torch.ones(em.shape, dtype=torch.bool)
     for b, labels in enumerate(partial_lists):
         for t, label in enumerate(labels or []):
@@ -526,11 +542,16 @@ def test_same_partial_labels_as_crftagger(fitted):
     mu = crf.marginals(em, mask, partial_labels=partial)
     for b, want in enumerate(tagger.predict_marginals(X, partial_labels=partial_lists)):
         for t, w in enumerate(want):
-            assert {c: mu[t, b, k].item() for k, c in enumerate(classes)} == pytest.approx(w, abs=1e-6)
+            assert {c: mu[t, b, k].item() for k, c in enumerate(classes)} == pytest.approx(
+                w, abs=1e-6
+            )
 
 
 def test_scheme_same_as_crftagger():
-    X = [[{"w": w} for w in s.split()] for s in ("john smith lives in paris", "paris is big", "mary smith")]
+    X = [
+        [{"w": w} for w in s.split()]
+        for s in ("john smith lives in paris", "paris is big", "mary smith")
+    ]
     y = [["B-PER", "I-PER", "O", "O", "B-LOC"], ["B-LOC", "O", "O"], ["B-PER", "I-PER"]]
     tagger = CRFTagger(c2=0.1, max_iterations=20).fit(X * 5, y * 5)
     test = [[{"w": w} for w in s.split()] for s in ("smith paris john", "in smith")]
