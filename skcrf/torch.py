@@ -595,6 +595,8 @@ def _viterbi(x, A, lengths):
     point additions, so the argmax finds the forward pass's maximum; ties go
     to the lower label index.
     """
+    if x.dtype not in (torch.float32, torch.float64):  # half precision: numpy has no bfloat16
+        x, A = x.float(), A.float()
     seq_length, batch_size, _ = x.shape
     scores = torch.empty_like(x)
     scores[0] = x[0]

@@ -379,6 +379,16 @@ def test_float32_matches_float64():
     torch.testing.assert_close(mu32.double(), crf64.marginals(emissions, mask), atol=1e-6, rtol=0)
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_precision_emissions(dtype):
+    crf = make()
+    emissions, tags, mask = batch()
+    low = emissions.to(dtype)
+    assert crf.decode(low, mask) == crf.decode(low.double(), mask)
+    llh = crf(low, tags, mask, reduction="none")
+    assert torch.isfinite(llh).all()
+
+
 def test_log_space_fallback_on_far_apart_scores():
     """Scores 2000 apart underflow the scaled recursion: log space gives the answer."""
     crf = make(2)
