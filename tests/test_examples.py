@@ -234,7 +234,7 @@ def test_bilstm_crf(treebank, tmp_path):
     plot = tmp_path / "curves.png"
     stdout = run_example(
         "bilstm_crf.py",
-        *("--max-sentences", "60", "--epochs", "2", "--max-steps", "6", "--threads", "1"),
+        *("--max-sentences", "60", "--epochs", "1", "--max-steps", "4", "--threads", "1"),
         *("--plot", str(plot)),
     )
     assert "train: 60 sentences" in stdout
