@@ -593,3 +593,27 @@ def test_module_moves_with_to_and_trains():
         (-crf(emissions, tags, reduction="mean")).backward()
         opt.step()
     assert crf(emissions, tags).item() > before
+
+
+def test_threads_give_the_sequential_answers():
+    """One layer served from 8 threads at once: every call gives the sequential answer."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    crf = make(5, labels=["O", "B-X", "I-X", "B-Y", "I-Y"], allowed_transitions="BIO")
+    inputs = [batch(6, 4, 5, lengths=(6, 3, 1, 5), seed=s) for s in range(8)]
+
+    def answers(i):
+        emissions, tags, mask = inputs[i]
+        return (
+            crf.decode(emissions, mask),
+            crf.nbest(emissions, 3, mask),
+            crf.marginals(emissions, mask),
+            crf(emissions, tags, mask, reduction="none").detach(),
+        )
+
+    sequential = [answers(i) for i in range(8)]
+    with ThreadPoolExecutor(8) as pool:
+        parallel = list(pool.map(answers, range(8)))
+    for want, got in zip(sequential, parallel):
+        assert got[0] == want[0] and got[1] == want[1]
+        assert torch.equal(got[2], want[2]) and torch.equal(got[3], want[3])
