@@ -617,3 +617,61 @@ def test_threads_give_the_sequential_answers():
     for want, got in zip(sequential, parallel):
         assert got[0] == want[0] and got[1] == want[1]
         assert torch.equal(got[2], want[2]) and torch.equal(got[3], want[3])
+
+
+def test_pair_marginals_in_the_log_space_fallback():
+    """Transition marginals when the scaled recursion underflows, against brute force."""
+    crf = make(2)
+    with torch.no_grad():
+        crf.transitions.copy_(torch.tensor([[0.0, -1500.0], [-1500.0, 0.0]]))
+    emissions = torch.tensor([[[0.0, -3.0]], [[-3.0, 0.0]], [[0.0, 0.0]]], dtype=torch.float64)
+    partial = torch.ones(3, 1, 2, dtype=torch.bool)
+    partial[0, 0, 1] = False
+    partial[1, 0, 0] = False  # forces the -1500 transition 0 -> 1
+    xi = crf.transition_marginals(emissions, partial_labels=partial)
+    scores = enumerate_paths(crf, emissions[:, 0], lambda p: p[0] == 0 and p[1] == 1)
+    logz = logsumexp(scores.values())
+    want = np.zeros((2, 2, 2))
+    for p, s in scores.items():
+        if s > -math.inf:
+            for t in range(2):
+                want[t, p[t], p[t + 1]] += math.exp(s - logz)
+    np.testing.assert_allclose(xi[:, 0].numpy(), want, atol=1e-12)
+
+
+def test_validation_errors():
+    crf = make()
+    emissions, tags, mask = batch()
+    with pytest.raises(ValueError, match="invalid number of tags: 0"):
+        CRF(0)
+    with pytest.raises(ValueError, match="repeated names"):
+        CRF(2, labels=["a", "a"])
+    with pytest.raises(ValueError, match="not both"):
+        crf(emissions, tags, partial_labels=torch.ones(4, 3, K, dtype=torch.bool))
+    with pytest.raises(ValueError, match="dimension of 3, got 2"):
+        crf.decode(emissions[0])
+    with pytest.raises(ValueError, match="last dimension of emissions is 3, got 2"):
+        crf.decode(emissions[..., :2])
+    with pytest.raises(ValueError, match="no token"):
+        crf.decode(emissions[:0])
+    with pytest.raises(TypeError, match="floating-point"):
+        crf.decode(tags[..., None].expand(4, 3, K))
+    with pytest.raises(
+        ValueError, match=r"emissions and tags must match, got \(4, 3\) and \(3, 3\)"
+    ):
+        crf(emissions, tags[:3])
+    with pytest.raises(TypeError, match="integer tensor"):
+        crf(emissions, tags.double())
+    with pytest.raises(ValueError, match="shape of emissions"):
+        crf.decode(emissions, partial_labels=torch.ones(4, 3, 2, dtype=torch.bool))
+    with pytest.raises(TypeError, match="bool tensor"):
+        crf.decode(emissions, partial_labels=torch.ones(4, 3, K))
+    with pytest.raises(
+        ValueError, match=r"emissions and mask must match, got \(4, 3\) and \(4, 2\)"
+    ):
+        crf.decode(emissions, mask[:, :2])
+    with pytest.raises(ValueError, match="sequence 1 has no token"):
+        crf.decode(emissions, torch.tensor([[1, 0, 1]] * 4))
+    # tags at padding are not read (e.g. -100 padding)
+    padded = tags.masked_fill(~mask, -100)
+    torch.testing.assert_close(crf(emissions, padded, mask), crf(emissions, tags, mask))
