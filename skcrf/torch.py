@@ -498,6 +498,10 @@ def _scaled_forward(x, A, mask):
         torch.div(a, c[t], out=alpha[t])
     log_c = torch.where(mask, torch.log(c[..., 0]) + x_max[..., 0], 0.0)
     log_z = log_c.sum(0) + (mask.sum(0) - 1) * a_max
+    # a scale near float64's smallest normal: the step lost precision (denormals);
+    # NaN sends the batch to the log-space recursion
+    tiny = ((c[..., 0] < 1e-280) & mask).any(0)
+    log_z = torch.where(tiny, torch.nan, log_z)
     return {"alpha": alpha, "psi": psi, "c": c, "E": E, "log_z": log_z}
 
 
