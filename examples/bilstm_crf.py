@@ -54,6 +54,9 @@ class Vocabulary:
         self.index = {
             s: i + 2 for i, s in enumerate(sorted(s for s, c in counts.items() if c >= min_count))
         }
+        # seen once in training: dropped to "unknown" at random while training, so that
+        # the unknown word's embedding is trained too (the test has unseen words)
+        self.rare = {self.index[s] for s, c in counts.items() if c == 1 and s in self.index}
 
     def __len__(self):
         return len(self.index) + 2
@@ -91,8 +94,12 @@ class BiLSTMCRF(nn.Module):
         return self.crf.decode(self.scores(words, chars), mask)
 
 
-def encode(sentences, word_vocab, char_vocab, tag_index, max_word=20):
-    """Padded tensors (words, chars, tags, mask) of a batch of tagged sentences."""
+def encode(sentences, word_vocab, char_vocab, tag_index, max_word=20, generator=None):
+    """Padded tensors (words, chars, tags, mask) of a batch of tagged sentences.
+
+    With a ``generator`` (training), a word seen once in training becomes
+    "unknown" with probability 1/2.
+    """
     n = max(len(s) for s in sentences)
     m = min(max_word, max(len(w) for s in sentences for w, _ in s))
     words = torch.zeros(len(sentences), n, dtype=torch.long)
@@ -106,6 +113,10 @@ def encode(sentences, word_vocab, char_vocab, tag_index, max_word=20):
             chars[i, j, : len(ids)] = torch.tensor(ids)
             tags[i, j] = tag_index.get(tag, 0)
             mask[i, j] = True
+    if generator is not None and word_vocab.rare:
+        rare = torch.isin(words, torch.tensor(sorted(word_vocab.rare)))
+        drop = rare & (torch.rand(words.shape, generator=generator) < 0.5)
+        words = words.masked_fill(drop, 1)
     return words, chars, tags, mask
 
 
@@ -156,7 +167,7 @@ def main(argv=None):
     start = time.perf_counter()
     for epoch in range(1, args.epochs + 1):
         for chunk in batches(train, args.batch_size, shuffle=True, generator=generator):
-            loss = model.loss(*encode(chunk, *encoders))
+            loss = model.loss(*encode(chunk, *encoders, generator=generator))
             optimizer.zero_grad()
             loss.backward()
             nn.utils.clip_grad_norm_(model.parameters(), 5.0)
