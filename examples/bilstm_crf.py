@@ -11,7 +11,7 @@ in a few minutes, prints the test accuracy per epoch and, with ``--plot``,
 draws the learning curves (training loss, test accuracy)::
 
     pip install "skcrf[torch,examples]"      # torch==2.13.0 on the project's machines
-    python examples/bilstm_crf.py                       # 8 epochs, a few minutes
+    python examples/bilstm_crf.py                       # 15 epochs, a few minutes
     python examples/bilstm_crf.py --plot bilstm_crf.png
     python examples/bilstm_crf.py --max-sentences 100 --epochs 1   # a smoke run
 
@@ -35,7 +35,7 @@ from skcrf.torch import CRF
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=(__doc__ or "").strip().split("\n")[0])
-    parser.add_argument("--epochs", type=int, default=8)
+    parser.add_argument("--epochs", type=int, default=15)
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--lr", type=float, default=2e-3)
     parser.add_argument("--max-sentences", type=int, default=None, help="a quick run")
