@@ -36,6 +36,7 @@ PUBLIC_MODULES = [
     "skcrf.datasets",
     "skcrf.dask",
     "skcrf.pycrfsuite",
+    "skcrf.torch",  # needs PyTorch: checked when it is installed
 ]
 
 FENCE = re.compile(

@@ -239,3 +239,22 @@ def test_early_stopping_online_trainer(treebank):
     assert best != "-" and int(best) <= n_iter <= 10
     assert status in ("EARLY_STOPPING", "MAX_ITERATIONS")
     assert rows[False][1] == "-" and "saved" not in stdout
+
+
+@pytest.mark.treebank
+def test_bilstm_crf(treebank, tmp_path):
+    """The BiLSTM-CRF example trains a few steps (needs PyTorch; .ci/run's torch step)."""
+    pytest.importorskip("torch", reason="examples/bilstm_crf.py needs PyTorch (the torch extra)")
+    pytest.importorskip("matplotlib")
+    plot = tmp_path / "curves.png"
+    stdout = run_example(
+        "bilstm_crf.py",
+        *("--max-sentences", "60", "--epochs", "1", "--max-steps", "4", "--threads", "1"),
+        *("--plot", str(plot)),
+    )
+    assert "train: 60 sentences" in stdout
+    assert re.search(
+        r"^epoch 1: loss per token [0-9.]+, test accuracy", stdout, flags=re.MULTILINE
+    )
+    assert 0.0 < accuracy(stdout) <= 1.0
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
