@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
+from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator, clone
 from sklearn.exceptions import NotFittedError
 from sklearn.feature_extraction import DictVectorizer
@@ -29,6 +30,7 @@ from ._tagger_view import CRFsuiteTagger
 from ._training import _fit as fit_driver
 from ._training._fit import ALGORITHM_DEFAULTS, FEATURE_DEFAULTS, TRAINER_PARAMETERS
 from ._training._monitor import CallbackInfo
+from ._training._weights import check_sample_weight
 from ._typing import LabelSequencesLike, SequenceLike, SequencesLike
 from ._utils._threads import effective_n_threads
 from .metrics import get_scorer
@@ -213,6 +215,24 @@ calibration_candidates, calibration_max_trials : default=None
         weights for every label). Only ``algorithm='lbfgs'`` trains from
         partial labels; the other trainers, and partial_fit, reject them.
         None: every label is given.
+    class_weight : dict, 'balanced' or None, default=None
+        Weights of the labels, for imbalanced data: each token's term of the
+        objective is multiplied by the weight of its gold label (the
+        weighted objective is defined in the user guide's math page: each
+        token's share of the log-likelihood is its state and incoming
+        transition score minus the growth of ``log Z`` over the sequence's
+        prefixes at that token, so that weights 1 give exactly the usual
+        objective). ``{label: weight}``: labels not in the dict weigh 1, a
+        label that is not one of the training labels is an error (a
+        misspelt label would otherwise be ignored silently); weights are
+        finite and non-negative. ``'balanced'``: ``n_tokens / (n_labels *
+        count(label))`` over the training tokens. A token whose label is
+        missing or a set of labels (``missing_label``) weighs 1. The online
+        trainers scale their update of a sequence token by token (see
+        :meth:`fit`); :meth:`partial_fit` accepts a dict but not
+        ``'balanced'`` (one batch's frequencies are not the data's). Feature
+        selection does not depend on it. None: every label weighs 1 (the
+        usual model, exactly).
 
     Attributes
     ----------
@@ -340,6 +360,7 @@ calibration_candidates, calibration_max_trials : default=None
         "scoring": [str, callable, None],
         "allowed_transitions": [str, list, tuple, set, frozenset, None],
         "missing_label": "no_validation",
+        "class_weight": [StrOptions({"balanced"}), dict, None],
     }
 
     def __init__(
@@ -383,6 +404,7 @@ calibration_candidates, calibration_max_trials : default=None
         scoring: str | Callable[..., float] | None = None,
         allowed_transitions: str | Iterable[tuple[Any, Any]] | None = None,
         missing_label: Any = None,
+        class_weight: str | Mapping[Any, float] | None = None,
     ) -> None:
         # Positional order is sklearn_crfsuite.CRF's, so that its scripts
         # (``CRF('lbfgs', ...)``) run unchanged; skcrf's own are keyword-only.
@@ -424,6 +446,7 @@ calibration_candidates, calibration_max_trials : default=None
         self.scoring = scoring
         self.allowed_transitions = allowed_transitions
         self.missing_label = missing_label
+        self.class_weight = class_weight
 
     def _validate_params(self):
         super()._validate_params()
@@ -448,6 +471,7 @@ calibration_candidates, calibration_max_trials : default=None
         X_dev: SequencesLike | None = None,
         y_dev: LabelSequencesLike | None = None,
         *,
+        sample_weight: ArrayLike | None = None,
         callback: Callable[[CallbackInfo], Any] | None = None,
     ) -> "CRFTagger":
         """Train the CRF.
@@ -474,6 +498,19 @@ calibration_candidates, calibration_max_trials : default=None
             the model, except with ``early_stopping=True``, where it is the
             validation data that chooses the iteration whose weights are
             kept.
+        sample_weight : array-like of shape (n_sequences,), optional
+            One finite, non-negative weight per sequence. L-BFGS multiplies
+            the sequence's log-likelihood (and its gradient) by it; the
+            online trainers scale the sequence's update: l2sgd multiplies
+            its gradient step by the weight, ap, pa and arow their
+            update (see the user guide). Which features and labels exist is
+            decided as without weights from the sequences of weight > 0; a
+            sequence of weight 0 is as if absent (its attributes stay in
+            ``attributes_``, with no feature). With ``class_weight``, a
+            token weighs its sequence's weight times its label's. With
+            ``early_stopping`` and no ``X_dev``, the held-out sequences keep
+            their weights in the validation score; ``X_dev`` is unweighted.
+            None: every sequence weighs 1.
         callback : callable, optional
             ``callback(info)`` after every iteration, with a
             :class:`~skcrf.CallbackInfo` (iteration, loss, gradient
@@ -506,13 +543,18 @@ calibration_candidates, calibration_max_trials : default=None
             )
             check_reusable(X, "X", reason)
             check_reusable(y, "y", reason, what="a list of label sequences")
-            X, y, validation = fit_driver.split_validation(
+            split = fit_driver.split_validation(
                 X,
                 y,
                 self.validation_fraction,
                 check_random_state(self.random_state),
                 self.missing_label,
+                sample_weight=sample_weight,
             )
+            if sample_weight is None:
+                X, y, validation = split
+            else:
+                X, y, sample_weight, validation = split
         elif self.early_stopping:
             validation = (X_dev, y_dev)
         previous = self.__dict__.get("_model") if self.warm_start else None
@@ -531,6 +573,8 @@ calibration_candidates, calibration_max_trials : default=None
             missing_label=self.missing_label,
             allowed_transitions=self.allowed_transitions,
             stacklevel=3,  # past _fit_context's wrapper
+            sample_weight=sample_weight,
+            class_weight=self.class_weight,
         )
         self._store_fit(fitted)
         self.__dict__.pop("_partial_fit_rng", None)
@@ -549,14 +593,15 @@ calibration_candidates, calibration_max_trials : default=None
             "callback": callback,
         }
 
-    def _validation_scorer(self, model, vocabulary, X_val, y_val):
+    def _validation_scorer(self, model, vocabulary, X_val, y_val, sample_weight=None):
         """``score(w)`` of ``scoring`` on the early-stopping data."""
         scorer = get_scorer(self.scoring)
+        kwargs = {} if sample_weight is None else {"sample_weight": sample_weight}
 
         def score(w):
             probe = clone(self)
             probe._set_fitted(model.with_weights(w), 0, None, None, vocabulary)
-            return scorer(probe, X_val, y_val)
+            return scorer(probe, X_val, y_val, **kwargs)
 
         return score
 
@@ -565,7 +610,11 @@ calibration_candidates, calibration_max_trials : default=None
 
     @_fit_context(prefer_skip_nested_validation=True)
     def partial_fit(
-        self, X: SequencesLike, y: LabelSequencesLike, classes: Iterable[Any] | None = None
+        self,
+        X: SequencesLike,
+        y: LabelSequencesLike,
+        classes: Iterable[Any] | None = None,
+        sample_weight: ArrayLike | None = None,
     ) -> "CRFTagger":
         """One pass of an online trainer over ``X``, from the current weights.
 
@@ -584,6 +633,11 @@ calibration_candidates, calibration_max_trials : default=None
             All the labels the model will ever know. Required on the first
             call (scikit-learn's convention); afterwards None or the same
             labels.
+        sample_weight : array-like of shape (n_sequences,), optional
+            One finite, non-negative weight per sequence: scales its update
+            as in :meth:`fit`. ``class_weight`` applies when it is a dict;
+            ``'balanced'`` is rejected (one batch's label frequencies are
+            not the data's).
 
         Returns
         -------
@@ -625,6 +679,8 @@ calibration_candidates, calibration_max_trials : default=None
             verbose=self.verbose,
             previous=previous,
             missing_label=self.missing_label,
+            sample_weight=sample_weight,
+            class_weight=self.class_weight,
         )
         self._store_fit(result)
         self._partial_fit_rng = rng
@@ -1156,7 +1212,9 @@ calibration_candidates, calibration_max_trials : default=None
             pairs[start : max(stop - 1, start)] for start, stop in zip(bounds[:-1], bounds[1:])
         ]
 
-    def score(self, X: SequencesLike, y: LabelSequencesLike) -> float:
+    def score(
+        self, X: SequencesLike, y: LabelSequencesLike, sample_weight: ArrayLike | None = None
+    ) -> float:
         """Token accuracy of the predictions of ``X`` against ``y``.
 
         Predictions use the estimator's ``allowed_transitions``.
@@ -1165,13 +1223,19 @@ calibration_candidates, calibration_max_trials : default=None
         ----------
         X : list of sequences of tokens
         y : list of sequences of labels
+        sample_weight : array-like of shape (n_sequences,), optional
+            Per-sequence weights: each token weighs its sequence's weight
+            (the weighted mean of the tokens' correctness).
 
         Returns
         -------
         float
         """
         self._fitted_model()
+        weights = check_sample_weight(sample_weight)
         encoded, y = encode_data(self._vocabulary, X, y, grow=False, name="X")
+        if weights is not None:
+            weights = check_sample_weight(weights, len(encoded.lengths))
         true = check_labels(y, encoded.lengths, name="y")
         if not true:
             raise ValueError("score needs at least one token; all sequences are empty.")
@@ -1184,7 +1248,13 @@ calibration_candidates, calibration_max_trials : default=None
             constraints=self._constraints(encoded.lengths, None, None),
         )
         predicted = self.classes_[path].tolist()
-        return float(np.mean([a == b for a, b in zip(true, predicted)]))
+        correct = [a == b for a, b in zip(true, predicted)]
+        if weights is not None:
+            token_weights = np.repeat(weights, encoded.lengths)
+            if not token_weights.sum() > 0:
+                raise ValueError("score: sample_weight is 0 for every token.")
+            return float(np.average(correct, weights=token_weights))
+        return float(np.mean(correct))
 
     # -- inspection --------------------------------------------------------
 

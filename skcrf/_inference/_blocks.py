@@ -29,7 +29,7 @@ MAX_TRANSITION_SPREAD = 300.0
 class Block:
     """Sequences of similar length in the packed layout, with their features."""
 
-    def __init__(self, encoded, sequences, drop_zeros):
+    def __init__(self, encoded, sequences, drop_zeros, token_weights=None):
         lengths = np.asarray(encoded.lengths)
         layout = pack(lengths[sequences])
         rows = sequence_rows(lengths, sequences)[layout.flat_index]
@@ -37,6 +37,12 @@ class Block:
             encoded.indptr, encoded.ids, encoded.values, rows, drop_zeros=drop_zeros
         )
         self.batch_sizes = layout.batch_sizes
+        # weighted training: each row's weight c and the backward pass's v
+        self.token_weights = self.row_weights = None
+        if token_weights is not None:
+            self.token_weights, self.row_weights = _row_weights(
+                np.asarray(token_weights, dtype=np.float64)[rows], self.batch_sizes
+            )
         self.n_rows = len(rows)
         self.n_sequences = int(np.count_nonzero(lengths[sequences]))
         self.rows = rows
@@ -60,6 +66,47 @@ class Block:
     def lengths(self):
         """Tokens of each packed column's sequence."""
         return np.bincount(self.columns, minlength=self.n_sequences)
+
+
+def _row_weights(c, batch_sizes):
+    """``c`` (one weight per packed row) and ``v = c - c[next row]``.
+
+    ``sum_r c[r] (log Z_{1..r} - log Z_{1..r-1})`` over a sequence's rows is
+    ``sum_r v[r] log Z_{1..r}`` (``v`` is ``c`` at a sequence's last row):
+    the row weights of :func:`skcrf._inference._kernels.forward_backward`.
+    """
+    c = np.ascontiguousarray(c, dtype=np.float64)
+    v = c.copy()
+    lo = 0
+    for t in range(len(batch_sizes) - 1):
+        n, n_next = int(batch_sizes[t]), int(batch_sizes[t + 1])
+        v[lo : lo + n_next] -= c[lo + n : lo + n + n_next]
+        lo += n
+    return c, v
+
+
+def weighted_log_z(c, scale, row_max, t_max, first_rows, columns=None, n_sequences=0):
+    """``sum_r c[r] (log Z_{1..r} - log Z_{1..r-1})`` of a block after the scaled pass.
+
+    ``log Z_{1..r} - log Z_{1..r-1}`` is ``log scale[r] + row_max[r]`` plus
+    ``t_max`` after a sequence's first row (the shifts of ``psi`` and
+    ``exp_trans``); ``first_rows``: how many rows step 0 has. With
+    ``columns``, the sums per sequence (packed column order).
+    """
+    n = len(c)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = np.log(scale[:n]) + row_max[:n]
+    terms[first_rows:] += t_max
+    # a row of weight 0 adds nothing, even where its term is not finite
+    terms = np.where(c != 0.0, c * terms, 0.0)
+    if columns is None:
+        return float(terms.sum())
+    return np.bincount(columns, weights=terms, minlength=n_sequences)
+
+
+def _first_rows(block):
+    """Rows of a block's first step (0 for a block of empty sequences)."""
+    return int(block.batch_sizes[0]) if len(block.batch_sizes) else 0
 
 
 def gather_rows(indptr, ids, values, rows, *, drop_zeros=False):
@@ -98,10 +145,17 @@ def _block_bounds(lengths, sequences, n_labels):
     return sequences, bounds
 
 
-def make_blocks(encoded, sequences, n_labels, *, drop_zeros=False):
-    """Cut ``sequences`` (indices) into blocks of similar lengths within the budget."""
+def make_blocks(encoded, sequences, n_labels, *, drop_zeros=False, token_weights=None):
+    """Cut ``sequences`` (indices) into blocks of similar lengths within the budget.
+
+    ``token_weights`` (one per token, flat order, or None): the blocks of a
+    weighted objective (see :func:`block_marginals`).
+    """
     sequences, bounds = _block_bounds(np.asarray(encoded.lengths), sequences, n_labels)
-    return [Block(encoded, sequences[start:stop], drop_zeros) for start, stop in bounds]
+    return [
+        Block(encoded, sequences[start:stop], drop_zeros, token_weights)
+        for start, stop in bounds
+    ]
 
 
 def count_blocks(lengths, n_labels):
@@ -257,12 +311,24 @@ def block_marginals(block, workspace, arrays, want_pairs=None, check=None):
     With ``want_pairs`` (an ``(L, L)`` array) the expected label pair counts
     are added to it; ``check(emissions)``, when given, sees the state scores
     first.
+
+    A block with token weights (``block.token_weights``, ``c``) gives the
+    weighted sum ``sum_r c[r] (log Z_{1..r} - log Z_{1..r-1})`` instead of
+    ``log Z`` (``Z_{1..r}``: the partition function of the row's sequence
+    cut after the row) and, in place of the marginals and pair counts, that
+    sum's derivatives by the state scores and the transitions (see
+    :func:`weighted_log_z`). All weights 1 give ``log Z`` and the marginals.
+    Beyond :data:`MAX_TRANSITION_SPREAD` a weighted block has no log-domain
+    path: its sum is ``inf`` (a line search backs off from such a point).
     """
     n = block.n_rows
     psi = workspace.psi[:n]
     block_state_scores(block, arrays, psi)
     if check is not None:
         check(psi)
+    weights = getattr(block, "token_weights", None)
+    if weights is not None and not arrays.spread <= MAX_TRANSITION_SPREAD:
+        return np.zeros((n, psi.shape[1])), float("inf")
     if not arrays.spread <= MAX_TRANSITION_SPREAD:
         result = _forward_backward_numpy(psi, arrays.transitions, block.batch_sizes)
         if want_pairs is not None:
@@ -283,9 +349,15 @@ def block_marginals(block, workspace, arrays, want_pairs=None, check=None):
         workspace.beta,
         workspace.weighted,
         pairs,
+        None if weights is None else block.row_weights,
     )
     if want_pairs is not None:
         want_pairs += pairs * arrays.exp_trans
+    if weights is not None:
+        log_z = weighted_log_z(
+            weights, workspace.scale, row_max, arrays.t_max, _first_rows(block)
+        )
+        return alpha, log_z
     log_z = log_sum + float(row_max.sum()) + arrays.t_max * (n - block.n_sequences)
     return alpha, log_z
 
@@ -310,7 +382,9 @@ def masked_block_marginals(block, workspace, arrays, masks, want_pairs=None, che
         A view into the workspace (the log-domain fallback: a new array).
     log_z : ndarray of shape (n_sequences,)
         ``log`` of the sum over the allowed labellings of each sequence, in
-        packed column order; ``-inf`` when a sequence has none.
+        packed column order; ``-inf`` when a sequence has none. A block with
+        token weights gives the weighted sums and their derivatives instead
+        (as :func:`block_marginals`), ``-inf`` where the scaled pass fails.
     """
     from ._constraints import apply_log_masks, apply_zero_masks
 
@@ -320,6 +394,39 @@ def masked_block_marginals(block, workspace, arrays, masks, want_pairs=None, che
     if check is not None:
         check(psi)
     apply_log_masks(psi, masks)
+    weights = getattr(block, "token_weights", None)
+    if weights is not None:
+        if arrays.spread <= MAX_TRANSITION_SPREAD:
+            row_max = workspace.row_max[:n]
+            _kernels.exp_shifted(psi, row_max)
+            apply_zero_masks(psi, masks)
+            alpha = workspace.alpha[:n]
+            pairs = None if want_pairs is None else np.zeros_like(want_pairs)
+            _kernels.forward_backward(
+                psi,
+                arrays.exp_trans,
+                block.batch_sizes,
+                alpha,
+                workspace.scale,
+                workspace.beta,
+                workspace.weighted,
+                pairs,
+                block.row_weights,
+            )
+            log_z = weighted_log_z(
+                weights,
+                workspace.scale,
+                row_max,
+                arrays.t_max,
+                _first_rows(block),
+                block.columns,
+                block.n_sequences,
+            )
+            if np.isfinite(log_z).all():
+                if want_pairs is not None:
+                    want_pairs += pairs * arrays.exp_trans
+                return alpha, log_z
+        return np.zeros((n, psi.shape[1])), np.full(block.n_sequences, -np.inf)
     if arrays.spread <= MAX_TRANSITION_SPREAD:
         row_max = workspace.row_max[:n]
         _kernels.exp_shifted(psi, row_max)

@@ -324,6 +324,7 @@ def train_online(
     callback=None,
     resume=None,
     n_epochs=None,
+    token_weights=None,
 ):
     """Train a linear-chain CRF with one of CRFsuite's online algorithms.
 
@@ -362,6 +363,11 @@ def train_online(
     """
     if algorithm not in ALGORITHMS:
         raise ValueError(f"unknown online algorithm {algorithm!r}")
+    if token_weights is not None:
+        raise NotImplementedError(
+            f"sample_weight and class_weight are not supported by algorithm={algorithm!r} "
+            "yet: only 'lbfgs' trains with weights."
+        )
     params = _settings(algorithm, settings)
     problem = _problem(encoded, labels, model)
     n = problem.n_sequences
