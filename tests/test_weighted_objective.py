@@ -1,10 +1,8 @@
 """The weighted objective (sample_weight, class_weight): value and gradient.
 
 The weighted objective of token weights ``c`` is, per sequence,
-``-sum_t c_t [score_t(y) - (log Z_{1..t} - log Z_{1..t-1})]`` where
-``score_t`` is token t's state score plus the transition into it and
-``Z_{1..t}`` is the partition function of the sequence's first t tokens.
-It is checked against brute-force enumeration of every labelling of every
+``sum_t c_t (-log p(y_t | y_{t-1}, x))``: the log-likelihood split into its
+chain-rule factors under the model, each weighted. It is checked against brute-force enumeration of every labelling of every
 prefix, central finite differences, and the unweighted objective (weights 1,
 a sequence of weight 2 against the sequence twice, weight 0 against the
 sequence left out).
@@ -27,10 +25,12 @@ from test_objective import dense_features, dense_weights, random_problem
 
 
 def brute_force_weighted(X, labels, lengths, W, T, c, allowed=None):
-    """The weighted objective by enumerating every labelling of every prefix.
+    """The weighted objective by enumerating every labelling of every sequence.
 
-    ``allowed`` (bool, n_tokens x n_labels): the constrained partition
-    functions too (partially labelled sequences: log Z - log Z_c, weighted).
+    ``sum_t c_t (-log p(y_t | y_{t-1}, x))`` (``-log p(y_1 | x)`` at the
+    first token) for a fully labelled sequence; with ``allowed`` (bool,
+    n_tokens x n_labels), a sequence with more than one allowed labelling is
+    partially labelled: ``c (log Z - log Z_c)``, ``c`` constant over it.
     """
     emissions = X @ W
     n_labels = T.shape[0]
@@ -41,23 +41,26 @@ def brute_force_weighted(X, labels, lengths, W, T, c, allowed=None):
         em = emissions[start : start + length]
         y = labels[start : start + length]
         cw = c[start : start + length]
-        previous = 0.0
-        previous_c = 0.0
-        for t in range(1, length + 1):
-            paths = np.array(list(itertools.product(range(n_labels), repeat=t)))
-            scores = em[np.arange(t), paths].sum(axis=1)
-            scores += T[paths[:, :-1], paths[:, 1:]].sum(axis=1)
-            log_z = logsumexp(scores)
-            term = log_z - previous
-            previous = log_z
-            if allowed is None:
-                gold = em[t - 1, y[t - 1]] + (T[y[t - 2], y[t - 1]] if t > 1 else 0.0)
-                total += cw[t - 1] * (term - gold)
+        paths = np.array(list(itertools.product(range(n_labels), repeat=length)))
+        scores = em[np.arange(length), paths].sum(axis=1)
+        scores += T[paths[:, :-1], paths[:, 1:]].sum(axis=1)
+        log_z = logsumexp(scores)
+        if allowed is not None:
+            ok = allowed[start : start + length][np.arange(length), paths].all(axis=1)
+            if ok.sum() > 1:
+                assert (cw == cw[0]).all()
+                total += cw[0] * (log_z - logsumexp(scores[ok]))
+                start += length
+                continue
+        for t in range(length):
+            # -log p(y_t | y_{t-1}) = log p(y_{t-1}) - log p(y_{t-1}, y_t)
+            both = paths[:, t] == y[t]
+            if t == 0:
+                term = log_z - logsumexp(scores[both])
             else:
-                ok = allowed[start : start + t][np.arange(t), paths].all(axis=1)
-                log_zc = logsumexp(scores[ok])
-                total += cw[t - 1] * (term - (log_zc - previous_c))
-                previous_c = log_zc
+                before = paths[:, t - 1] == y[t - 1]
+                term = logsumexp(scores[before]) - logsumexp(scores[before & both])
+            total += cw[t] * term
         start += length
     return total
 
@@ -90,7 +93,7 @@ def test_weighted_loss_matches_brute_force(c2, n_threads, seed, block_size):
     )
     w = np.random.default_rng(seed + 10).normal(size=model.n_features)
     with CRFObjective(
-        encoded, model, observed, c2=c2, n_threads=n_threads, token_weights=c
+        encoded, model, observed, c2=c2, n_threads=n_threads, token_weights=c, labels=labels
     ) as objective:
         loss, _ = objective.loss_gradient(w)
     W, T = dense_weights(model, w)
@@ -120,7 +123,7 @@ def test_weighted_gradient_matches_finite_differences(c2, options, seed, block_s
     )
     w = np.random.default_rng(seed).normal(scale=0.5, size=model.n_features)
     with CRFObjective(
-        encoded, model, observed, c2=c2, n_threads=2, token_weights=c
+        encoded, model, observed, c2=c2, n_threads=2, token_weights=c, labels=labels
     ) as objective:
         _, gradient = objective.loss_gradient(w)
         numeric = numeric_gradient(objective, w)
@@ -215,6 +218,7 @@ def test_weighted_partial_sequences_match_brute_force(seed):
     allowed[np.arange(n_tokens), labels] = True
     partial_seq = int(np.flatnonzero(lengths >= 2)[0])
     start = int(lengths[:partial_seq].sum())
+    c[start : start + lengths[partial_seq]] = 1.7  # one weight over a partial sequence
     allowed[start] = True
     allowed[start + 1] = [True, True] + [False] * (n_labels - 2)
     label_index = labels.copy()
@@ -241,7 +245,7 @@ def test_weighted_partial_sequences_match_brute_force(seed):
     )
     w = rng.normal(scale=0.5, size=model.n_features)
     with CRFObjective(
-        encoded, model, observed, c2=0.1, partial=partial, token_weights=c
+        encoded, model, observed, c2=0.1, partial=partial, token_weights=c, labels=label_index
     ) as objective:
         loss, gradient = objective.loss_gradient(w)
         numeric = numeric_gradient(objective, w)

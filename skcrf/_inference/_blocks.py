@@ -29,7 +29,7 @@ MAX_TRANSITION_SPREAD = 300.0
 class Block:
     """Sequences of similar length in the packed layout, with their features."""
 
-    def __init__(self, encoded, sequences, drop_zeros, token_weights=None):
+    def __init__(self, encoded, sequences, drop_zeros, token_weights=None, labels=None):
         lengths = np.asarray(encoded.lengths)
         layout = pack(lengths[sequences])
         rows = sequence_rows(lengths, sequences)[layout.flat_index]
@@ -37,12 +37,20 @@ class Block:
             encoded.indptr, encoded.ids, encoded.values, rows, drop_zeros=drop_zeros
         )
         self.batch_sizes = layout.batch_sizes
-        # weighted training: each row's weight c and the backward pass's v
-        self.token_weights = self.row_weights = None
+        # weighted training: each row's weight c, the backward pass's v, and
+        # (weights that vary within a sequence) the gold labels and c's steps
+        self.token_weights = self.row_weights = self.weight_steps = self.gold = None
         if token_weights is not None:
-            self.token_weights, self.row_weights = _row_weights(
+            self.token_weights, self.row_weights, steps = _row_weights(
                 np.asarray(token_weights, dtype=np.float64)[rows], self.batch_sizes
             )
+            if steps.any():
+                if labels is None or (np.asarray(labels)[rows] < 0).any():
+                    raise ValueError(
+                        "token weights that vary within a sequence need its labels"
+                    )
+                self.weight_steps = steps
+                self.gold = np.asarray(labels, dtype=np.intp)[rows]
         self.n_rows = len(rows)
         self.n_sequences = int(np.count_nonzero(lengths[sequences]))
         self.rows = rows
@@ -69,20 +77,25 @@ class Block:
 
 
 def _row_weights(c, batch_sizes):
-    """``c`` (one weight per packed row) and ``v = c - c[next row]``.
+    """``c`` (one weight per packed row), ``v = c - c[next row]`` and ``-v``
+    without the last rows (``c[next row] - c``, 0 at a sequence's end).
 
     ``sum_r c[r] (log Z_{1..r} - log Z_{1..r-1})`` over a sequence's rows is
     ``sum_r v[r] log Z_{1..r}`` (``v`` is ``c`` at a sequence's last row):
-    the row weights of :func:`skcrf._inference._kernels.forward_backward`.
+    the row weights of :func:`skcrf._inference._kernels.forward_backward`,
+    which equal ``c`` times the log-likelihood when ``c`` is constant over
+    each sequence (the steps are then all 0).
     """
     c = np.ascontiguousarray(c, dtype=np.float64)
     v = c.copy()
+    steps = np.zeros_like(c)
     lo = 0
     for t in range(len(batch_sizes) - 1):
         n, n_next = int(batch_sizes[t]), int(batch_sizes[t + 1])
         v[lo : lo + n_next] -= c[lo + n : lo + n + n_next]
+        steps[lo : lo + n_next] = c[lo + n : lo + n + n_next] - c[lo : lo + n_next]
         lo += n
-    return c, v
+    return c, v, steps
 
 
 def weighted_log_z(c, scale, row_max, t_max, first_rows, columns=None, n_sequences=0):
@@ -145,15 +158,18 @@ def _block_bounds(lengths, sequences, n_labels):
     return sequences, bounds
 
 
-def make_blocks(encoded, sequences, n_labels, *, drop_zeros=False, token_weights=None):
+def make_blocks(
+    encoded, sequences, n_labels, *, drop_zeros=False, token_weights=None, labels=None
+):
     """Cut ``sequences`` (indices) into blocks of similar lengths within the budget.
 
     ``token_weights`` (one per token, flat order, or None): the blocks of a
-    weighted objective (see :func:`block_marginals`).
+    weighted objective (see :func:`block_marginals`); ``labels`` (flat): the
+    gold labels, needed where the weights vary within a sequence.
     """
     sequences, bounds = _block_bounds(np.asarray(encoded.lengths), sequences, n_labels)
     return [
-        Block(encoded, sequences[start:stop], drop_zeros, token_weights)
+        Block(encoded, sequences[start:stop], drop_zeros, token_weights, labels)
         for start, stop in bounds
     ]
 
@@ -329,6 +345,8 @@ def block_marginals(block, workspace, arrays, want_pairs=None, check=None):
     weights = getattr(block, "token_weights", None)
     if weights is not None and not arrays.spread <= MAX_TRANSITION_SPREAD:
         return np.zeros((n, psi.shape[1])), float("inf")
+    if weights is not None and block.weight_steps is not None:
+        return _conditional_marginals(block, workspace, arrays, want_pairs)
     if not arrays.spread <= MAX_TRANSITION_SPREAD:
         result = _forward_backward_numpy(psi, arrays.transitions, block.batch_sizes)
         if want_pairs is not None:
@@ -360,6 +378,73 @@ def block_marginals(block, workspace, arrays, want_pairs=None, check=None):
         return alpha, log_z
     log_z = log_sum + float(row_max.sum()) + arrays.t_max * (n - block.n_sequences)
     return alpha, log_z
+
+
+def _conditional_marginals(block, workspace, arrays, want_pairs):
+    """:func:`block_marginals` of a block whose weights vary within sequences.
+
+    The value is ``sum_t c_t (-log p(y_t | y_{t-1}, x))`` plus the weighted
+    gold scores (which the caller's observed counts take back), written as
+    ``c_1 log Z + sum_t u_t log beta_t(y_t)`` with ``u_t = c_{t+1} - c_t``
+    and ``beta_t`` the backward variables (each suffix's partition function
+    given the gold label at ``t``). Its derivatives by the scores come from
+    one more forward pass, ``rho``, differentiating the backward recursion:
+    ``rho_1 = c_1 alpha_1`` and ``rho_t = ((rho_{t-1} + u_{t-1} e_{y_{t-1}} /
+    beta_{t-1}(y_{t-1})) / scale_t) @ exp_trans * psi_t`` (scaled
+    variables); ``rho * beta`` takes the place of the marginals and the
+    pair sums are those of ``rho + u e_y / beta(y)`` with the backward
+    pass's weighted rows. Not finite (an underflow at an extreme point):
+    ``inf``, and the line search steps back.
+    """
+    n, n_labels = block.n_rows, workspace.psi.shape[1]
+    psi = workspace.psi[:n]
+    row_max = workspace.row_max[:n]
+    _kernels.exp_shifted(psi, row_max)
+    _kernels.forward_backward(
+        psi,
+        arrays.exp_trans,
+        block.batch_sizes,
+        workspace.alpha[:n],
+        workspace.scale,
+        workspace.beta,
+        workspace.weighted,
+        None,
+    )
+    scale, beta, weighted = workspace.scale[:n], workspace.beta[:n], workspace.weighted[:n]
+    c, u, gold = block.token_weights, block.weight_steps, block.gold
+    batch_sizes = np.asarray(block.batch_sizes)
+    starts = np.concatenate([[0], np.cumsum(batch_sizes)])
+    first = int(batch_sizes[0])
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        ell = np.log(scale) + row_max
+        ell[first:] += arrays.t_max
+        # suffix sums of ell after each row, within its sequence
+        after = np.zeros(n)
+        for t in range(len(batch_sizes) - 2, -1, -1):
+            lo, n_next = starts[t], batch_sizes[t + 1]
+            nxt = slice(starts[t + 1], starts[t + 1] + n_next)
+            after[lo : lo + n_next] = ell[nxt] + after[nxt]
+        beta_gold = beta[np.arange(n), gold]
+        restart = np.divide(u, beta_gold, out=np.zeros(n), where=u != 0)
+        value = float(c[:first] @ (ell[:first] + after[:first]))
+        moving = u != 0
+        value += float(u[moving] @ (np.log(beta_gold[moving]) + after[moving]))
+        rho = np.empty((n, n_labels))
+        rho[:first] = c[:first, None] * psi[:first] / scale[:first, None]
+        for t in range(1, len(batch_sizes)):
+            lo, size, prev = starts[t], batch_sizes[t], starts[t - 1]
+            source = rho[prev : prev + size].copy()
+            source[np.arange(size), gold[prev : prev + size]] += restart[prev : prev + size]
+            rho[lo : lo + size] = (source @ arrays.exp_trans) * psi[lo : lo + size]
+            rho[lo : lo + size] /= scale[lo : lo + size, None]
+        if want_pairs is not None:
+            source = rho.copy()
+            source[np.arange(n), gold] += restart
+            want_pairs += (source.T @ weighted) * arrays.exp_trans
+        rho *= beta
+    if not (np.isfinite(value) and np.isfinite(rho).all()):
+        return np.zeros((n, n_labels)), float("inf")
+    return rho, value
 
 
 def masked_block_marginals(block, workspace, arrays, masks, want_pairs=None, check=None):

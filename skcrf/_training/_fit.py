@@ -291,7 +291,9 @@ def apply_weights(data, sample_weight, class_weight, previous_classes=None):
     weights = label_weights(class_weight, data.label_index, data.classes)
     if weights is not None and (weights == 1.0).all():
         weights = None
-    return data, token_weights(sample_weight, weights, data.label_index, data.encoded.lengths)
+    return data, token_weights(
+        sample_weight, weights, data.label_index, data.encoded.lengths, data.partial
+    )
 
 
 def select_model_features(data, vocabulary, settings, previous=None, token_weights=None):
@@ -652,6 +654,7 @@ def fit(
             n_threads=effective_n_threads(n_jobs),
             partial=data.partial,
             token_weights=weights,
+            labels=data.label_index,
         )
         del data
         with objective:

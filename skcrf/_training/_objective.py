@@ -369,7 +369,14 @@ class _Shard:
     """
 
     def __init__(
-        self, encoded, sequences, layout, partial=None, own_expected=True, token_weights=None
+        self,
+        encoded,
+        sequences,
+        layout,
+        partial=None,
+        own_expected=True,
+        token_weights=None,
+        labels=None,
     ):
         n_labels = layout.n_labels
         self.partial_blocks = []
@@ -386,7 +393,12 @@ class _Shard:
                 n_labels, None, partial.token_index, partial.token_masks
             )
         self.blocks = make_blocks(
-            encoded, sequences, n_labels, drop_zeros=True, token_weights=token_weights
+            encoded,
+            sequences,
+            n_labels,
+            drop_zeros=True,
+            token_weights=token_weights,
+            labels=labels,
         )
         self.workspace = Workspace(self.blocks + self.partial_blocks, n_labels)
         dense = getattr(encoded, "dense", None)
@@ -519,10 +531,23 @@ class CRFObjective:
         The weight of each token (flat order): the weighted objective of the
         module docstring (``observed`` must be the matching weighted counts
         of :func:`select_features`); None: every weight 1, today's path.
+        Constant over each partially labelled sequence.
+    labels : ndarray of int, shape (n_tokens,), or None
+        The gold labels: needed where ``token_weights`` vary within a
+        sequence.
     """
 
     def __init__(
-        self, encoded, model, observed, *, c2=0.0, n_threads=1, partial=None, token_weights=None
+        self,
+        encoded,
+        model,
+        observed,
+        *,
+        c2=0.0,
+        n_threads=1,
+        partial=None,
+        token_weights=None,
+        labels=None,
     ):
         self.model = model
         self.observed = observed
@@ -546,6 +571,7 @@ class CRFObjective:
                 partial,
                 own_expected=k > 0,
                 token_weights=token_weights,
+                labels=labels,
             )
             for k, sequences in enumerate(split_sequences(encoded.lengths, n_threads))
         ]

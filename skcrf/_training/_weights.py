@@ -131,20 +131,25 @@ def label_weights(class_weight, label_index, classes):
     return weights
 
 
-def token_weights(sample_weight, class_weights, label_index, lengths):
+def token_weights(sample_weight, class_weights, label_index, lengths, partial=None):
     """Each token's weight (flat order), or None when there are no weights.
 
     ``sample_weight`` (per sequence) times the class weight of the token's
-    label (1 for an unknown label, index -1).
+    label. A partially labelled sequence (``partial``) takes its sample
+    weight only, on every token: its objective, ``-log`` of the probability
+    of its consistent labellings, has no per-token terms to weigh.
     """
     if sample_weight is None and class_weights is None:
         return None
+    lengths = np.asarray(lengths, dtype=np.intp)
     c = np.ones(len(label_index))
     if sample_weight is not None:
-        c = np.repeat(sample_weight, np.asarray(lengths, dtype=np.intp))
+        c = np.repeat(sample_weight, lengths)
     if class_weights is not None:
-        known = label_index >= 0
-        c[known] *= class_weights[label_index[known]]
+        weighed = label_index >= 0
+        if partial is not None:
+            weighed &= np.repeat(partial.complete, lengths)
+        c[weighed] *= class_weights[label_index[weighed]]
     return c
 
 
