@@ -50,7 +50,7 @@ def check_sample_weight(sample_weight, n_sequences=None, name="sample_weight"):
     if len(bad):
         i = int(bad[0])
         raise ValueError(
-            f"{name}[{i}] is {weights[i]!r}: sample weights must be finite and "
+            f"{name}[{i}] is {float(weights[i])!r}: sample weights must be finite and "
             "non-negative."
         )
     return weights
