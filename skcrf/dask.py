@@ -398,6 +398,11 @@ class DaskCRFTagger(CRFTagger):
                 "that update the weights after each sequence, which does not distribute "
                 "as a sum over partitions; use skcrf.CRFTagger for them."
             )
+        if self.class_weight is not None:
+            raise ValueError(
+                "DaskCRFTagger does not support class_weight yet: leave it None, or "
+                "train with skcrf.CRFTagger (which supports it)."
+            )
         if (X_dev is None) != (y_dev is None):
             raise ValueError("X_dev and y_dev must be given together.")
         if X_dev is not None and (_is_bag(X_dev) or _is_bag(y_dev)):
