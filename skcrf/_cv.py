@@ -401,8 +401,7 @@ class CRFTaggerCV(BaseEstimator):
             raise TypeError("X and y must be lists of sequences (generators cannot be split).")
         if len(X) != len(y):
             raise ValueError(f"X has {len(X)} sequences but y has {len(y)}.")
-        if sample_weight is not None:
-            sample_weight = check_sample_weight(sample_weight, len(X))
+        weights = None if sample_weight is None else check_sample_weight(sample_weight, len(X))
         scorer = None if self.scoring is None else get_scorer(self.scoring)
         cv = check_cv(self.cv, y, classifier=False)  # never stratified: y are sequences
         splits = list(cv.split(X, y, groups))
@@ -429,9 +428,7 @@ class CRFTaggerCV(BaseEstimator):
             for train, test in splits
         ]
         fold_weights = [
-            {}
-            if sample_weight is None
-            else {"w_train": sample_weight[train], "w_test": sample_weight[test]}
+            {} if weights is None else {"w_train": weights[train], "w_test": weights[test]}
             for train, test in splits
         ]
         if self.verbose > 0:
@@ -510,7 +507,7 @@ class CRFTaggerCV(BaseEstimator):
             if self.verbose >= 2:
                 best_estimator.set_params(verbose=self.verbose)
             start = time.perf_counter()
-            best_estimator.fit(X, y, sample_weight=sample_weight)
+            best_estimator.fit(X, y, sample_weight=weights)
             self.refit_time_ = time.perf_counter() - start
             best_estimator.set_params(verbose=verbose)  # the estimator's own, as given
             self.best_estimator_ = best_estimator

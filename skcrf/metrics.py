@@ -39,11 +39,10 @@ from collections.abc import Callable, Iterable
 from typing import Any, Literal, TypeVar, overload
 
 import numpy as np
+from numpy.typing import ArrayLike
 from sklearn import metrics as _skmetrics
 from sklearn.exceptions import UndefinedMetricWarning
 from sklearn.metrics import make_scorer
-
-from numpy.typing import ArrayLike
 
 from ._featurize._labels import check_label_sequence_pair
 from ._training._weights import check_sample_weight
@@ -796,9 +795,7 @@ def entity_recall_score(
     >>> round(entity_recall_score(y_true, y_pred), 4)
     0.6667
     """
-    return _entity_score(
-        "recall", y_true, y_pred, scheme, average, zero_division, sample_weight
-    )
+    return _entity_score("recall", y_true, y_pred, scheme, average, zero_division, sample_weight)
 
 
 def entity_f1_score(
@@ -833,9 +830,7 @@ def entity_f1_score(
     ...                 [["S-PER", "B-LOC", "E-LOC"]], scheme="IOBES")
     1.0
     """
-    return _entity_score(
-        "f1-score", y_true, y_pred, scheme, average, zero_division, sample_weight
-    )
+    return _entity_score("f1-score", y_true, y_pred, scheme, average, zero_division, sample_weight)
 
 
 for _func in (entity_precision_score, entity_recall_score, entity_f1_score):

@@ -230,9 +230,15 @@ def test_early_stopping_online_trainer(treebank):
 def test_class_weight(treebank):
     stdout = run_example("class_weight.py", *QUICK, "--n-jobs", "1")
     assert "train: 60 sentences" in stdout
-    recall = re.search(r"^macro recall over the rare tags: none ([0-9.]+), balanced ([0-9.]+)$",
-                       stdout, flags=re.MULTILINE)
+    recall = re.search(
+        r"^macro recall over the rare tags: none ([0-9.]+), balanced ([0-9.]+)$",
+        stdout,
+        flags=re.MULTILINE,
+    )
     assert recall, stdout
     for class_weight in ("None", "'balanced'"):
-        assert re.search(rf"^class_weight={class_weight}: test token accuracy 0\.\d+", stdout,
-                         flags=re.MULTILINE)
+        assert re.search(
+            rf"^class_weight={class_weight}: test token accuracy 0\.\d+",
+            stdout,
+            flags=re.MULTILINE,
+        )

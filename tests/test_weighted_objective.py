@@ -13,6 +13,7 @@ import itertools
 import numpy as np
 import pytest
 from scipy.special import logsumexp
+from test_objective import dense_features, dense_weights, random_problem
 
 import skcrf._inference._blocks
 from skcrf._featurize._encoded import Encoded
@@ -21,7 +22,6 @@ from skcrf._inference import _kernels
 from skcrf._inference._blocks import gather_rows
 from skcrf._training._objective import CRFObjective, select_features
 from skcrf._utils._packing import pack
-from test_objective import dense_features, dense_weights, random_problem
 
 
 def brute_force_weighted(X, labels, lengths, W, T, c, allowed=None):
@@ -136,9 +136,7 @@ def test_weights_one_give_the_unweighted_objective(seed, block_size):
     encoded, labels, classes, attributes = random_problem(seed, n_sequences=9)
     ones = np.ones(len(labels))
     model, observed = select_features(encoded, labels, classes, attributes)
-    model_w, observed_w = select_features(
-        encoded, labels, classes, attributes, token_weights=ones
-    )
+    model_w, observed_w = select_features(encoded, labels, classes, attributes, token_weights=ones)
     np.testing.assert_array_equal(model_w.state_labels, model.state_labels)
     np.testing.assert_array_equal(observed_w, observed)
     w = np.random.default_rng(seed).normal(size=model.n_features)
@@ -270,15 +268,15 @@ def test_row_weights_kernel_is_the_prefix_derivative(seed):
     alpha, beta, weighted = (np.empty((n, n_labels)) for _ in range(3))
     scale = np.empty(n)
     batch_sizes = np.asarray(layout.batch_sizes, dtype=np.intp)
-    _kernels.forward_backward(
-        psi, exp_trans, batch_sizes, alpha, scale, beta, weighted, None, v
-    )
+    _kernels.forward_backward(psi, exp_trans, batch_sizes, alpha, scale, beta, weighted, None, v)
     # expected: per packed row, the sum of v over the row and its successors
     expected = v.copy()
     starts = np.concatenate([[0], np.cumsum(batch_sizes)])
     for t in range(len(batch_sizes) - 2, -1, -1):
         n_next = batch_sizes[t + 1]
-        expected[starts[t] : starts[t] + n_next] += expected[starts[t + 1] : starts[t + 1] + n_next]
+        expected[starts[t] : starts[t] + n_next] += expected[
+            starts[t + 1] : starts[t + 1] + n_next
+        ]
     np.testing.assert_allclose(alpha.sum(axis=1), expected, rtol=1e-12, atol=1e-12)
     with pytest.raises(ValueError, match="row_weights"):
         _kernels.forward_backward(

@@ -17,8 +17,11 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import GridSearchCV, KFold, cross_validate
 from sklearn.pipeline import make_pipeline
 from sklearn.utils.class_weight import compute_class_weight
+from test_sklearn_integration import WORDS, X, Y
 
 from skcrf import CRFTagger, CRFTaggerCV, SequenceFeaturizer
+from skcrf._training._objective import CRFObjective, select_features
+from skcrf._training._weights import label_weights
 from skcrf.metrics import (
     entity_f1_score,
     flat_accuracy_score,
@@ -26,9 +29,6 @@ from skcrf.metrics import (
     get_scorer,
     sequence_accuracy_score,
 )
-from skcrf._training._objective import CRFObjective, select_features
-from skcrf._training._weights import label_weights
-from test_sklearn_integration import WORDS, X, Y
 
 WEIGHTS = np.ones(len(X))
 WEIGHTS[[3, 11]] = 0.0
@@ -205,9 +205,9 @@ def test_metrics_weight_tokens_and_entities_by_their_sequence():
     # (scikit-learn's macro average counts a label of weight 0 as a label:
     # compared with positive weights only)
     positive = np.array([2.0, 1.0, 1.0])
-    assert flat_f1_score(
-        y_true, y_pred, average="macro", sample_weight=positive
-    ) == pytest.approx(flat_f1_score([y_true[0], *y_true], [y_pred[0], *y_pred], average="macro"))
+    assert flat_f1_score(y_true, y_pred, average="macro", sample_weight=positive) == pytest.approx(
+        flat_f1_score([y_true[0], *y_true], [y_pred[0], *y_pred], average="macro")
+    )
     assert sequence_accuracy_score(y_true, y_pred, sample_weight=weights) == pytest.approx(
         sequence_accuracy_score(twice_true, twice_pred)
     )
@@ -357,8 +357,8 @@ def test_grid_search_passes_sample_weight_without_routing():
 
 def test_grid_search_with_metadata_routing():
     with config_context(enable_metadata_routing=True):
-        tagger = CRFTagger().set_fit_request(sample_weight=True).set_score_request(
-            sample_weight=True
+        tagger = (
+            CRFTagger().set_fit_request(sample_weight=True).set_score_request(sample_weight=True)
         )
         search = GridSearchCV(tagger, {"c2": [0.1, 1.0]}, cv=3, error_score="raise")
         search.fit(X, Y, sample_weight=WEIGHTS)
@@ -384,7 +384,9 @@ def test_cross_validate_with_and_without_routing():
     fold = CRFTagger(c2=0.5).fit(
         [X[i] for i in train], [Y[i] for i in train], sample_weight=WEIGHTS[train]
     )
-    unweighted_score = flat_accuracy_score([Y[i] for i in test], fold.predict([X[i] for i in test]))
+    unweighted_score = flat_accuracy_score(
+        [Y[i] for i in test], fold.predict([X[i] for i in test])
+    )
     assert plain["test_acc"][0] == pytest.approx(unweighted_score, rel=1e-12)
     with config_context(enable_metadata_routing=True):
         scorer = get_scorer("flat_accuracy").set_score_request(sample_weight=True)

@@ -46,9 +46,7 @@ class Block:
             )
             if steps.any():
                 if labels is None or (np.asarray(labels)[rows] < 0).any():
-                    raise ValueError(
-                        "token weights that vary within a sequence need its labels"
-                    )
+                    raise ValueError("token weights that vary within a sequence need its labels")
                 self.weight_steps = steps
                 self.gold = np.asarray(labels, dtype=np.intp)[rows]
         self.n_rows = len(rows)
@@ -77,8 +75,10 @@ class Block:
 
 
 def _row_weights(c, batch_sizes):
-    """``c`` (one weight per packed row), ``v = c - c[next row]`` and ``-v``
-    without the last rows (``c[next row] - c``, 0 at a sequence's end).
+    """A block's row weights: ``c``, ``v = c - c[next row]`` and ``c``'s steps.
+
+    ``c``: one weight per packed row; the steps are ``c[next row] - c`` (0
+    at a sequence's last row).
 
     ``sum_r c[r] (log Z_{1..r} - log Z_{1..r-1})`` over a sequence's rows is
     ``sum_r v[r] log Z_{1..r}`` (``v`` is ``c`` at a sequence's last row):
@@ -372,9 +372,7 @@ def block_marginals(block, workspace, arrays, want_pairs=None, check=None):
     if want_pairs is not None:
         want_pairs += pairs * arrays.exp_trans
     if weights is not None:
-        log_z = weighted_log_z(
-            weights, workspace.scale, row_max, arrays.t_max, _first_rows(block)
-        )
+        log_z = weighted_log_z(weights, workspace.scale, row_max, arrays.t_max, _first_rows(block))
         return alpha, log_z
     log_z = log_sum + float(row_max.sum()) + arrays.t_max * (n - block.n_sequences)
     return alpha, log_z
