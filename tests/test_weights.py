@@ -518,3 +518,14 @@ def test_no_warning_from_weighted_fit():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         CRFTagger(c2=0.1, class_weight="balanced").fit(X, Y, sample_weight=WEIGHTS)
+
+
+def test_weighted_score_from_eight_threads_is_the_sequential_answer():
+    from concurrent.futures import ThreadPoolExecutor
+
+    tagger = CRFTagger(c2=5.0).fit(X, Y)
+    jobs = [WEIGHTS * (k + 1) if k % 2 else np.roll(WEIGHTS, k) for k in range(16)]
+    sequential = [tagger.score(X, Y, sample_weight=w) for w in jobs]
+    with ThreadPoolExecutor(8) as pool:
+        threaded = list(pool.map(lambda w: tagger.score(X, Y, sample_weight=w), jobs))
+    assert threaded == sequential

@@ -22,6 +22,19 @@ Fully labelled sequences keep the observed counts; a sequence with every
 label unknown contributes nothing (it is left out). With no partial
 sequence the objective and its evaluation are exactly the usual ones.
 
+Weighted training (``sample_weight``, ``class_weight``) gives each token a
+weight ``c_t`` and minimizes ``sum_t c_t (-log p(y_t | y_{t-1}, x))``, the
+log-likelihood split by the chain rule under the model (``-log p(y_1 | x)``
+at the first token), plus the L2 term; all weights 1 give the objective
+above, one weight per sequence that weight times its negative
+log-likelihood. The observed counts are weighted sums; a block whose weights
+are constant over each sequence runs the compiled forward-backward with the
+weight folded into its backward pass, one whose weights vary within a
+sequence takes one more forward pass
+(:func:`skcrf._inference._blocks.block_marginals`; the mathematics page of
+the user guide derives both). A partially labelled sequence keeps one
+weight. Unweighted, none of this runs.
+
 Evaluation
 ----------
 Sequences are dealt into one shard per thread (balanced by tokens). A shard
