@@ -597,7 +597,7 @@ def _entity_counts(y_true, y_pred, scheme, sample_weight=None):
             n_true.update(chunk[0] for chunk in chunks_true)
             n_pred.update(chunk[0] for chunk in chunks_pred)
             n_correct.update(chunk[0] for chunk in chunks_true & chunks_pred)
-        else:
+        elif weights[i] > 0:  # a sequence of weight 0 is as if absent
             w = weights[i]
             for counter, found in (
                 (n_true, chunks_true),
