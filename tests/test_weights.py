@@ -529,3 +529,19 @@ def test_weighted_score_from_eight_threads_is_the_sequential_answer():
     with ThreadPoolExecutor(8) as pool:
         threaded = list(pool.map(lambda w: tagger.score(X, Y, sample_weight=w), jobs))
     assert threaded == sequential
+
+
+def test_zero_weight_with_partial_labels_is_the_sequence_absent():
+    y = [list(s) for s in Y]
+    y[2][0] = "?"  # partially labelled, weight 0
+    y[4][1] = {"N", "J"}  # partially labelled, weight 2
+    y[9] = ["?"] * len(y[9])  # no label at all
+    weights = np.ones(len(X))
+    weights[[2, 6]] = 0.0
+    weights[4] = 2.0
+    options = dict(c2=0.1, missing_label="?", epsilon=1e-8)
+    weighted = CRFTagger(**options).fit(X, y, sample_weight=weights)
+    rows = [i for i in range(len(X)) if weights[i] > 0] + [4]
+    plain = CRFTagger(**options).fit([X[i] for i in rows], [y[i] for i in rows])
+    assert relative(final_loss(weighted), final_loss(plain)) < 1e-8
+    assert_same_model(weighted, plain, rtol=1e-6)
