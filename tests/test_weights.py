@@ -545,3 +545,22 @@ def test_zero_weight_with_partial_labels_is_the_sequence_absent():
     plain = CRFTagger(**options).fit([X[i] for i in rows], [y[i] for i in rows])
     assert relative(final_loss(weighted), final_loss(plain)) < 1e-8
     assert_same_model(weighted, plain, rtol=1e-6)
+
+
+def test_vector_features_with_weights():
+    # vector features ({'emb': array}) take the CSR path when weighted: the
+    # same model as the sequences repeated, and class weights move it
+    from test_dense import vector_data
+
+    Xv, yv = vector_data(n=40, seed=2)
+    # non-negative vector values: the value sums keep their sign when doubled
+    Xv = [[{k: (np.abs(v) if k != "w" else v) for k, v in t.items()} for t in s] for s in Xv]
+    weights = np.ones(len(Xv))
+    weights[[1, 5]] = 2.0
+    weights[3] = 0.0
+    weighted = CRFTagger(c2=0.1, epsilon=1e-8).fit(Xv, yv, sample_weight=weights)
+    plain = CRFTagger(c2=0.1, epsilon=1e-8).fit(*expanded(Xv, yv, weights))
+    assert relative(final_loss(weighted), final_loss(plain)) < 1e-8
+    assert_same_model(weighted, plain, rtol=1e-6)
+    skewed = CRFTagger(c2=0.1, class_weight={"A": 3.0}).fit(Xv, yv)
+    assert (skewed.coef_ != CRFTagger(c2=0.1).fit(Xv, yv).coef_).nnz > 0
