@@ -564,3 +564,29 @@ def test_vector_features_with_weights():
     assert_same_model(weighted, plain, rtol=1e-6)
     skewed = CRFTagger(c2=0.1, class_weight={"A": 3.0}).fit(Xv, yv)
     assert (skewed.coef_ != CRFTagger(c2=0.1).fit(Xv, yv).coef_).nnz > 0
+
+
+@pytest.mark.parametrize("routing", [False, True])
+@pytest.mark.parametrize("scoring", [None, "flat_f1_macro"])
+def test_early_stopping_scores_the_held_out_sequences_with_their_weights(routing, scoring):
+    from sklearn.utils import check_random_state
+
+    from skcrf._training._fit import split_validation
+
+    weights = np.where(np.arange(len(X)) % 3 == 0, 5.0, 0.2)
+    options = dict(c2=0.1, early_stopping=True, scoring=scoring, random_state=0)
+    seen = []
+    with config_context(enable_metadata_routing=routing):
+        tagger = CRFTagger(**options).fit(
+            X, Y, sample_weight=weights, callback=lambda info: seen.append(info.weights.copy())
+        )
+    *_, (X_val, y_val, w_val) = split_validation(
+        X, Y, 0.1, check_random_state(0), sample_weight=weights
+    )
+    probe = CRFTagger(**options)
+    probe._set_fitted(tagger._model.with_weights(seen[0]), 0, None, None, tagger._vocabulary)
+    scorer = get_scorer(scoring or "flat_accuracy")
+    expected = scorer(probe, X_val, y_val, sample_weight=w_val)
+    logged = tagger.training_log_.iterations[0]["validation_score"]
+    assert logged == pytest.approx(expected, rel=1e-12)
+    assert logged != pytest.approx(scorer(probe, X_val, y_val), rel=1e-6)
