@@ -217,12 +217,10 @@ calibration_candidates, calibration_max_trials : default=None
         None: every label is given.
     class_weight : dict, 'balanced' or None, default=None
         Weights of the labels, for imbalanced data: each token's term of the
-        objective is multiplied by the weight of its gold label (the
-        weighted objective is defined in the user guide's math page: each
-        token's share of the log-likelihood is its state and incoming
-        transition score minus the growth of ``log Z`` over the sequence's
-        prefixes at that token, so that weights 1 give exactly the usual
-        objective). ``{label: weight}``: labels not in the dict weigh 1, a
+        log-likelihood, ``-log p(y_t | y_{t-1}, x)`` (the chain rule under
+        the model), is multiplied by the weight of its gold label, so that
+        weights 1 give exactly the usual objective (defined, with its
+        gradient, in the user guide's mathematics page). ``{label: weight}``: labels not in the dict weigh 1, a
         label that is not one of the training labels is an error (a
         misspelt label would otherwise be ignored silently); weights are
         finite and non-negative. ``'balanced'``: ``n_tokens / (n_labels *

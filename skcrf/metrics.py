@@ -848,6 +848,7 @@ def entity_classification_report(
     digits: int = ...,
     output_dict: Literal[False] = ...,
     zero_division: Literal["warn"] | float = ...,
+    sample_weight: ArrayLike | None = ...,
 ) -> str: ...
 
 
@@ -860,6 +861,7 @@ def entity_classification_report(
     digits: int = ...,
     output_dict: Literal[True],
     zero_division: Literal["warn"] | float = ...,
+    sample_weight: ArrayLike | None = ...,
 ) -> dict[str, dict[str, float]]: ...
 
 
@@ -872,6 +874,7 @@ def entity_classification_report(
     digits: int = ...,
     output_dict: bool = ...,
     zero_division: Literal["warn"] | float = ...,
+    sample_weight: ArrayLike | None = ...,
 ) -> str | dict[str, dict[str, float]]: ...
 
 
@@ -883,6 +886,7 @@ def entity_classification_report(
     digits: int = 2,
     output_dict: bool = False,
     zero_division: Literal["warn"] | float = "warn",
+    sample_weight: ArrayLike | None = None,
 ) -> str | dict[str, dict[str, float]]:
     """Per-type entity precision, recall, F1 and support, with averages.
 
@@ -907,6 +911,9 @@ def entity_classification_report(
         Return a dict instead of a string.
     zero_division : {'warn', 0.0, 1.0, np.nan}, default='warn'
         Value of undefined scores, see :func:`entity_f1_score`.
+    sample_weight : array-like of shape (n_sequences,), optional
+        Weights of the sequences: each chunk counts its sequence's weight,
+        and the support is the weighted count (a float).
 
     Returns
     -------
@@ -936,7 +943,8 @@ def entity_classification_report(
     {'precision': 1.0, 'recall': 0.5, 'f1-score': 0.6667, 'support': 2}
     """
     zero_division_value = _check_zero_division(zero_division)
-    types, n_correct, n_pred, n_true = _entity_counts(y_true, y_pred, scheme)
+    types, n_correct, n_pred, n_true = _entity_counts(y_true, y_pred, scheme, sample_weight)
+    support = int if sample_weight is None else float
     warn = isinstance(zero_division, str)
     metrics = ("precision", "recall", "f1-score")
 
@@ -950,9 +958,9 @@ def entity_classification_report(
     report: dict[str, dict[str, float]] = {}
     for i, chunk_type in enumerate(types):
         report[chunk_type] = {m: float(per_type[m][i]) for m in metrics}
-        report[chunk_type]["support"] = int(n_true[i])
+        report[chunk_type]["support"] = support(n_true[i])
 
-    total_support = int(n_true.sum())
+    total_support = support(n_true.sum())
     micro: dict[str, float] = {}
     for metric in metrics:
         value, undefined = _metric_values(
@@ -983,7 +991,9 @@ def entity_classification_report(
     def row(name):
         values = report[name]
         cells = "".join(f" {values[m]:>9.{digits}f}" for m in metrics)
-        return f"{name:>{width}} {cells} {values['support']:>9}"
+        count = values["support"]
+        count = f"{count:>9}" if isinstance(count, int) else f"{count:>9.{digits}f}"
+        return f"{name:>{width}} {cells} {count}"
 
     lines += [row(name) for name in types]
     if types:

@@ -23,6 +23,7 @@ from skcrf import CRFTagger, CRFTaggerCV, SequenceFeaturizer
 from skcrf._training._objective import CRFObjective, select_features
 from skcrf._training._weights import label_weights
 from skcrf.metrics import (
+    entity_classification_report,
     entity_f1_score,
     flat_accuracy_score,
     flat_f1_score,
@@ -215,6 +216,12 @@ def test_metrics_weight_tokens_and_entities_by_their_sequence():
         assert entity_f1_score(
             y_true, y_pred, average=average, sample_weight=weights
         ) == pytest.approx(entity_f1_score(twice_true, twice_pred, average=average))
+    report = entity_classification_report(y_true, y_pred, sample_weight=weights, output_dict=True)
+    twice = entity_classification_report(twice_true, twice_pred, output_dict=True)
+    assert report.keys() == twice.keys()
+    for name, row in report.items():
+        assert row == pytest.approx(twice[name])
+    assert "3.00" in entity_classification_report(y_true, y_pred, sample_weight=weights)
     with pytest.raises(ValueError, match=r"sample_weight\[1\] is -1.0"):
         flat_accuracy_score(y_true, y_pred, sample_weight=[1, -1, 1])
     with pytest.raises(ValueError, match="2 weights for 3 sequences"):
