@@ -220,17 +220,19 @@ calibration_candidates, calibration_max_trials : default=None
         log-likelihood, ``-log p(y_t | y_{t-1}, x)`` (the chain rule under
         the model), is multiplied by the weight of its gold label, so that
         weights 1 give exactly the usual objective (defined, with its
-        gradient, in the user guide's mathematics page). ``{label: weight}``: labels not in the dict weigh 1, a
+        gradient, in the user guide's mathematics page). A dict maps labels
+        to finite, non-negative weights; labels not in it weigh 1, and a
         label that is not one of the training labels is an error (a
-        misspelt label would otherwise be ignored silently); weights are
-        finite and non-negative. ``'balanced'``: ``n_tokens / (n_labels *
-        count(label))`` over the training tokens. A token whose label is
-        missing or a set of labels (``missing_label``) weighs 1. The online
-        trainers scale their update of a sequence token by token (see
-        :meth:`fit`); :meth:`partial_fit` accepts a dict but not
-        ``'balanced'`` (one batch's frequencies are not the data's). Feature
-        selection does not depend on it. None: every label weighs 1 (the
-        usual model, exactly).
+        misspelt label would otherwise be ignored silently). ``'balanced'``:
+        ``n_tokens / (n_labels * count(label))`` over the training tokens
+        whose label is known. A partially labelled sequence
+        (``missing_label``) is not weighted by label: all its tokens weigh
+        1 (times its ``sample_weight``). The online trainers ap, pa and
+        arow weigh each token's terms of their update (see :meth:`fit`);
+        l2sgd rejects ``class_weight``; :meth:`partial_fit` accepts a dict
+        but not ``'balanced'`` (one batch's frequencies are not the
+        data's). Feature selection does not depend on it. None: every label
+        weighs 1 (the usual model, exactly).
 
     Attributes
     ----------
