@@ -864,7 +864,8 @@ calibration_candidates, calibration_max_trials : default=None
         return state
 
     def __setstate__(self, state):
-        super().__setstate__(state)
+        # a pickle made before class_weight existed: the default (no weights)
+        super().__setstate__({"class_weight": None, **state})
         model = self.__dict__.get("_model")
         if model is not None:
             self._vocabulary = Vocabulary(model.attributes, model.value_separator)
