@@ -38,6 +38,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._compat import Interval, _fit_context
 from ._tagger import CRFTagger
+from ._training._weights import check_sample_weight
 from ._typing import LabelSequencesLike, SequenceLike, SequencesLike
 from .metrics import get_scorer
 
@@ -100,7 +101,20 @@ def _subset(seq, indices):
     return [seq[i] for i in indices]
 
 
-def _walk(tagger, X_train, y_train, X_test, y_test, points, scorer, keep, verbose, fold):
+def _walk(
+    tagger,
+    X_train,
+    y_train,
+    X_test,
+    y_test,
+    points,
+    scorer,
+    keep,
+    verbose,
+    fold,
+    w_train=None,
+    w_test=None,
+):
     """Fit ``tagger`` (warm_start=True) at every point of ``points`` in turn.
 
     Parameters
@@ -113,6 +127,8 @@ def _walk(tagger, X_train, y_train, X_test, y_test, points, scorer, keep, verbos
     keep : bool
         Also return a copy of the tagger fitted at each point (to start
         later walks from).
+    w_train, w_test : ndarray or None
+        The sequences' ``sample_weight`` (fit and score), or None.
 
     Returns
     -------
@@ -126,10 +142,14 @@ def _walk(tagger, X_train, y_train, X_test, y_test, points, scorer, keep, verbos
         warm = tagger.__sklearn_is_fitted__()
         tagger.set_params(**params)
         start = time.perf_counter()
-        tagger.fit(X_train, y_train)
+        tagger.fit(X_train, y_train, sample_weight=w_train)
         fit_time = time.perf_counter() - start
         start = time.perf_counter()
-        score = tagger.score(X_test, y_test) if scorer is None else scorer(tagger, X_test, y_test)
+        weights = {} if w_test is None else {"sample_weight": w_test}
+        if scorer is None:
+            score = tagger.score(X_test, y_test, **weights)
+        else:
+            score = scorer(tagger, X_test, y_test, **weights)
         score_time = time.perf_counter() - start
         records.append(
             {
@@ -354,6 +374,7 @@ class CRFTaggerCV(BaseEstimator):
         X: Sequence[SequenceLike],
         y: Sequence[Sequence[Any]],
         groups: ArrayLike | None = None,
+        sample_weight: ArrayLike | None = None,
     ) -> CRFTaggerCV:
         """Cross-validate the grid, choose ``(c1, c2)`` and refit.
 
@@ -364,6 +385,11 @@ class CRFTaggerCV(BaseEstimator):
         groups : array-like of shape (n_sequences,), optional
             Group labels of the sequences, for a group splitter such as
             ``GroupKFold``.
+        sample_weight : array-like of shape (n_sequences,), optional
+            Weights of the sequences: each fold's fits get their training
+            sequences' weights, its scores its test sequences' (as
+            ``score(..., sample_weight=)`` and the scorers take them), and
+            the refit all of them.
 
         Returns
         -------
@@ -375,6 +401,7 @@ class CRFTaggerCV(BaseEstimator):
             raise TypeError("X and y must be lists of sequences (generators cannot be split).")
         if len(X) != len(y):
             raise ValueError(f"X has {len(X)} sequences but y has {len(y)}.")
+        weights = None if sample_weight is None else check_sample_weight(sample_weight, len(X))
         scorer = None if self.scoring is None else get_scorer(self.scoring)
         cv = check_cv(self.cv, y, classifier=False)  # never stratified: y are sequences
         splits = list(cv.split(X, y, groups))
@@ -400,6 +427,10 @@ class CRFTaggerCV(BaseEstimator):
             (_subset(X, train), _subset(y, train), _subset(X, test), _subset(y, test))
             for train, test in splits
         ]
+        fold_weights = [
+            {} if weights is None else {"w_train": weights[train], "w_test": weights[test]}
+            for train, test in splits
+        ]
         if self.verbose > 0:
             print(
                 f"Fitting {n_splits} folds for each of {n_c1 * n_c2} candidates, totalling "
@@ -411,7 +442,9 @@ class CRFTaggerCV(BaseEstimator):
         i0 = int(c1_walk[0])
         spine = [((i0, int(j)), params(i0, int(j))) for j in c2_walk]
         spines = parallel(
-            delayed(_walk)(clone(base), *folds[f], spine, scorer, True, self.verbose, f)
+            delayed(_walk)(
+                clone(base), *folds[f], spine, scorer, True, self.verbose, f, **fold_weights[f]
+            )
             for f in range(n_splits)
         )
         # Weakest c2 first: those rows take the most iterations, and a long
@@ -426,7 +459,16 @@ class CRFTaggerCV(BaseEstimator):
             else []
         )
         row_results = parallel(
-            delayed(_walk)(spines[f][1][pos], *folds[f], points, scorer, False, self.verbose, f)
+            delayed(_walk)(
+                spines[f][1][pos],
+                *folds[f],
+                points,
+                scorer,
+                False,
+                self.verbose,
+                f,
+                **fold_weights[f],
+            )
             for (f, pos), points in rows
         )
 
@@ -465,7 +507,7 @@ class CRFTaggerCV(BaseEstimator):
             if self.verbose >= 2:
                 best_estimator.set_params(verbose=self.verbose)
             start = time.perf_counter()
-            best_estimator.fit(X, y)
+            best_estimator.fit(X, y, sample_weight=weights)
             self.refit_time_ = time.perf_counter() - start
             best_estimator.set_params(verbose=verbose)  # the estimator's own, as given
             self.best_estimator_ = best_estimator
@@ -498,14 +540,20 @@ class CRFTaggerCV(BaseEstimator):
         return self._best().predict_marginals_single(xseq)
 
     @available_if(_refit_enabled)
-    def score(self, X: SequencesLike, y: LabelSequencesLike) -> float:
+    def score(
+        self, X: SequencesLike, y: LabelSequencesLike, sample_weight: ArrayLike | None = None
+    ) -> float:
         """Score of ``best_estimator_`` on ``X, y``: ``scoring``, or its own score.
 
         As ``GridSearchCV.score``: with a ``scoring``, that scorer; without,
-        ``best_estimator_.score`` (token accuracy).
+        ``best_estimator_.score`` (token accuracy); ``sample_weight`` (one
+        per sequence) is passed to either.
         """
         best = self._best()
-        return best.score(X, y) if self.scorer_ is None else float(self.scorer_(best, X, y))
+        weights = {} if sample_weight is None else {"sample_weight": sample_weight}
+        if self.scorer_ is None:
+            return best.score(X, y, **weights)
+        return float(self.scorer_(best, X, y, **weights))
 
     @property
     def classes_(self) -> np.ndarray:

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
+from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator, clone
 from sklearn.exceptions import NotFittedError
 from sklearn.feature_extraction import DictVectorizer
@@ -31,6 +32,7 @@ from ._tagger_view import CRFsuiteTagger
 from ._training import _fit as fit_driver
 from ._training._fit import ALGORITHM_DEFAULTS, FEATURE_DEFAULTS, TRAINER_PARAMETERS
 from ._training._monitor import CallbackInfo
+from ._training._weights import check_sample_weight
 from ._typing import LabelSequencesLike, SequenceLike, SequencesLike
 from ._utils._threads import effective_n_threads
 from .metrics import _chunks_from_parsed as label_chunks
@@ -226,6 +228,24 @@ calibration_candidates, calibration_max_trials : default=None
         (``allowed_transitions``, partial labels): each token's most
         probable label when no pair is forbidden. predict_nbest,
         predict_marginals and ``tagger_`` are unchanged.
+    class_weight : dict, 'balanced' or None, default=None
+        Weights of the labels, for imbalanced data: each token's term of the
+        log-likelihood, ``-log p(y_t | y_{t-1}, x)`` (the chain rule under
+        the model), is multiplied by the weight of its gold label, so that
+        weights 1 give exactly the usual objective (defined, with its
+        gradient, in the user guide's mathematics page). A dict maps labels
+        to finite, non-negative weights; labels not in it weigh 1, and a
+        label that is not one of the training labels is an error (a
+        misspelt label would otherwise be ignored silently). ``'balanced'``:
+        ``n_tokens / (n_labels * count(label))`` over the training tokens
+        whose label is known. A partially labelled sequence
+        (``missing_label``) is not weighted by label: all its tokens weigh
+        1 (times its ``sample_weight``). The online trainers ap, pa and
+        arow weigh each token's terms of their update (see :meth:`fit`);
+        l2sgd rejects ``class_weight``; :meth:`partial_fit` accepts a dict
+        but not ``'balanced'`` (one batch's frequencies are not the
+        data's). Feature selection does not depend on it. None: every label
+        weighs 1 (the usual model, exactly).
 
     Attributes
     ----------
@@ -354,6 +374,7 @@ calibration_candidates, calibration_max_trials : default=None
         "allowed_transitions": [str, list, tuple, set, frozenset, None],
         "missing_label": "no_validation",
         "decoding": [StrOptions({"viterbi", "posterior"})],
+        "class_weight": [StrOptions({"balanced"}), dict, None],
     }
 
     def __init__(
@@ -398,6 +419,7 @@ calibration_candidates, calibration_max_trials : default=None
         allowed_transitions: str | Iterable[tuple[Any, Any]] | None = None,
         missing_label: Any = None,
         decoding: str = "viterbi",
+        class_weight: str | Mapping[Any, float] | None = None,
     ) -> None:
         # Positional order is sklearn_crfsuite.CRF's, so that its scripts
         # (``CRF('lbfgs', ...)``) run unchanged; skcrf's own are keyword-only.
@@ -440,6 +462,7 @@ calibration_candidates, calibration_max_trials : default=None
         self.allowed_transitions = allowed_transitions
         self.missing_label = missing_label
         self.decoding = decoding
+        self.class_weight = class_weight
 
     def _validate_params(self):
         super()._validate_params()
@@ -464,6 +487,7 @@ calibration_candidates, calibration_max_trials : default=None
         X_dev: SequencesLike | None = None,
         y_dev: LabelSequencesLike | None = None,
         *,
+        sample_weight: ArrayLike | None = None,
         callback: Callable[[CallbackInfo], Any] | None = None,
     ) -> "CRFTagger":
         """Train the CRF.
@@ -490,6 +514,19 @@ calibration_candidates, calibration_max_trials : default=None
             the model, except with ``early_stopping=True``, where it is the
             validation data that chooses the iteration whose weights are
             kept.
+        sample_weight : array-like of shape (n_sequences,), optional
+            One finite, non-negative weight per sequence. L-BFGS multiplies
+            the sequence's log-likelihood (and its gradient) by it; the
+            online trainers scale the sequence's update: l2sgd multiplies
+            its gradient step by the weight, ap, pa and arow their
+            update (see the user guide). Which features and labels exist is
+            decided as without weights from the sequences of weight > 0; a
+            sequence of weight 0 is as if absent (its attributes stay in
+            ``attributes_``, with no feature). With ``class_weight``, a
+            token weighs its sequence's weight times its label's. With
+            ``early_stopping`` and no ``X_dev``, the held-out sequences keep
+            their weights in the validation score; ``X_dev`` is unweighted.
+            None: every sequence weighs 1.
         callback : callable, optional
             ``callback(info)`` after every iteration, with a
             :class:`~skcrf.CallbackInfo` (iteration, loss, gradient
@@ -522,13 +559,18 @@ calibration_candidates, calibration_max_trials : default=None
             )
             check_reusable(X, "X", reason)
             check_reusable(y, "y", reason, what="a list of label sequences")
-            X, y, validation = fit_driver.split_validation(
+            split = fit_driver.split_validation(
                 X,
                 y,
                 self.validation_fraction,
                 check_random_state(self.random_state),
                 self.missing_label,
+                sample_weight=sample_weight,
             )
+            if sample_weight is None:
+                X, y, validation = split
+            else:
+                X, y, sample_weight, validation = split
         elif self.early_stopping:
             validation = (X_dev, y_dev)
         previous = self.__dict__.get("_model") if self.warm_start else None
@@ -547,6 +589,8 @@ calibration_candidates, calibration_max_trials : default=None
             missing_label=self.missing_label,
             allowed_transitions=self.allowed_transitions,
             stacklevel=3,  # past _fit_context's wrapper
+            sample_weight=sample_weight,
+            class_weight=self.class_weight,
         )
         self._store_fit(fitted)
         self.__dict__.pop("_partial_fit_rng", None)
@@ -569,14 +613,15 @@ calibration_candidates, calibration_max_trials : default=None
             "callback": callback,
         }
 
-    def _validation_scorer(self, model, vocabulary, X_val, y_val):
+    def _validation_scorer(self, model, vocabulary, X_val, y_val, sample_weight=None):
         """``score(w)`` of ``scoring`` on the early-stopping data."""
         scorer = get_scorer(self.scoring) if self.scoring is not None else _token_accuracy
+        kwargs = {} if sample_weight is None else {"sample_weight": sample_weight}
 
         def score(w):
             probe = clone(self)
             probe._set_fitted(model.with_weights(w), 0, None, None, vocabulary)
-            return scorer(probe, X_val, y_val)
+            return scorer(probe, X_val, y_val, **kwargs)
 
         return score
 
@@ -585,7 +630,11 @@ calibration_candidates, calibration_max_trials : default=None
 
     @_fit_context(prefer_skip_nested_validation=True)
     def partial_fit(
-        self, X: SequencesLike, y: LabelSequencesLike, classes: Iterable[Any] | None = None
+        self,
+        X: SequencesLike,
+        y: LabelSequencesLike,
+        classes: Iterable[Any] | None = None,
+        sample_weight: ArrayLike | None = None,
     ) -> "CRFTagger":
         """One pass of an online trainer over ``X``, from the current weights.
 
@@ -604,6 +653,11 @@ calibration_candidates, calibration_max_trials : default=None
             All the labels the model will ever know. Required on the first
             call (scikit-learn's convention); afterwards None or the same
             labels.
+        sample_weight : array-like of shape (n_sequences,), optional
+            One finite, non-negative weight per sequence: scales its update
+            as in :meth:`fit`. ``class_weight`` applies when it is a dict;
+            ``'balanced'`` is rejected (one batch's label frequencies are
+            not the data's).
 
         Returns
         -------
@@ -645,6 +699,8 @@ calibration_candidates, calibration_max_trials : default=None
             verbose=self.verbose,
             previous=previous,
             missing_label=self.missing_label,
+            sample_weight=sample_weight,
+            class_weight=self.class_weight,
         )
         self._store_fit(result)
         self._partial_fit_rng = rng
@@ -828,7 +884,8 @@ calibration_candidates, calibration_max_trials : default=None
         return state
 
     def __setstate__(self, state):
-        super().__setstate__(state)
+        # a pickle made before class_weight existed: the default (no weights)
+        super().__setstate__({"class_weight": None, **state})
         # pickled before the parameter existed: the decoding it had
         self.__dict__.setdefault("decoding", "viterbi")
         model = self.__dict__.get("_model")
@@ -1426,7 +1483,9 @@ calibration_candidates, calibration_max_trials : default=None
             rows, ["kind", "attribute", "from_label", "label", "weight"], "top_features"
         )
 
-    def score(self, X: SequencesLike, y: LabelSequencesLike) -> float:
+    def score(
+        self, X: SequencesLike, y: LabelSequencesLike, sample_weight: ArrayLike | None = None
+    ) -> float:
         """Token accuracy of the predictions of ``X`` against ``y``.
 
         Predictions use the estimator's ``allowed_transitions`` and ``decoding``.
@@ -1435,13 +1494,19 @@ calibration_candidates, calibration_max_trials : default=None
         ----------
         X : list of sequences of tokens
         y : list of sequences of labels
+        sample_weight : array-like of shape (n_sequences,), optional
+            Per-sequence weights: each token weighs its sequence's weight
+            (the weighted mean of the tokens' correctness).
 
         Returns
         -------
         float
         """
         self._fitted_model()
+        weights = check_sample_weight(sample_weight)
         encoded, y = encode_data(self._vocabulary, X, y, grow=False, name="X")
+        if weights is not None:
+            weights = check_sample_weight(weights, len(encoded.lengths))
         true = check_labels(y, encoded.lengths, name="y")
         if not true:
             raise ValueError("score needs at least one token; all sequences are empty.")
@@ -1450,7 +1515,13 @@ calibration_candidates, calibration_max_trials : default=None
         )
         path = self._path(encoded, self._constraints(encoded.lengths, None, None))
         predicted = self.classes_[path].tolist()
-        return float(np.mean([a == b for a, b in zip(true, predicted)]))
+        correct = [a == b for a, b in zip(true, predicted)]
+        if weights is not None:
+            token_weights = np.repeat(weights, encoded.lengths)
+            if not token_weights.sum() > 0:
+                raise ValueError("score: sample_weight is 0 for every token.")
+            return float(np.average(correct, weights=token_weights))
+        return float(np.mean(correct))
 
     # -- inspection --------------------------------------------------------
 
@@ -1495,9 +1566,9 @@ def _scoring_name(scoring):
     return f"scoring={name or repr(scoring)[:100]}"
 
 
-def _token_accuracy(estimator, X, y):
+def _token_accuracy(estimator, X, y, sample_weight=None):
     """The default early-stopping score: ``estimator.score`` (its own decoding)."""
-    return estimator.score(X, y)
+    return estimator.score(X, y, sample_weight=sample_weight)
 
 
 def _data_frame(rows, columns, method):

@@ -52,9 +52,10 @@ import inspect
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, Literal, NoReturn, overload
+from typing import TYPE_CHECKING, Any, Literal, NoReturn, cast, overload
 
 import numpy as np
+from numpy.typing import ArrayLike
 from sklearn.base import clone
 
 from ._compat import _fit_context
@@ -65,6 +66,7 @@ from ._model import FittedState
 from ._tagger import CRFTagger
 from ._training import _fit as fit_driver
 from ._training._monitor import CallbackInfo
+from ._training._weights import check_sample_weight
 from ._typing import LabelSequencesLike, SequencesLike
 from ._version import __version__
 
@@ -335,7 +337,11 @@ class DaskCRFTagger(CRFTagger):
         )
 
     def partial_fit(
-        self, X: SequencesLike, y: LabelSequencesLike, classes: Iterable[Any] | None = None
+        self,
+        X: SequencesLike,
+        y: LabelSequencesLike,
+        classes: Iterable[Any] | None = None,
+        sample_weight: ArrayLike | None = None,
     ) -> NoReturn:
         """Not supported: DaskCRFTagger trains with L-BFGS over all the data (use fit)."""
         raise ValueError(
@@ -353,6 +359,7 @@ class DaskCRFTagger(CRFTagger):
         X_dev: SequencesLike | None = None,
         y_dev: LabelSequencesLike | None = None,
         *,
+        sample_weight: "Bag | ArrayLike | None" = None,
         callback: Callable[[CallbackInfo], Any] | None = None,
         npartitions: int | None = None,
     ) -> "DaskCRFTagger":
@@ -372,6 +379,11 @@ class DaskCRFTagger(CRFTagger):
             (``training_log_``), as in :meth:`skcrf.CRFTagger.fit`; with
             ``early_stopping=True`` they are the validation data (required:
             a validation split of a Bag is not supported).
+        sample_weight : dask.bag.Bag or array-like, optional
+            One weight per sequence, as in :meth:`skcrf.CRFTagger.fit`: a
+            Bag with the partitions of ``X`` (one number per sequence), or an
+            array when ``X`` is a list. Sequences of weight 0 are left out on
+            their workers after validation.
         callback : callable, optional
             As in :meth:`skcrf.CRFTagger.fit`: ``callback(info)`` on the
             driver after every iteration; True stops training.
@@ -398,6 +410,11 @@ class DaskCRFTagger(CRFTagger):
                 "that update the weights after each sequence, which does not distribute "
                 "as a sum over partitions; use skcrf.CRFTagger for them."
             )
+        if self.class_weight is not None:
+            raise ValueError(
+                "DaskCRFTagger does not support class_weight yet: leave it None, or "
+                "train with skcrf.CRFTagger (which supports it)."
+            )
         if (X_dev is None) != (y_dev is None):
             raise ValueError("X_dev and y_dev must be given together.")
         if X_dev is not None and (_is_bag(X_dev) or _is_bag(y_dev)):
@@ -421,8 +438,8 @@ class DaskCRFTagger(CRFTagger):
         client, own_client = self._connect(distributed)
         try:
             check_worker_versions(client)
-            X, y = _as_bags(X, y, npartitions, client)
-            with _DistributedObjective(client, X, y, settings, self.n_jobs) as objective:
+            X, y, weights = _as_bags(X, y, npartitions, client, sample_weight)
+            with _DistributedObjective(client, X, y, settings, self.n_jobs, weights) as objective:
                 model = objective.model
                 vocabulary = Vocabulary(model.attributes, model.value_separator)
                 monitor = fit_driver.make_monitor(
@@ -517,27 +534,45 @@ class DaskCRFTagger(CRFTagger):
             return self._on_bag(X, "predict_marginals")
         return super().predict_marginals(X)
 
-    def score(self, X: "Bag | SequencesLike", y: "Bag | LabelSequencesLike") -> float:
+    def score(
+        self,
+        X: "Bag | SequencesLike",
+        y: "Bag | LabelSequencesLike",
+        sample_weight: "Bag | ArrayLike | None" = None,
+    ) -> float:
         """Token accuracy; with Bags, computed on the workers.
 
         Parameters
         ----------
         X : list of sequences of tokens, or dask.bag.Bag of them
         y : list of sequences of labels, or dask.bag.Bag with the same partitions
+        sample_weight : array-like, or dask.bag.Bag with the same partitions, optional
+            One weight per sequence, given to each of its tokens.
 
         Returns
         -------
         float
         """
         if not (_is_bag(X) or _is_bag(y)):
-            return super().score(X, y)
+            if _is_bag(sample_weight):
+                raise TypeError("score: sample_weight is a Bag but X and y are lists.")
+            return super().score(X, y, sample_weight=cast("ArrayLike | None", sample_weight))
         dask, db, _ = _distributed()
         if not (_is_bag(X) and _is_bag(y)):
             raise TypeError("score: X and y must both be Bags, or both lists.")
         _check_partitions(X, y)
         local = dask.delayed(self.to_local(), name=f"skcrf-model-{uuid.uuid4().hex}")
-        counts = db.map_partitions(_score_partition, X, y, local).compute()
-        correct, total = np.sum(np.asarray(counts, dtype=np.int64).reshape(-1, 2), axis=0)
+        if sample_weight is None:
+            counts = db.map_partitions(_score_partition, X, y, local).compute()
+            correct, total = np.sum(np.asarray(counts, dtype=np.int64).reshape(-1, 2), axis=0)
+        else:
+            if not _is_bag(sample_weight):
+                raise TypeError(
+                    "score: with Bags, sample_weight must be a Bag with their partitions."
+                )
+            _check_partitions(X, sample_weight)
+            counts = db.map_partitions(_score_partition, X, y, local, sample_weight).compute()
+            correct, total = np.sum(np.asarray(counts, dtype=np.float64).reshape(-1, 2), axis=0)
         if not total:
             raise ValueError("score needs at least one token; all sequences are empty.")
         return float(correct / total)
@@ -561,9 +596,12 @@ def _predict_partition(sequences, tagger, method):
     return getattr(tagger, method)(list(sequences))
 
 
-def _score_partition(X_part, y_part, tagger):
+def _score_partition(X_part, y_part, tagger, w_part=None):
     X_part, y_part = list(X_part), list(y_part)
     predicted = tagger.predict(X_part)
+    weights = None
+    if w_part is not None:
+        weights = check_sample_weight(list(w_part), len(X_part))
     if len(y_part) != len(predicted):
         raise ValueError(
             f"a partition of X has {len(predicted)} sequences but the one of y has {len(y_part)}."
@@ -575,8 +613,9 @@ def _score_partition(X_part, y_part, tagger):
                 f"y[{i}] (in its partition) has {len(true)} labels but X[{i}] "
                 f"has {len(pred)} tokens."
             )
-        correct += sum(a == b for a, b in zip(true, pred))
-        total += len(true)
+        w = 1 if weights is None else float(weights[i])
+        correct += w * sum(a == b for a, b in zip(true, pred))
+        total += w * len(true)
     return [(correct, total)]
 
 
@@ -619,12 +658,21 @@ def _check_partitions(X, y):
         )
 
 
-def _as_bags(X, y, npartitions, client):
-    """``X`` and ``y`` as Bags with the same partitions."""
+def _as_bags(X, y, npartitions, client, sample_weight=None):
+    """``X``, ``y`` and ``sample_weight`` (or None) as Bags with the same partitions."""
     _, db, _ = _distributed()
     if _is_bag(X) and _is_bag(y):
         _check_partitions(X, y)
-        return X, y
+        if sample_weight is not None:
+            if not _is_bag(sample_weight):
+                raise TypeError(
+                    "X is a Bag: sample_weight must be a Bag with its partitions (one "
+                    f"weight per sequence); got {type(sample_weight).__name__}."
+                )
+            _check_partitions(X, sample_weight)
+        return X, y, sample_weight
+    if _is_bag(sample_weight):
+        raise TypeError("sample_weight is a Bag but X and y are lists: give an array.")
     if _is_bag(X) or _is_bag(y):
         raise TypeError(
             "X and y must both be dask.bag.Bags (with the same partitions) or both lists; "
@@ -643,10 +691,15 @@ def _as_bags(X, y, npartitions, client):
     if npartitions is None:
         npartitions = sum(client.nthreads().values()) or 1
     npartitions = max(1, min(int(npartitions), len(X) or 1))
+    weights = None
+    if sample_weight is not None:
+        checked = check_sample_weight(sample_weight, len(X))
+        weights = db.from_sequence(checked.tolist(), npartitions=npartitions)
     # the same length and count give the same partition boundaries
     return (
         db.from_sequence(list(X), npartitions=npartitions),
         db.from_sequence(list(y), npartitions=npartitions),
+        weights,
     )
 
 
@@ -677,7 +730,7 @@ class _DistributedObjective:
     leaving it releases the partitions held by the workers.
     """
 
-    def __init__(self, client, X, y, settings, n_jobs):
+    def __init__(self, client, X, y, settings, n_jobs, sample_weight=None):
         self.client = client
         self.c2 = settings["c2"]
         self.token = uuid.uuid4().hex[:12]
@@ -685,24 +738,29 @@ class _DistributedObjective:
         started = time.perf_counter()
         self._futures = []
         try:
-            self._build(X, y, settings, n_jobs)
+            self._build(X, y, settings, n_jobs, sample_weight)
         except BaseException:
             self.close()
             raise
         self.setup_seconds = time.perf_counter() - started
 
-    def _build(self, X, y, settings, n_jobs):
+    def _build(self, X, y, settings, n_jobs, sample_weight=None):
         dask, _, distributed = _distributed()
         delayed = dask.delayed
         token = self.token
         # no graph optimization: X and y from one bag keep sharing its tasks
         x_parts = X.to_delayed(optimize_graph=False)
         y_parts = y.to_delayed(optimize_graph=False)
+        w_parts = (
+            [None] * len(x_parts)
+            if sample_weight is None
+            else sample_weight.to_delayed(optimize_graph=False)
+        )
         scans = [
             delayed(tasks.scan_partition, pure=False)(
-                xp, yp, k, __version__, dask_key_name=f"skcrf-scan-{token}-{k}"
+                xp, yp, k, __version__, wp, dask_key_name=f"skcrf-scan-{token}-{k}"
             )
-            for k, (xp, yp) in enumerate(zip(x_parts, y_parts))
+            for k, (xp, yp, wp) in enumerate(zip(x_parts, y_parts, w_parts))
         ]
         stats = [
             delayed(tasks.partition_stats)(scan, dask_key_name=f"skcrf-stats-{token}-{k}")

@@ -39,11 +39,13 @@ from collections.abc import Callable, Iterable
 from typing import Any, Literal, TypeVar, overload
 
 import numpy as np
+from numpy.typing import ArrayLike
 from sklearn import metrics as _skmetrics
 from sklearn.exceptions import UndefinedMetricWarning
 from sklearn.metrics import make_scorer
 
 from ._featurize._labels import check_label_sequence_pair
+from ._training._weights import check_sample_weight
 from ._typing import LabelSequencesLike
 
 __all__ = [
@@ -142,10 +144,26 @@ def _flat_metric(metric, y_true, y_pred, /, **kwargs):
 
     What every ``flat_*`` function does: the sequences are checked and
     concatenated (:func:`_flatten`), then ``metric(y_true=..., y_pred=...,
-    **kwargs)`` is called on the flat lists.
+    **kwargs)`` is called on the flat lists. A ``sample_weight`` has one
+    weight per sequence; each token gets its sequence's weight.
     """
-    flat_true, flat_pred = _flatten(y_true, y_pred)
+    y_true, y_pred = _check_sequences(y_true, y_pred)
+    flat_true = [label for seq in y_true for label in seq]
+    flat_pred = [label for seq in y_pred for label in seq]
+    if kwargs.get("sample_weight") is not None:
+        kwargs["sample_weight"] = _token_weights(kwargs["sample_weight"], y_true)
     return metric(y_true=flat_true, y_pred=flat_pred, **kwargs)
+
+
+def _sequence_weights(sample_weight, y_true):
+    """``sample_weight`` checked: one finite non-negative weight per sequence."""
+    return check_sample_weight(sample_weight, len(y_true))
+
+
+def _token_weights(sample_weight, y_true):
+    """Each token's weight: its sequence's (flat order)."""
+    weights = _sequence_weights(sample_weight, y_true)
+    return np.repeat(weights, [len(seq) for seq in y_true])
 
 
 # ---------------------------------------------------------------------------
@@ -344,7 +362,12 @@ def flat_classification_report(
 # ---------------------------------------------------------------------------
 
 
-def sequence_accuracy_score(y_true: LabelSequencesLike, y_pred: LabelSequencesLike) -> float:
+def sequence_accuracy_score(
+    y_true: LabelSequencesLike,
+    y_pred: LabelSequencesLike,
+    *,
+    sample_weight: ArrayLike | None = None,
+) -> float:
     """Fraction of sequences whose labels are all predicted correctly.
 
     Unlike ``sklearn_crfsuite.metrics.sequence_accuracy_score``, the result is
@@ -355,6 +378,8 @@ def sequence_accuracy_score(y_true: LabelSequencesLike, y_pred: LabelSequencesLi
     Parameters
     ----------
     {sequences}
+    sample_weight : array-like of shape (n_sequences,), optional
+        Weights of the sequences: the weighted fraction.
 
     Returns
     -------
@@ -377,11 +402,16 @@ def sequence_accuracy_score(y_true: LabelSequencesLike, y_pred: LabelSequencesLi
     y_true, y_pred = _check_sequences(y_true, y_pred)
     if not y_true:
         raise ValueError("sequence_accuracy_score needs at least one sequence.")
-    n_correct = sum(
+    correct = [
         all(a == b for a, b in zip(seq_true, seq_pred))
         for seq_true, seq_pred in zip(y_true, y_pred)
-    )
-    return n_correct / len(y_true)
+    ]
+    if sample_weight is not None:
+        weights = _sequence_weights(sample_weight, y_true)
+        if not weights.sum() > 0:
+            raise ValueError("sequence_accuracy_score: sample_weight sums to 0.")
+        return float(np.average(correct, weights=weights))
+    return sum(correct) / len(y_true)
 
 
 for _func in (
@@ -530,14 +560,16 @@ def _extract_chunks(seq, scheme="IOB2"):
     return _chunks_from_parsed([_parse_tag(tag, scheme, prefixes) for tag in seq])
 
 
-def _entity_counts(y_true, y_pred, scheme):
+def _entity_counts(y_true, y_pred, scheme, sample_weight=None):
     """Per-type counts of correct, predicted and true chunks.
 
     Returns ``types`` (sorted list) and three int arrays aligned with it:
-    ``n_correct``, ``n_pred``, ``n_true``.
+    ``n_correct``, ``n_pred``, ``n_true``; with ``sample_weight`` (one per
+    sequence), each chunk counts its sequence's weight (float arrays).
     """
     scheme, prefixes = _check_scheme(scheme)
     y_true, y_pred = _check_sequences(y_true, y_pred)
+    weights = None if sample_weight is None else _sequence_weights(sample_weight, y_true)
     cache = {}
 
     def chunks(seq, name, index):
@@ -561,15 +593,26 @@ def _entity_counts(y_true, y_pred, scheme):
     for i, (seq_true, seq_pred) in enumerate(zip(y_true, y_pred)):
         chunks_true = chunks(seq_true, "y_true", i)
         chunks_pred = chunks(seq_pred, "y_pred", i)
-        n_true.update(chunk[0] for chunk in chunks_true)
-        n_pred.update(chunk[0] for chunk in chunks_pred)
-        n_correct.update(chunk[0] for chunk in chunks_true & chunks_pred)
+        if weights is None:
+            n_true.update(chunk[0] for chunk in chunks_true)
+            n_pred.update(chunk[0] for chunk in chunks_pred)
+            n_correct.update(chunk[0] for chunk in chunks_true & chunks_pred)
+        elif weights[i] > 0:  # a sequence of weight 0 is as if absent
+            w = weights[i]
+            for counter, found in (
+                (n_true, chunks_true),
+                (n_pred, chunks_pred),
+                (n_correct, chunks_true & chunks_pred),
+            ):
+                for chunk in found:
+                    counter[chunk[0]] += w
     types = sorted(set(n_true) | set(n_pred))
+    dtype = int if weights is None else float
     return (
         types,
-        np.array([n_correct[t] for t in types], dtype=int),
-        np.array([n_pred[t] for t in types], dtype=int),
-        np.array([n_true[t] for t in types], dtype=int),
+        np.array([n_correct[t] for t in types], dtype=dtype),
+        np.array([n_pred[t] for t in types], dtype=dtype),
+        np.array([n_true[t] for t in types], dtype=dtype),
     )
 
 
@@ -639,10 +682,10 @@ def _average_values(values, weights, zero_division_value):
     return float(np.mean(values))
 
 
-def _entity_score(metric, y_true, y_pred, scheme, average, zero_division):
+def _entity_score(metric, y_true, y_pred, scheme, average, zero_division, sample_weight=None):
     _check_average(average)
     zero_division_value = _check_zero_division(zero_division)
-    types, n_correct, n_pred, n_true = _entity_counts(y_true, y_pred, scheme)
+    types, n_correct, n_pred, n_true = _entity_counts(y_true, y_pred, scheme, sample_weight)
     warn = isinstance(zero_division, str)
     if average == "micro":
         values, undefined = _metric_values(
@@ -688,6 +731,8 @@ _ENTITY_PARAMS_DOC = """
         scikit-learn: ``'warn'`` acts as 0.0 and raises an
         :class:`~sklearn.exceptions.UndefinedMetricWarning`. With ``np.nan``
         undefined per-type scores are left out of the macro average.
+    sample_weight : array-like of shape (n_sequences,), optional
+        Weights of the sequences: each chunk counts its sequence's weight.
 """
 
 
@@ -698,6 +743,7 @@ def entity_precision_score(
     scheme: str = "IOB2",
     average: Literal["micro", "macro", "weighted"] = "micro",
     zero_division: Literal["warn"] | float = "warn",
+    sample_weight: ArrayLike | None = None,
 ) -> float:
     """Entity-level precision: correct chunks / predicted chunks.
 
@@ -717,7 +763,9 @@ def entity_precision_score(
     >>> entity_precision_score(y_true, y_pred)
     0.5
     """
-    return _entity_score("precision", y_true, y_pred, scheme, average, zero_division)
+    return _entity_score(
+        "precision", y_true, y_pred, scheme, average, zero_division, sample_weight
+    )
 
 
 def entity_recall_score(
@@ -727,6 +775,7 @@ def entity_recall_score(
     scheme: str = "IOB2",
     average: Literal["micro", "macro", "weighted"] = "micro",
     zero_division: Literal["warn"] | float = "warn",
+    sample_weight: ArrayLike | None = None,
 ) -> float:
     """Entity-level recall: correct chunks / true chunks.
 
@@ -746,7 +795,7 @@ def entity_recall_score(
     >>> round(entity_recall_score(y_true, y_pred), 4)
     0.6667
     """
-    return _entity_score("recall", y_true, y_pred, scheme, average, zero_division)
+    return _entity_score("recall", y_true, y_pred, scheme, average, zero_division, sample_weight)
 
 
 def entity_f1_score(
@@ -756,6 +805,7 @@ def entity_f1_score(
     scheme: str = "IOB2",
     average: Literal["micro", "macro", "weighted"] = "micro",
     zero_division: Literal["warn"] | float = "warn",
+    sample_weight: ArrayLike | None = None,
 ) -> float:
     """Entity-level F1: harmonic mean of entity precision and recall.
 
@@ -780,7 +830,7 @@ def entity_f1_score(
     ...                 [["S-PER", "B-LOC", "E-LOC"]], scheme="IOBES")
     1.0
     """
-    return _entity_score("f1-score", y_true, y_pred, scheme, average, zero_division)
+    return _entity_score("f1-score", y_true, y_pred, scheme, average, zero_division, sample_weight)
 
 
 for _func in (entity_precision_score, entity_recall_score, entity_f1_score):
@@ -798,6 +848,7 @@ def entity_classification_report(
     digits: int = ...,
     output_dict: Literal[False] = ...,
     zero_division: Literal["warn"] | float = ...,
+    sample_weight: ArrayLike | None = ...,
 ) -> str: ...
 
 
@@ -810,6 +861,7 @@ def entity_classification_report(
     digits: int = ...,
     output_dict: Literal[True],
     zero_division: Literal["warn"] | float = ...,
+    sample_weight: ArrayLike | None = ...,
 ) -> dict[str, dict[str, float]]: ...
 
 
@@ -822,6 +874,7 @@ def entity_classification_report(
     digits: int = ...,
     output_dict: bool = ...,
     zero_division: Literal["warn"] | float = ...,
+    sample_weight: ArrayLike | None = ...,
 ) -> str | dict[str, dict[str, float]]: ...
 
 
@@ -833,6 +886,7 @@ def entity_classification_report(
     digits: int = 2,
     output_dict: bool = False,
     zero_division: Literal["warn"] | float = "warn",
+    sample_weight: ArrayLike | None = None,
 ) -> str | dict[str, dict[str, float]]:
     """Per-type entity precision, recall, F1 and support, with averages.
 
@@ -857,6 +911,9 @@ def entity_classification_report(
         Return a dict instead of a string.
     zero_division : {'warn', 0.0, 1.0, np.nan}, default='warn'
         Value of undefined scores, see :func:`entity_f1_score`.
+    sample_weight : array-like of shape (n_sequences,), optional
+        Weights of the sequences: each chunk counts its sequence's weight,
+        and the support is the weighted count (a float).
 
     Returns
     -------
@@ -886,7 +943,8 @@ def entity_classification_report(
     {'precision': 1.0, 'recall': 0.5, 'f1-score': 0.6667, 'support': 2}
     """
     zero_division_value = _check_zero_division(zero_division)
-    types, n_correct, n_pred, n_true = _entity_counts(y_true, y_pred, scheme)
+    types, n_correct, n_pred, n_true = _entity_counts(y_true, y_pred, scheme, sample_weight)
+    support = int if sample_weight is None else float
     warn = isinstance(zero_division, str)
     metrics = ("precision", "recall", "f1-score")
 
@@ -900,9 +958,9 @@ def entity_classification_report(
     report: dict[str, dict[str, float]] = {}
     for i, chunk_type in enumerate(types):
         report[chunk_type] = {m: float(per_type[m][i]) for m in metrics}
-        report[chunk_type]["support"] = int(n_true[i])
+        report[chunk_type]["support"] = support(n_true[i])
 
-    total_support = int(n_true.sum())
+    total_support = support(n_true.sum())
     micro: dict[str, float] = {}
     for metric in metrics:
         value, undefined = _metric_values(
@@ -933,7 +991,9 @@ def entity_classification_report(
     def row(name):
         values = report[name]
         cells = "".join(f" {values[m]:>9.{digits}f}" for m in metrics)
-        return f"{name:>{width}} {cells} {values['support']:>9}"
+        count = values["support"]
+        count = f"{count:>9}" if isinstance(count, int) else f"{count:>9.{digits}f}"
+        return f"{name:>{width}} {cells} {count}"
 
     lines += [row(name) for name in types]
     if types:

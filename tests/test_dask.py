@@ -377,3 +377,72 @@ def test_a_worker_lost_mid_fit_gives_the_same_model():
     # the sums run in a fixed order: the very same weights
     np.testing.assert_array_equal(survived._model.weights, reference._model.weights)
     assert survived.predict(X) == reference.predict(X)
+
+
+# -- sample_weight -------------------------------------------------------------------
+
+
+def sample_weights(n, seed=0):
+    rng = np.random.default_rng(seed)
+    weights = rng.uniform(0.2, 3.0, size=n)
+    weights[rng.random(n) < 0.2] = 0.0
+    return weights
+
+
+@pytest.mark.parametrize("sizes", [[40], [10, 10, 10, 10], [0, 13, 0, 27]])
+@pytest.mark.parametrize("options", [{}, {"all_possible_states": True, "min_freq": 1.0}])
+def test_weighted_merged_stats_give_select_features(sizes, options):
+    from skcrf._training._weights import drop_sequences
+
+    X, y = make_data(40, seed=3, empty=True)
+    X[6] = [{"only_here": "x"}] * len(X[6])  # attributes of a weight-0 sequence
+    weights = sample_weights(40, seed=3)
+    weights[6] = 0.0
+    vocabulary = Vocabulary()
+    encoded = vocabulary.encode(X, grow=True)
+    index, classes = encode_labels([label for seq in y for label in seq])
+    keep = weights > 0
+    encoded, index, classes, _ = drop_sequences(encoded, index, classes, None, keep)
+    c = np.repeat(weights[keep], encoded.lengths)
+    expected, observed = select_features(
+        encoded, index, classes, vocabulary.attributes, token_weights=c, **options
+    )
+    scans = [
+        tasks.scan_partition(xp, yp, k, tasks.__version__, wp)
+        for k, (xp, yp, wp) in enumerate(
+            zip(chunks(X, sizes), chunks(y, sizes), chunks(weights.tolist(), sizes))
+        )
+    ]
+    bundle = tasks.build_model(merge_all([tasks.partition_stats(s) for s in scans]), **options)
+    assert model_arrays(bundle.model) == model_arrays(expected)
+    np.testing.assert_allclose(bundle.observed, observed, rtol=1e-12, atol=1e-12)
+
+
+def test_partition_weight_errors_name_the_partition():
+    X, y = make_data(5)
+    with pytest.raises(ValueError, match=r"sample_weight\.partitions\[2\]\[1\] is -1\.0"):
+        tasks.scan_partition(X, y, 2, tasks.__version__, [1, -1, 1, 1, 1])
+    with pytest.raises(ValueError, match=r"4 weights for 5 sequences"):
+        tasks.scan_partition(X, y, 0, tasks.__version__, [1, 1, 1, 1])
+
+
+@pytest.mark.parametrize("npartitions", [1, 3])
+def test_weighted_fit_equals_local_fit(client, npartitions):
+    X, y = make_data(80, seed=4, empty=True)
+    weights = sample_weights(80, seed=4)
+    local = CRFTagger(c2=0.5).fit(X, y, sample_weight=weights)
+    remote = DaskCRFTagger(c2=0.5).fit(X, y, sample_weight=weights, npartitions=npartitions)
+    assert_same_model(local, remote, X)
+    assert remote.score(X, y, sample_weight=weights) == pytest.approx(
+        local.score(X, y, sample_weight=weights), rel=1e-12
+    )
+    bags = [db.from_sequence(data, npartitions=npartitions) for data in (X, y, weights.tolist())]
+    remote_bags = DaskCRFTagger(c2=0.5).fit(bags[0], bags[1], sample_weight=bags[2])
+    assert_same_model(local, remote_bags, X)
+    assert remote_bags.score(*bags) == pytest.approx(
+        local.score(X, y, sample_weight=weights), rel=1e-12
+    )
+    with pytest.raises(TypeError, match="sample_weight must be a Bag"):
+        DaskCRFTagger(c2=0.5).fit(bags[0], bags[1], sample_weight=weights)
+    with pytest.raises(ValueError, match="class_weight"):
+        DaskCRFTagger(c2=0.5, class_weight="balanced").fit(X, y)

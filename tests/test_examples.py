@@ -258,3 +258,20 @@ def test_bilstm_crf(treebank, tmp_path):
     )
     assert 0.0 < accuracy(stdout) <= 1.0
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_class_weight(treebank):
+    stdout = run_example("class_weight.py", *QUICK, "--n-jobs", "1")
+    assert "train: 60 sentences" in stdout
+    recall = re.search(
+        r"^macro recall over the rare tags: none ([0-9.]+), balanced ([0-9.]+)$",
+        stdout,
+        flags=re.MULTILINE,
+    )
+    assert recall, stdout
+    for class_weight in ("None", "'balanced'"):
+        assert re.search(
+            rf"^class_weight={class_weight}: test token accuracy 0\.\d+",
+            stdout,
+            flags=re.MULTILINE,
+        )

@@ -431,6 +431,13 @@ ADAPTED_CHECKS = {
     "check_estimators_dtypes": "test_object_arrays_and_numpy_scalars_are_accepted",
     "check_pipeline_consistency": "test_pipeline_on_raw_sentences_matches_manual_steps",
     "check_estimators_pickle": "test_pickle_and_joblib_round_trips",
+    "check_sample_weights_not_an_array": "test_sample_weight_forms_and_errors",
+    "check_sample_weights_list": "test_sample_weight_forms_and_errors",
+    "check_sample_weights_pandas_series": "test_sample_weight_forms_and_errors",
+    "check_sample_weights_shape": "test_sample_weight_forms_and_errors",
+    "check_sample_weights_not_overwritten": "test_sample_weight_forms_and_errors",
+    "check_all_zero_sample_weights_error": "test_sample_weight_forms_and_errors",
+    "check_sample_weight_equivalence_on_dense_data": "test_sample_weight_equivalence",
 }
 
 NOT_APPLICABLE_CHECKS = {
@@ -504,6 +511,46 @@ def test_every_common_check_is_accounted_for():
     module = globals()
     for check_name, test_name in ADAPTED_CHECKS.items():
         assert callable(module.get(test_name)), (check_name, test_name)
+
+
+def test_sample_weight_forms_and_errors():
+    """scikit-learn's sample-weight checks, with sequences (one weight per sequence)."""
+    weights = np.linspace(0.5, 2.0, len(X))
+    reference = CRFTagger(c2=0.1).fit(X, Y, sample_weight=weights)
+    forms = [weights.tolist(), tuple(weights.tolist())]
+    try:
+        import pandas as pd
+    except ImportError:
+        pass
+    else:
+        forms.append(pd.Series(weights))
+    for form in forms:
+        tagger = CRFTagger(c2=0.1).fit(X, Y, sample_weight=form)
+        assert (tagger.coef_ != reference.coef_).nnz == 0
+    before = weights.copy()
+    CRFTagger(c2=0.1).fit(X, Y, sample_weight=weights)
+    np.testing.assert_array_equal(weights, before)  # not overwritten
+    with pytest.raises(ValueError, match="must be 1-D"):
+        CRFTagger(c2=0.1).fit(X, Y, sample_weight=weights[:, None])
+    with pytest.raises(ValueError, match="weights for"):
+        CRFTagger(c2=0.1).fit(X, Y, sample_weight=weights[:-1])
+    with pytest.raises(ValueError, match="0 for every sequence"):
+        CRFTagger(c2=0.1).fit(X, Y, sample_weight=np.zeros(len(X)))
+
+
+def test_sample_weight_equivalence():
+    """Integer weights are repeated sequences (the check's property, on sequences)."""
+    rng = np.random.default_rng(0)
+    weights = rng.integers(0, 3, size=len(X)).astype(float)
+    weighted = CRFTagger(c2=0.1, epsilon=1e-8).fit(X, Y, sample_weight=weights)
+    repeated = [i for i in range(len(X)) for _ in range(int(weights[i]))]
+    plain = CRFTagger(c2=0.1, epsilon=1e-8).fit([X[i] for i in repeated], [Y[i] for i in repeated])
+    loss = [t.training_log_.last_iteration["loss"] for t in (weighted, plain)]
+    assert loss[0] == pytest.approx(loss[1], rel=1e-8)
+    assert weighted.predict(X) == plain.predict(X)
+    a, b = weighted.state_features_, plain.state_features_
+    assert set(a) == set(b)
+    assert max(abs(a[k] - b[k]) for k in a) < 1e-5 * max(abs(v) for v in b.values())
 
 
 # ---------------------------------------------------------------------------

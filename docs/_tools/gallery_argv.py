@@ -83,6 +83,17 @@ GALLERY_ARGS = {
     ],
     "embeddings.py": ["--max-sentences", "300", "--max-iterations", "30", "--n-jobs", "1"],
     # the figure stays open for the gallery; the file it is saved to is not needed
+    "class_weight.py": [
+        "--max-sentences",
+        "300",
+        "--max-iterations",
+        "50",
+        "--n-jobs",
+        "1",
+        "--plot",
+        "/dev/null",
+    ],
+    # the figure stays open for the gallery; the file it is saved to is not needed
     "early_stopping.py": [
         "--max-sentences",
         "300",

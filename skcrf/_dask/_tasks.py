@@ -45,8 +45,10 @@ from .._featurize._labels import (
 from .._featurize._validation import check_sequences, check_sums
 from .._featurize._vocabulary import Vocabulary
 from .._inference import _kernels
+from .._inference._blocks import gather_rows
 from .._model import CRFModel
 from .._training._objective import CRFObjective
+from .._training._weights import check_sample_weight
 from .._utils._threads import effective_n_threads, single_blas_thread
 from .._version import __version__
 
@@ -86,9 +88,10 @@ class PartitionScan:
     stats : PartitionStats
     """
 
-    def __init__(self, encoded, stats):
+    def __init__(self, encoded, stats, token_weights=None):
         self.encoded = encoded
         self.stats = stats
+        self.token_weights = token_weights
 
     def __sizeof__(self):
         # Dask's memory accounting reads sys.getsizeof.
@@ -115,6 +118,10 @@ class PartitionStats:
     abs_max : float
         Largest magnitude of a value (for the overflow check of the sums).
     n_values, n_tokens, n_sequences : int
+    state_observed, transitions_observed : ndarray or None
+        With ``sample_weight``: the sums and counts with each token's
+        weight (the observed counts; the unweighted ones choose the
+        features). None without weights.
     """
 
     def __init__(
@@ -129,7 +136,11 @@ class PartitionStats:
         n_values,
         n_tokens,
         n_sequences,
+        state_observed=None,
+        transitions_observed=None,
     ):
+        self.state_observed = state_observed
+        self.transitions_observed = transitions_observed
         self.attributes = attributes
         self.labels = labels
         self.state_attributes = state_attributes
@@ -146,8 +157,12 @@ class PartitionStats:
         return 64 * (len(self.attributes) + len(self.labels)) + sum(a.nbytes for a in arrays)
 
 
-def scan_partition(X_part, y_part, k, version):
+def scan_partition(X_part, y_part, k, version, w_part=None):
     """Validate and encode partition ``k`` with a vocabulary of its own.
+
+    ``w_part``: the partition's ``sample_weight`` (or None). Its sequences of
+    weight 0 are then left out after validation (their attributes stay in
+    the vocabulary, with no feature), as :meth:`skcrf.CRFTagger.fit` does.
 
     Parameters
     ----------
@@ -172,6 +187,25 @@ def scan_partition(X_part, y_part, k, version):
     check_sums(encoded, vocabulary, name=x_name)
     labels = check_labels(list(y_part), encoded.lengths, name=y_name)
     check_distinct_labels(labels, y_name, lengths=encoded.lengths)
+    token_weights = None
+    if w_part is not None:
+        weights = check_sample_weight(
+            list(w_part), len(sequences), name=f"sample_weight.partitions[{k}]"
+        )
+        lengths = np.asarray(encoded.lengths, dtype=np.intp)
+        keep = weights > 0
+        if not keep.all():
+            token_keep = np.repeat(keep, lengths)
+            rows = np.flatnonzero(token_keep)
+            indptr, ids, values = gather_rows(encoded.indptr, encoded.ids, encoded.values, rows)
+            encoded = encoded._replace(
+                indptr=indptr, ids=ids, values=values, lengths=lengths[keep]
+            )
+            labels = [label for label, kept in zip(labels, token_keep.tolist()) if kept]
+            weights = weights[keep]
+        if not (weights == 1.0).all():
+            token_weights = np.repeat(weights, np.asarray(encoded.lengths, dtype=np.intp))
+        n_tokens = len(labels)
     unique = list(dict.fromkeys(labels))
     local_classes = np.empty(len(unique), dtype=object)
     local_classes[:] = unique
@@ -193,7 +227,25 @@ def scan_partition(X_part, y_part, k, version):
     follows = np.ones(len(label_index), dtype=bool)
     follows[(np.cumsum(lengths) - lengths)[lengths > 0]] = False
     follows = np.flatnonzero(follows)
-    np.add.at(transitions, label_index[follows - 1] * n_labels + label_index[follows], 1.0)
+    pairs = label_index[follows - 1] * n_labels + label_index[follows]
+    np.add.at(transitions, pairs, 1.0)
+    state_observed = transitions_observed = None
+    if w_part is not None:
+        state_observed, transitions_observed = state_sums, transitions
+        if token_weights is not None:
+            state_observed = _kernels.state_feature_sums(
+                encoded.indptr,
+                encoded.ids,
+                encoded.values * np.repeat(token_weights, np.diff(encoded.indptr)),
+                label_index,
+                len(vocabulary),
+                max(n_labels, 1),
+                False,
+            )[2]
+            transitions_observed = np.bincount(
+                pairs, weights=token_weights[follows], minlength=n_labels * n_labels
+            )
+        transitions_observed = transitions_observed.reshape(n_labels, n_labels)
     values = encoded.values
     stats = PartitionStats(
         attributes=list(vocabulary.attributes),
@@ -205,9 +257,11 @@ def scan_partition(X_part, y_part, k, version):
         abs_max=float(np.abs(values).max()) if len(values) else 0.0,
         n_values=len(values),
         n_tokens=n_tokens,
-        n_sequences=len(sequences),
+        n_sequences=len(encoded.lengths),
+        state_observed=state_observed,
+        transitions_observed=transitions_observed,
     )
-    return PartitionScan(encoded, stats)
+    return PartitionScan(encoded, stats, token_weights)
 
 
 def partition_stats(scan):
@@ -279,6 +333,21 @@ def merge_stats(left, right):
     n_left = len(left.labels)
     transitions[:n_left, :n_left] = left.transitions
     np.add.at(transitions, (label_map[:, None], label_map[None, :]), right.transitions)
+    state_observed = transitions_observed = None
+    if left.state_observed is not None:
+        state_observed = np.zeros(len(unique))
+        np.add.at(
+            state_observed,
+            inverse,
+            np.concatenate([left.state_observed, right.state_observed]),
+        )
+        transitions_observed = np.zeros((n_labels, n_labels))
+        transitions_observed[:n_left, :n_left] = left.transitions_observed
+        np.add.at(
+            transitions_observed,
+            (label_map[:, None], label_map[None, :]),
+            right.transitions_observed,
+        )
     return PartitionStats(
         attributes=attributes,
         labels=labels,
@@ -290,6 +359,8 @@ def merge_stats(left, right):
         n_values=left.n_values + right.n_values,
         n_tokens=left.n_tokens + right.n_tokens,
         n_sequences=left.n_sequences + right.n_sequences,
+        state_observed=state_observed,
+        transitions_observed=transitions_observed,
     )
 
 
@@ -352,9 +423,14 @@ def build_model(
 
     attributes_of = stats.state_attributes
     labels_of = label_map[stats.state_labels]
+    weighted = stats.state_observed is not None
+    state_observed = stats.state_observed if weighted else stats.state_sums
     if all_possible_states:
         state_sums = np.zeros(n_attributes * n_labels)
         state_sums[attributes_of * n_labels + labels_of] = stats.state_sums
+        observed = np.zeros(n_attributes * n_labels)
+        observed[attributes_of * n_labels + labels_of] = state_observed
+        state_observed = observed
         attributes_of = np.repeat(np.arange(n_attributes, dtype=np.int64), n_labels)
         labels_of = np.tile(np.arange(n_labels, dtype=np.int64), n_attributes)
     else:
@@ -362,8 +438,10 @@ def build_model(
         order = np.argsort(attributes_of * n_labels + labels_of, kind="stable")
         attributes_of, labels_of = attributes_of[order], labels_of[order]
         state_sums = stats.state_sums[order]
+        state_observed = state_observed[order]
     kept = state_sums >= min_freq
     attributes_of, labels_of, state_sums = attributes_of[kept], labels_of[kept], state_sums[kept]
+    state_observed = state_observed[kept]
     state_ptr = np.zeros(n_attributes + 1, dtype=np.int64)
     np.cumsum(np.bincount(attributes_of, minlength=n_attributes), out=state_ptr[1:])
 
@@ -375,6 +453,11 @@ def build_model(
     else:
         exists = transition_sum > 0
     transition_index = np.flatnonzero(exists & (transition_sum >= min_freq))
+    transition_observed = transition_sum
+    if weighted:
+        transition_observed = np.zeros((n_labels, n_labels))
+        transition_observed[label_map[:, None], label_map[None, :]] = stats.transitions_observed
+        transition_observed = transition_observed.ravel()
 
     model = CRFModel(
         classes=classes,
@@ -386,7 +469,7 @@ def build_model(
         transition_weights=np.zeros(len(transition_index)),
         value_separator=value_separator,
     )
-    observed = np.concatenate([state_sums, transition_sum[transition_index]])
+    observed = np.concatenate([state_observed, transition_observed[transition_index]])
     return ModelBundle(model, observed, label_map, stats.n_tokens, stats.n_sequences)
 
 
@@ -417,12 +500,15 @@ class PartitionObjective:
     model : CRFModel
     n_threads : int
         Threads of the partition's evaluation.
+    token_weights : ndarray or None
+        Each token's weight (``sample_weight``), or None.
     """
 
-    def __init__(self, encoded, model, n_threads=1):
+    def __init__(self, encoded, model, n_threads=1, token_weights=None):
         self.encoded = encoded
         self.model = model
         self.n_threads = n_threads
+        self.token_weights = token_weights
         self._objective = None
 
     @property
@@ -435,6 +521,7 @@ class PartitionObjective:
                 np.zeros(self.model.n_features),
                 c2=0.0,
                 n_threads=self.n_threads,
+                token_weights=self.token_weights,
             )
         return self._objective
 
@@ -443,10 +530,17 @@ class PartitionObjective:
         return len(self.encoded.indptr) - 1
 
     def __getstate__(self):
-        return {"encoded": self.encoded, "model": self.model, "n_threads": self.n_threads}
+        return {
+            "encoded": self.encoded,
+            "model": self.model,
+            "n_threads": self.n_threads,
+            "token_weights": self.token_weights,
+        }
 
     def __setstate__(self, state):
-        self.__init__(state["encoded"], state["model"], state["n_threads"])
+        self.__init__(
+            state["encoded"], state["model"], state["n_threads"], state.get("token_weights")
+        )
 
     def __sizeof__(self):
         # the encoded data, and the blocks that copy it once built
@@ -472,7 +566,7 @@ def vectorize_partition(scan, bundle, n_jobs, version):
     )
     encoded = scan.encoded
     encoded = encoded._replace(ids=to_global[encoded.ids] if len(local) else encoded.ids)
-    partition = PartitionObjective(encoded, model, n_threads)
+    partition = PartitionObjective(encoded, model, n_threads, scan.token_weights)
     if partition.n_tokens:
         _ = partition.objective  # built now, not in the first evaluation
     return partition

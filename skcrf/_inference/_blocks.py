@@ -34,7 +34,9 @@ class Block:
     a third of the memory (4 bytes of id instead of 12 with the value).
     """
 
-    def __init__(self, encoded, sequences, drop_zeros, unit_values=False):
+    def __init__(
+        self, encoded, sequences, drop_zeros, unit_values=False, token_weights=None, labels=None
+    ):
         lengths = np.asarray(encoded.lengths)
         layout = pack(lengths[sequences])
         rows = sequence_rows(lengths, sequences)[layout.flat_index]
@@ -44,6 +46,18 @@ class Block:
         if unit_values and (self.values == 1.0).all():
             self.values = None
         self.batch_sizes = layout.batch_sizes
+        # weighted training: each row's weight c, the backward pass's v, and
+        # (weights that vary within a sequence) the gold labels and c's steps
+        self.token_weights = self.row_weights = self.weight_steps = self.gold = None
+        if token_weights is not None:
+            self.token_weights, self.row_weights, steps = _row_weights(
+                np.asarray(token_weights, dtype=np.float64)[rows], self.batch_sizes
+            )
+            if steps.any():
+                if labels is None or (np.asarray(labels)[rows] < 0).any():
+                    raise ValueError("token weights that vary within a sequence need its labels")
+                self.weight_steps = steps
+                self.gold = np.asarray(labels, dtype=np.intp)[rows]
         self.n_rows = len(rows)
         self.n_sequences = int(np.count_nonzero(lengths[sequences]))
         self.rows = rows
@@ -67,6 +81,54 @@ class Block:
     def lengths(self):
         """Tokens of each packed column's sequence."""
         return np.bincount(self.columns, minlength=self.n_sequences)
+
+
+def _row_weights(c, batch_sizes):
+    """A block's row weights: ``c``, ``v = c - c[next row]`` and ``c``'s steps.
+
+    ``c``: one weight per packed row; the steps are ``c[next row] - c`` (0
+    at a sequence's last row).
+
+    ``sum_r c[r] (log Z_{1..r} - log Z_{1..r-1})`` over a sequence's rows is
+    ``sum_r v[r] log Z_{1..r}`` (``v`` is ``c`` at a sequence's last row):
+    the row weights of :func:`skcrf._inference._kernels.forward_backward`,
+    which equal ``c`` times the log-likelihood when ``c`` is constant over
+    each sequence (the steps are then all 0).
+    """
+    c = np.ascontiguousarray(c, dtype=np.float64)
+    v = c.copy()
+    steps = np.zeros_like(c)
+    lo = 0
+    for t in range(len(batch_sizes) - 1):
+        n, n_next = int(batch_sizes[t]), int(batch_sizes[t + 1])
+        v[lo : lo + n_next] -= c[lo + n : lo + n + n_next]
+        steps[lo : lo + n_next] = c[lo + n : lo + n + n_next] - c[lo : lo + n_next]
+        lo += n
+    return c, v, steps
+
+
+def weighted_log_z(c, scale, row_max, t_max, first_rows, columns=None, n_sequences=0):
+    """``sum_r c[r] (log Z_{1..r} - log Z_{1..r-1})`` of a block after the scaled pass.
+
+    ``log Z_{1..r} - log Z_{1..r-1}`` is ``log scale[r] + row_max[r]`` plus
+    ``t_max`` after a sequence's first row (the shifts of ``psi`` and
+    ``exp_trans``); ``first_rows``: how many rows step 0 has. With
+    ``columns``, the sums per sequence (packed column order).
+    """
+    n = len(c)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = np.log(scale[:n]) + row_max[:n]
+    terms[first_rows:] += t_max
+    # a row of weight 0 adds nothing, even where its term is not finite
+    terms = np.where(c != 0.0, c * terms, 0.0)
+    if columns is None:
+        return float(terms.sum())
+    return np.bincount(columns, weights=terms, minlength=n_sequences)
+
+
+def _first_rows(block):
+    """Rows of a block's first step (0 for a block of empty sequences)."""
+    return int(block.batch_sizes[0]) if len(block.batch_sizes) else 0
 
 
 def gather_rows(indptr, ids, values, rows, *, drop_zeros=False):
@@ -105,11 +167,27 @@ def _block_bounds(lengths, sequences, n_labels):
     return sequences, bounds
 
 
-def make_blocks(encoded, sequences, n_labels, *, drop_zeros=False, unit_values=False):
-    """Cut ``sequences`` (indices) into blocks of similar lengths within the budget."""
+def make_blocks(
+    encoded,
+    sequences,
+    n_labels,
+    *,
+    drop_zeros=False,
+    unit_values=False,
+    token_weights=None,
+    labels=None,
+):
+    """Cut ``sequences`` (indices) into blocks of similar lengths within the budget.
+
+    ``unit_values``: see :class:`Block`. ``token_weights`` (one per token,
+    flat order, or None): the blocks of a weighted objective (see
+    :func:`block_marginals`); ``labels`` (flat): the gold labels, needed
+    where the weights vary within a sequence.
+    """
     sequences, bounds = _block_bounds(np.asarray(encoded.lengths), sequences, n_labels)
     return [
-        Block(encoded, sequences[start:stop], drop_zeros, unit_values) for start, stop in bounds
+        Block(encoded, sequences[start:stop], drop_zeros, unit_values, token_weights, labels)
+        for start, stop in bounds
     ]
 
 
@@ -266,12 +344,26 @@ def block_marginals(block, workspace, arrays, want_pairs=None, check=None):
     With ``want_pairs`` (an ``(L, L)`` array) the expected label pair counts
     are added to it; ``check(emissions)``, when given, sees the state scores
     first.
+
+    A block with token weights (``block.token_weights``, ``c``) gives the
+    weighted sum ``sum_r c[r] (log Z_{1..r} - log Z_{1..r-1})`` instead of
+    ``log Z`` (``Z_{1..r}``: the partition function of the row's sequence
+    cut after the row) and, in place of the marginals and pair counts, that
+    sum's derivatives by the state scores and the transitions (see
+    :func:`weighted_log_z`). All weights 1 give ``log Z`` and the marginals.
+    Beyond :data:`MAX_TRANSITION_SPREAD` a weighted block has no log-domain
+    path: its sum is ``inf`` (a line search backs off from such a point).
     """
     n = block.n_rows
     psi = workspace.psi[:n]
     block_state_scores(block, arrays, psi)
     if check is not None:
         check(psi)
+    weights = getattr(block, "token_weights", None)
+    if weights is not None and not arrays.spread <= MAX_TRANSITION_SPREAD:
+        return np.zeros((n, psi.shape[1])), float("inf")
+    if weights is not None and block.weight_steps is not None:
+        return _conditional_marginals(block, workspace, arrays, want_pairs)
     if not arrays.spread <= MAX_TRANSITION_SPREAD:
         result = _forward_backward_numpy(psi, arrays.transitions, block.batch_sizes)
         if want_pairs is not None:
@@ -292,11 +384,82 @@ def block_marginals(block, workspace, arrays, want_pairs=None, check=None):
         workspace.beta,
         workspace.weighted,
         pairs,
+        None if weights is None else block.row_weights,
     )
     if want_pairs is not None:
         want_pairs += pairs * arrays.exp_trans
+    if weights is not None:
+        log_z = weighted_log_z(weights, workspace.scale, row_max, arrays.t_max, _first_rows(block))
+        return alpha, log_z
     log_z = log_sum + float(row_max.sum()) + arrays.t_max * (n - block.n_sequences)
     return alpha, log_z
+
+
+def _conditional_marginals(block, workspace, arrays, want_pairs):
+    """:func:`block_marginals` of a block whose weights vary within sequences.
+
+    The value is ``sum_t c_t (-log p(y_t | y_{t-1}, x))`` plus the weighted
+    gold scores (which the caller's observed counts take back), written as
+    ``c_1 log Z + sum_t u_t log beta_t(y_t)`` with ``u_t = c_{t+1} - c_t``
+    and ``beta_t`` the backward variables (each suffix's partition function
+    given the gold label at ``t``). Its derivatives by the scores come from
+    one more forward pass, ``rho``, differentiating the backward recursion:
+    ``rho_1 = c_1 alpha_1`` and ``rho_t = ((rho_{t-1} + u_{t-1} e_{y_{t-1}} /
+    beta_{t-1}(y_{t-1})) / scale_t) @ exp_trans * psi_t`` (scaled
+    variables); ``rho * beta`` takes the place of the marginals and the
+    pair sums are those of ``rho + u e_y / beta(y)`` with the backward
+    pass's weighted rows. Not finite (an underflow at an extreme point):
+    ``inf``, and the line search steps back.
+    """
+    n, n_labels = block.n_rows, workspace.psi.shape[1]
+    psi = workspace.psi[:n]
+    row_max = workspace.row_max[:n]
+    _kernels.exp_shifted(psi, row_max)
+    _kernels.forward_backward(
+        psi,
+        arrays.exp_trans,
+        block.batch_sizes,
+        workspace.alpha[:n],
+        workspace.scale,
+        workspace.beta,
+        workspace.weighted,
+        None,
+    )
+    scale, beta, weighted = workspace.scale[:n], workspace.beta[:n], workspace.weighted[:n]
+    c, u, gold = block.token_weights, block.weight_steps, block.gold
+    batch_sizes = np.asarray(block.batch_sizes)
+    starts = np.concatenate([[0], np.cumsum(batch_sizes)])
+    first = int(batch_sizes[0])
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        ell = np.log(scale) + row_max
+        ell[first:] += arrays.t_max
+        # suffix sums of ell after each row, within its sequence
+        after = np.zeros(n)
+        for t in range(len(batch_sizes) - 2, -1, -1):
+            lo, n_next = starts[t], batch_sizes[t + 1]
+            nxt = slice(starts[t + 1], starts[t + 1] + n_next)
+            after[lo : lo + n_next] = ell[nxt] + after[nxt]
+        beta_gold = beta[np.arange(n), gold]
+        restart = np.divide(u, beta_gold, out=np.zeros(n), where=u != 0)
+        value = float(c[:first] @ (ell[:first] + after[:first]))
+        moving = u != 0
+        value += float(u[moving] @ (np.log(beta_gold[moving]) + after[moving]))
+        rho = np.empty((n, n_labels))
+        rho[:first] = c[:first, None] * psi[:first] / scale[:first, None]
+        for t in range(1, len(batch_sizes)):
+            lo, size, prev = starts[t], batch_sizes[t], starts[t - 1]
+            source = rho[prev : prev + size].copy()
+            source[np.arange(size), gold[prev : prev + size]] += restart[prev : prev + size]
+            rho[lo : lo + size] = (source @ arrays.exp_trans) * psi[lo : lo + size]
+            rho[lo : lo + size] /= scale[lo : lo + size, None]
+        if want_pairs is not None:
+            source = rho.copy()
+            source[np.arange(n), gold] += restart
+            want_pairs += (source.T @ weighted) * arrays.exp_trans
+        rho *= beta
+    if not (np.isfinite(value) and np.isfinite(rho).all()):
+        return np.zeros((n, n_labels)), float("inf")
+    return rho, value
 
 
 def masked_block_marginals(block, workspace, arrays, masks, want_pairs=None, check=None):
@@ -319,7 +482,9 @@ def masked_block_marginals(block, workspace, arrays, masks, want_pairs=None, che
         A view into the workspace (the log-domain fallback: a new array).
     log_z : ndarray of shape (n_sequences,)
         ``log`` of the sum over the allowed labellings of each sequence, in
-        packed column order; ``-inf`` when a sequence has none.
+        packed column order; ``-inf`` when a sequence has none. A block with
+        token weights gives the weighted sums and their derivatives instead
+        (as :func:`block_marginals`), ``-inf`` where the scaled pass fails.
     """
     from ._constraints import apply_log_masks, apply_zero_masks
 
@@ -329,6 +494,39 @@ def masked_block_marginals(block, workspace, arrays, masks, want_pairs=None, che
     if check is not None:
         check(psi)
     apply_log_masks(psi, masks)
+    weights = getattr(block, "token_weights", None)
+    if weights is not None:
+        if arrays.spread <= MAX_TRANSITION_SPREAD:
+            row_max = workspace.row_max[:n]
+            _kernels.exp_shifted(psi, row_max)
+            apply_zero_masks(psi, masks)
+            alpha = workspace.alpha[:n]
+            pairs = None if want_pairs is None else np.zeros_like(want_pairs)
+            _kernels.forward_backward(
+                psi,
+                arrays.exp_trans,
+                block.batch_sizes,
+                alpha,
+                workspace.scale,
+                workspace.beta,
+                workspace.weighted,
+                pairs,
+                block.row_weights,
+            )
+            log_z = weighted_log_z(
+                weights,
+                workspace.scale,
+                row_max,
+                arrays.t_max,
+                _first_rows(block),
+                block.columns,
+                block.n_sequences,
+            )
+            if np.isfinite(log_z).all():
+                if want_pairs is not None:
+                    want_pairs += pairs * arrays.exp_trans
+                return alpha, log_z
+        return np.zeros((n, psi.shape[1])), np.full(block.n_sequences, -np.inf)
     if arrays.spread <= MAX_TRANSITION_SPREAD:
         row_max = workspace.row_max[:n]
         _kernels.exp_shifted(psi, row_max)

@@ -18,7 +18,7 @@ cdef void backward_marginals(
     const double[:, ::1] psi, const double[:, ::1] exp_trans,
     const Py_ssize_t[::1] batch_sizes, double[:, ::1] alpha,
     const double[::1] scale, double[:, ::1] beta, double[:, ::1] weighted,
-    double[:, ::1] pair_sums, bint want_pairs,
+    double[:, ::1] pair_sums, bint want_pairs, const double* row_weights,
 ) noexcept nogil
 
 cdef void add_expected_states(

@@ -169,7 +169,7 @@ cdef void backward_marginals(
     const double[:, ::1] psi, const double[:, ::1] exp_trans,
     const Py_ssize_t[::1] batch_sizes, double[:, ::1] alpha,
     const double[::1] scale, double[:, ::1] beta, double[:, ::1] weighted,
-    double[:, ::1] pair_sums, bint want_pairs,
+    double[:, ::1] pair_sums, bint want_pairs, const double* row_weights,
 ) noexcept nogil:
     """Scaled backward pass turning ``alpha`` into the marginals in place.
 
@@ -182,6 +182,14 @@ cdef void backward_marginals(
     pairwise terms of every step: times ``exp_trans`` (elementwise, by the
     caller) they are the expected label pair counts. ``beta`` and
     ``weighted`` have at least as many rows as ``psi``.
+
+    With ``row_weights`` (``v``, one per row, or NULL), the recursion is
+    beta[t] = v[t] + (psi[t+1] * beta[t+1] / scale[t+1]) @ exp_trans.T
+    (beta = v[t] at a sequence's last token): reverse-mode differentiation
+    of ``sum_t v[t] log Z(x_1..t)`` (each prefix's log partition) through
+    the forward pass, so that alpha * beta and the pair sums are that sum's
+    derivatives by the state and transition scores. NULL is ``v = 1`` at a
+    sequence's last token and 0 elsewhere: the ordinary marginals.
     """
     cdef int n_labels = psi.shape[1]
     cdef Py_ssize_t n_steps = batch_sizes.shape[0], n_rows = psi.shape[0]
@@ -198,8 +206,9 @@ cdef void backward_marginals(
     lo = n_rows - batch_sizes[n_steps - 1]
     n = batch_sizes[n_steps - 1]
     for r in range(lo, lo + n):
+        inv = 1.0 if row_weights == NULL else row_weights[r]
         for j in range(n_labels):
-            beta[r, j] = 1.0
+            beta[r, j] = inv
             weighted[r, j] = 0.0
     for t in range(n_steps - 2, -1, -1):
         next_lo = lo
@@ -214,9 +223,15 @@ cdef void backward_marginals(
             for j in range(n_labels):
                 w_row[j] = p_row[j] * b_row[j] * inv
         _matmul_bt(&weighted[lo, 0], <int>n_next, &exp_trans[0, 0], n_labels, &beta[lo, 0])
+        if row_weights != NULL:
+            for r in range(lo, lo + n_next):
+                inv = row_weights[r]
+                for j in range(n_labels):
+                    beta[r, j] += inv
         for r in range(lo + n_next, lo + n):
+            inv = 1.0 if row_weights == NULL else row_weights[r]
             for j in range(n_labels):
-                beta[r, j] = 1.0
+                beta[r, j] = inv
                 weighted[r, j] = 0.0
     if want_pairs:
         # pair_sums (L x L) += alpha.T @ weighted, over every row of the block
@@ -300,6 +315,7 @@ def forward_backward(
     const double[:, ::1] psi, const double[:, ::1] exp_trans,
     const Py_ssize_t[::1] batch_sizes, double[:, ::1] alpha, double[::1] scale,
     double[:, ::1] beta, double[:, ::1] weighted, pair_sums=None,
+    const double[::1] row_weights=None,
 ):
     """Marginals of one packed block, in place of ``alpha``.
 
@@ -320,6 +336,12 @@ def forward_backward(
     pair_sums : ndarray of shape (n_labels, n_labels) or None
         When given, ``alpha[t].T @ weighted[t + 1]`` summed over steps is
         added to it (times ``exp_trans``: the expected label pair counts).
+    row_weights : ndarray of shape (n_rows,) or None
+        ``v``: the outputs become the derivatives of ``sum_r v[r] log Z_r``
+        by the state scores (``alpha``) and the transitions (the pair sums),
+        where ``Z_r`` is the partition function of row ``r``'s sequence cut
+        after that row (see :func:`backward_marginals`). None: ``v`` is 1 at
+        each sequence's last row and 0 elsewhere (the marginals).
 
     Returns
     -------
@@ -340,15 +362,20 @@ def forward_backward(
         or beta.shape[1] != n_labels or weighted.shape[1] != n_labels
     ):
         raise ValueError("inconsistent shapes")
+    if row_weights is not None and row_weights.shape[0] != n_rows:
+        raise ValueError("row_weights must have one entry per row")
     if n_rows == 0 or n_labels == 0:
         return 0.0
+    cdef const double* v = NULL
+    if row_weights is not None:
+        v = &row_weights[0]
     pairs = pair_sums if want_pairs else beta  # unused unless want_pairs
     if want_pairs and (pairs.shape[0] != n_labels or pairs.shape[1] != n_labels):
         raise ValueError("pair_sums must be n_labels x n_labels")
     with nogil:
         log_sum = forward_scaled(psi, exp_trans, batch_sizes, alpha, scale)
         backward_marginals(psi, exp_trans, batch_sizes, alpha, scale, beta, weighted,
-                           pairs, want_pairs)
+                           pairs, want_pairs, v)
     return log_sum
 
 

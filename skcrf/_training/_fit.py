@@ -51,6 +51,13 @@ from ._objective import CRFObjective, drop_zeros, select_features
 from ._online_train import DEFAULTS as ONLINE_DEFAULTS
 from ._online_train import OnlineStatus, train_online
 from ._training_log import TrainingLog, holdout_scores
+from ._weights import (
+    check_class_weight,
+    check_sample_weight,
+    drop_sequences,
+    label_weights,
+    token_weights,
+)
 
 #: The parameters of each training algorithm (CRFsuite's), with CRFsuite's
 #: defaults; ``None`` for a parameter means the algorithm's default.
@@ -241,7 +248,55 @@ def partial_fit_classes(classes, fitted_classes):
     return fitted_classes
 
 
-def select_model_features(data, vocabulary, settings, previous=None):
+def apply_weights(data, sample_weight, class_weight, previous_classes=None):
+    """The training data without its sequences of weight 0, and each token's weight.
+
+    Parameters
+    ----------
+    data : TrainingData
+    sample_weight : array-like or None
+        One weight per sequence (checked here: the length of a generator is
+        known once it is encoded).
+    class_weight : None, 'balanced' or dict
+    previous_classes : ndarray or None
+        A warm start's labels (they stay classes).
+
+    Returns
+    -------
+    data : TrainingData
+    token_weights : ndarray or None
+        None when every weight is 1: the unweighted path, exactly.
+    """
+    n_sequences = len(data.encoded.lengths)
+    sample_weight = check_sample_weight(sample_weight, n_sequences)
+    if sample_weight is not None and not (sample_weight > 0).all():
+        keep = sample_weight > 0
+        if not keep.any():
+            raise ValueError(
+                "sample_weight is 0 for every sequence: there is nothing to train on."
+            )
+        data = TrainingData(
+            *drop_sequences(
+                data.encoded,
+                data.label_index,
+                data.classes,
+                data.partial,
+                keep,
+                previous_classes=previous_classes,
+            )
+        )
+        sample_weight = sample_weight[keep]
+    if sample_weight is not None and (sample_weight == 1.0).all():
+        sample_weight = None
+    weights = label_weights(class_weight, data.label_index, data.classes)
+    if weights is not None and (weights == 1.0).all():
+        weights = None
+    return data, token_weights(
+        sample_weight, weights, data.label_index, data.encoded.lengths, data.partial
+    )
+
+
+def select_model_features(data, vocabulary, settings, previous=None, token_weights=None):
     """The model's features (CRFsuite's rule), merged into ``previous``'s.
 
     Returns
@@ -252,6 +307,8 @@ def select_model_features(data, vocabulary, settings, previous=None):
         The empirical feature counts, in the model's feature order.
     old_index : ndarray or None
         Where each feature of ``previous`` is in the model (None without it).
+
+    ``token_weights`` (weighted training) weights the observed counts only.
     """
     model, observed = select_features(
         data.encoded,
@@ -262,6 +319,7 @@ def select_model_features(data, vocabulary, settings, previous=None):
         all_possible_transitions=settings["all_possible_transitions"],
         min_freq=settings["min_freq"],
         partial=data.partial,
+        token_weights=token_weights,
     )
     if previous is None:
         return model, observed, None
@@ -285,10 +343,12 @@ def resumed_trainer_state(algorithm, state, old_index, n_features):
     return state.expanded(old_index, n_features)
 
 
-def split_validation(X, y, fraction, random_state, missing_label=None):
+def split_validation(X, y, fraction, random_state, missing_label=None, sample_weight=None):
     """Hold out ``fraction`` of the sequences for early stopping.
 
-    Returns the kept sequences, their labels, and ``(X_val, y_val)``.
+    Returns the kept sequences, their labels, and ``(X_val, y_val)``; with
+    ``sample_weight``, the kept sequences' weights too and ``(X_val, y_val,
+    weights_val)``.
     """
     sequences = check_sequences(X, name="X")
     lengths = [len(seq) for seq in sequences]
@@ -306,6 +366,14 @@ def split_validation(X, y, fraction, random_state, missing_label=None):
         )
     order = random_state.permutation(len(sequences))
     held, kept = np.sort(order[:n_validation]), np.sort(order[n_validation:])
+    if sample_weight is not None:
+        sample_weight = check_sample_weight(sample_weight, len(sequences))
+        return (
+            [sequences[i] for i in kept],
+            [y[i] for i in kept],
+            sample_weight[kept],
+            ([sequences[i] for i in held], [y[i] for i in held], sample_weight[held]),
+        )
     return (
         [sequences[i] for i in kept],
         [y[i] for i in kept],
@@ -316,7 +384,7 @@ def split_validation(X, y, fraction, random_state, missing_label=None):
 class DevEvaluator:
     """CRFsuite's held-out evaluation under given weights (log entries)."""
 
-    def __init__(self, X_dev, y_dev, vocabulary, model, n_jobs, name="dev"):
+    def __init__(self, X_dev, y_dev, vocabulary, model, n_jobs, name="dev", sample_weight=None):
         # Encoded against the vocabulary as it is now: attributes seen only
         # in the dev data have no feature, and must not join the vocabulary.
         x_name, y_name = f"X_{name}", f"y_{name}"
@@ -340,6 +408,11 @@ class DevEvaluator:
         self.sequence_ends = np.cumsum(lengths)[lengths > 0]
         self.model = model
         self.n_threads = effective_n_threads(n_jobs)
+        # validation data split from weighted training data: each token
+        # weighs as its sequence (accuracy only; the log's scores are unweighted)
+        self.token_weights = None
+        if sample_weight is not None:
+            self.token_weights = np.repeat(sample_weight, lengths)
 
     def _path(self, w):
         return Decoder(self.model.with_weights(w)).viterbi(
@@ -348,7 +421,10 @@ class DevEvaluator:
 
     def accuracy(self, w):
         """Token accuracy under the weights ``w`` (the estimator's score)."""
-        return float(np.mean(self._path(w) == self.truth))
+        correct = self._path(w) == self.truth
+        if self.token_weights is not None:
+            return float(np.average(correct, weights=self.token_weights))
+        return float(np.mean(correct))
 
     def __call__(self, w):
         path = self._path(w)
@@ -379,11 +455,13 @@ def make_monitor(
     ----------
     dev : (X_dev, y_dev) or None
         Held-out data scored into the log at every iteration.
-    validation : (X_val, y_val) or None
-        Early stopping's data (None: no early stopping).
+    validation : (X_val, y_val) or (X_val, y_val, sample_weight_val) or None
+        Early stopping's data (None: no early stopping); the weights when
+        it was split from weighted training data.
     validation_scorer : callable or None
-        ``validation_scorer(model, vocabulary, X_val, y_val)`` returns
-        ``score(w)`` (higher is better); None: token accuracy.
+        ``validation_scorer(model, vocabulary, X_val, y_val[,
+        sample_weight_val])`` returns ``score(w)`` (higher is better); None:
+        token accuracy (weighted by the sequences' weights when given).
     log : TrainingLog or None
         The log to record into (``skcrf.pycrfsuite``'s writes CRFsuite's
         messages as it goes); None: a new one, quiet or printing by
@@ -396,8 +474,15 @@ def make_monitor(
     score = None
     if validation is not None:
         if validation_scorer is None:
+            X_val, y_val, *weights_val = validation
             score = DevEvaluator(
-                *validation, vocabulary, model, n_jobs, name="validation"
+                X_val,
+                y_val,
+                vocabulary,
+                model,
+                n_jobs,
+                name="validation",
+                sample_weight=weights_val[0] if weights_val else None,
             ).accuracy
         else:
             score = validation_scorer(model, vocabulary, *validation)
@@ -502,6 +587,8 @@ def fit(
     missing_label=None,
     allowed_transitions=None,
     stacklevel=2,
+    sample_weight=None,
+    class_weight=None,
 ):
     """Train a model on ``X, y`` with any algorithm (``CRFTagger.fit``).
 
@@ -518,11 +605,17 @@ def fit(
         The model a warm start continues from.
     previous_trainer_state : OnlineState or None
         Its online trainer's state (a warm start of an online trainer).
+    sample_weight : array-like of shape (n_sequences,) or None
+    class_weight : None, 'balanced' or dict
+        See :func:`apply_weights`.
 
     Returns
     -------
     FitResult
     """
+    check_class_weight(class_weight)
+    if sample_weight is not None:
+        check_sample_weight(sample_weight)  # before reading X
     data = encode_training_data(
         vocabulary,
         X,
@@ -531,8 +624,16 @@ def fit(
         missing_label=missing_label,
         previous_classes=None if previous is None else previous.classes,
     )
+    data, weights = apply_weights(
+        data,
+        sample_weight,
+        class_weight,
+        previous_classes=None if previous is None else previous.classes,
+    )
     transition_constraints(data.classes, allowed_transitions)  # fail now, not at predict
-    model, observed, old_index = select_model_features(data, vocabulary, settings, previous)
+    model, observed, old_index = select_model_features(
+        data, vocabulary, settings, previous, token_weights=weights
+    )
     resume = None
     if previous is not None:
         resume = resumed_trainer_state(
@@ -552,6 +653,8 @@ def fit(
             c2=settings["c2"],
             n_threads=effective_n_threads(n_jobs),
             partial=data.partial,
+            token_weights=weights,
+            labels=data.label_index,
         )
         del data
         # The vocabulary's lookup tables are not needed while L-BFGS holds
@@ -579,6 +682,7 @@ def fit(
             random_state=random_state,
             callback=monitor.online_epoch,
             resume=resume,
+            token_weights=weights,
         )
         trainer_state = result.state
     status, weights = outcome(algorithm, result, monitor, stacklevel=stacklevel + 1)
@@ -605,6 +709,8 @@ def partial_fit(
     verbose=False,
     previous=None,
     missing_label=None,
+    sample_weight=None,
+    class_weight=None,
 ):
     """One epoch of an online trainer on ``X, y`` (``CRFTagger.partial_fit``).
 
@@ -642,10 +748,15 @@ def partial_fit(
                 f"but algorithm is now {algorithm!r}; an online trainer continues only "
                 "its own state."
             )
+    check_class_weight(class_weight, allow_balanced=False)
+    if sample_weight is not None:
+        check_sample_weight(sample_weight)  # before reading X
     classes = partial_fit_classes(classes, None if previous is None else previous.model.classes)
     data = encode_training_data(
         vocabulary, X, y, algorithm=algorithm, missing_label=missing_label, fixed_classes=classes
     )
+    # the classes are fixed: a sequence of weight 0 is dropped, its labels stay
+    data, weights = apply_weights(data, sample_weight, class_weight, previous_classes=classes)
     batch_model, _, _ = select_model_features(data, vocabulary, settings)
     if previous is not None:
         model, index, _ = merge_features(previous.model, batch_model)
@@ -664,6 +775,7 @@ def partial_fit(
         callback=lambda entry, w: log.record_epoch({**entry, "num": n_iter + 1}, w),
         resume=state,
         n_epochs=1,
+        token_weights=weights,
     )
     log.finish(result.status, result.message)
     return FitResult(

@@ -22,6 +22,19 @@ Fully labelled sequences keep the observed counts; a sequence with every
 label unknown contributes nothing (it is left out). With no partial
 sequence the objective and its evaluation are exactly the usual ones.
 
+Weighted training (``sample_weight``, ``class_weight``) gives each token a
+weight ``c_t`` and minimizes ``sum_t c_t (-log p(y_t | y_{t-1}, x))``, the
+log-likelihood split by the chain rule under the model (``-log p(y_1 | x)``
+at the first token), plus the L2 term; all weights 1 give the objective
+above, one weight per sequence that weight times its negative
+log-likelihood. The observed counts are weighted sums; a block whose weights
+are constant over each sequence runs the compiled forward-backward with the
+weight folded into its backward pass, one whose weights vary within a
+sequence takes one more forward pass
+(:func:`skcrf._inference._blocks.block_marginals`; the mathematics page of
+the user guide derives both). A partially labelled sequence keeps one
+weight. Unweighted, none of this runs.
+
 Evaluation
 ----------
 Sequences are dealt into one shard per thread (balanced by tokens). A shard
@@ -75,6 +88,7 @@ def select_features(
     min_freq=0.0,
     value_separator=":",
     partial=None,
+    token_weights=None,
 ):
     """The features of the model, as CRFsuite chooses them.
 
@@ -106,6 +120,12 @@ def select_features(
         tokens' attributes get weights for every label. The observed counts
         are those of the fully labelled sequences only (the others enter
         the objective through their constrained expectations).
+    token_weights : ndarray of float64, shape (n_tokens,), or None
+        The weight of each token (weighted training): the observed counts
+        are then weighted sums (a transition's count takes the weight of the
+        token it leads to). Which features exist and ``min_freq`` do not
+        depend on the weights (sequences of weight 0 are left out by the
+        caller).
 
     Returns
     -------
@@ -115,8 +135,9 @@ def select_features(
         Value sum of each feature over the training data (the observed
         counts), in the flat parameter order.
     """
-    if partial is not None:
+    if partial is not None or token_weights is not None:
         encoded = expand_dense(encoded)  # vectors as CSR entries on this path
+    if partial is not None:
         return _select_partial_features(
             encoded,
             labels,
@@ -127,6 +148,7 @@ def select_features(
             all_possible_transitions=all_possible_transitions,
             min_freq=min_freq,
             value_separator=value_separator,
+            token_weights=token_weights,
         )
     n_labels = len(classes)
     labels = np.asarray(labels, dtype=np.intp)
@@ -139,10 +161,16 @@ def select_features(
         n_labels,
         all_possible_states,
     )
+    state_observed = state_sum
+    if token_weights is not None:
+        state_observed = _weighted_state_sums(
+            encoded, labels, token_weights, len(attributes), n_labels, all_possible_states
+        )
     kept = state_sum >= min_freq
     if not kept.all():
         state_ptr = kept_state_ptr(state_ptr, kept)
         state_labels, state_sum = state_labels[kept], state_sum[kept]
+        state_observed = state_observed[kept]
     if getattr(encoded, "dense", None) is not None:
         # vector features (a dense block): the same rules, by matrix products
         state_ptr, state_labels, state_sum = select_vector_features(
@@ -155,10 +183,16 @@ def select_features(
             all_possible_states=all_possible_states,
             min_freq=min_freq,
         )
-
+        state_observed = state_sum
     follows = _following_tokens(encoded.lengths, len(labels))
     transition_sum = np.zeros(n_labels * n_labels)
-    np.add.at(transition_sum, labels[follows - 1] * n_labels + labels[follows], 1.0)
+    pair = labels[follows - 1] * n_labels + labels[follows]
+    np.add.at(transition_sum, pair, 1.0)
+    transition_observed = transition_sum
+    if token_weights is not None:
+        transition_observed = np.bincount(
+            pair, weights=np.asarray(token_weights)[follows], minlength=n_labels * n_labels
+        )
     model = _unfitted_model(
         classes,
         attributes,
@@ -169,8 +203,26 @@ def select_features(
         all_possible_transitions=all_possible_transitions,
         min_freq=min_freq,
     )
-    observed = np.concatenate([state_sum, transition_sum[model.transition_index]])
+    observed = np.concatenate([state_observed, transition_observed[model.transition_index]])
     return model, observed
+
+
+def _weighted_state_sums(encoded, labels, token_weights, n_attributes, n_labels, all_states):
+    """Each state feature's value sum with every entry times its token's weight.
+
+    Called with the arguments of the unweighted sums: a pair exists by its
+    entries whatever their values, so the arrays line up with those.
+    """
+    weights = np.repeat(np.asarray(token_weights, dtype=np.float64), np.diff(encoded.indptr))
+    return _kernels.state_feature_sums(
+        encoded.indptr,
+        encoded.ids,
+        encoded.values * weights,
+        labels,
+        n_attributes,
+        n_labels,
+        all_states,
+    )[2]
 
 
 def _following_tokens(lengths, n_tokens):
@@ -226,6 +278,7 @@ def _select_partial_features(
     all_possible_transitions,
     min_freq,
     value_separator,
+    token_weights=None,
 ):
     """:func:`select_features` of partially labelled data (see there)."""
     n_labels = len(classes)
@@ -250,6 +303,8 @@ def _select_partial_features(
     # observed counts: the fully labelled sequences only
     complete_rows = np.flatnonzero(np.repeat(partial.complete, lengths))
     indptr, ids, values = gather_rows(encoded.indptr, encoded.ids, encoded.values, complete_rows)
+    if token_weights is not None:
+        values = values * np.repeat(np.asarray(token_weights)[complete_rows], np.diff(indptr))
     c_ptr, c_labels, c_sum = _kernels.state_feature_sums(
         indptr,
         ids,
@@ -275,9 +330,16 @@ def _select_partial_features(
     transition_sum = np.bincount(pair, minlength=n_labels * n_labels).astype(np.float64)
     complete_token = np.repeat(partial.complete, lengths)
     observed_pairs = pair[complete_token[both]]
-    transition_observed = np.bincount(observed_pairs, minlength=n_labels * n_labels).astype(
-        np.float64
-    )
+    if token_weights is None:
+        transition_observed = np.bincount(observed_pairs, minlength=n_labels * n_labels).astype(
+            np.float64
+        )
+    else:
+        transition_observed = np.bincount(
+            observed_pairs,
+            weights=np.asarray(token_weights)[both[complete_token[both]]],
+            minlength=n_labels * n_labels,
+        )
     model = _unfitted_model(
         classes,
         attributes,
@@ -379,7 +441,17 @@ class _Shard:
     label at all are left out.
     """
 
-    def __init__(self, encoded, sequences, layout, order, partial=None, own_expected=True):
+    def __init__(
+        self,
+        encoded,
+        sequences,
+        layout,
+        order,
+        partial=None,
+        own_expected=True,
+        token_weights=None,
+        labels=None,
+    ):
         n_labels = layout.n_labels
         self.partial_blocks = []
         self.constraints = None
@@ -389,12 +461,25 @@ class _Shard:
             partial_sequences = sequences[in_partial]
             sequences = sequences[partial.complete[sequences]]
             self.partial_blocks = make_blocks(
-                encoded, partial_sequences, n_labels, drop_zeros=True, unit_values=True
+                encoded,
+                partial_sequences,
+                n_labels,
+                drop_zeros=True,
+                unit_values=True,
+                token_weights=token_weights,
             )
             self.constraints = Constraints(
                 n_labels, None, partial.token_index, partial.token_masks
             )
-        self.blocks = make_blocks(encoded, sequences, n_labels, drop_zeros=True, unit_values=True)
+        self.blocks = make_blocks(
+            encoded,
+            sequences,
+            n_labels,
+            drop_zeros=True,
+            unit_values=True,
+            token_weights=token_weights,
+            labels=labels,
+        )
         order.renumber(self.blocks + self.partial_blocks)
         self.workspace = Workspace(self.blocks + self.partial_blocks, n_labels)
         dense = getattr(encoded, "dense", None)
@@ -519,13 +604,32 @@ class CRFObjective:
     partial : PartialLabels or None
         Partially labelled sequences (see the module docstring); None: every
         label is known.
+    token_weights : ndarray of shape (n_tokens,) or None
+        The weight of each token (flat order): the weighted objective of the
+        module docstring (``observed`` must be the matching weighted counts
+        of :func:`select_features`); None: every weight 1, today's path.
+        Constant over each partially labelled sequence.
+    labels : ndarray of int, shape (n_tokens,), or None
+        The gold labels: needed where ``token_weights`` vary within a
+        sequence.
     """
 
-    def __init__(self, encoded, model, observed, *, c2=0.0, n_threads=1, partial=None):
+    def __init__(
+        self,
+        encoded,
+        model,
+        observed,
+        *,
+        c2=0.0,
+        n_threads=1,
+        partial=None,
+        token_weights=None,
+        labels=None,
+    ):
         self.model = model
         self.observed = observed
         self.c2 = c2
-        if partial is not None:
+        if partial is not None or token_weights is not None:
             encoded = expand_dense(encoded)  # vectors as CSR entries on this path
         dense = getattr(encoded, "dense", None)
         self._vectors = None
@@ -538,7 +642,16 @@ class CRFObjective:
         self._layout = StateLayout(self._order.state_ptr, self._order.state_labels, model.n_labels)
         self._state_weights = np.empty(model.n_states)  # in the internal order
         self._shards = [
-            _Shard(encoded, sequences, self._layout, self._order, partial, own_expected=k > 0)
+            _Shard(
+                encoded,
+                sequences,
+                self._layout,
+                self._order,
+                partial,
+                own_expected=k > 0,
+                token_weights=token_weights,
+                labels=labels,
+            )
             for k, sequences in enumerate(split_sequences(encoded.lengths, n_threads))
         ]
         self._pool = None

@@ -87,6 +87,10 @@ cdef class OnlineProblem:
     state_labels : ndarray of int32, shape (n_states,)
     transition_index : ndarray of int64, shape (n_transitions,)
     n_labels : int
+    token_weights : ndarray of float64, shape (n_tokens,), optional
+        Each token's weight (``sample_weight`` times ``class_weight``): the
+        epochs then scale their updates (see each epoch). None: weights 1,
+        the unweighted code path.
     """
 
     cdef const long long[::1] indptr
@@ -109,6 +113,9 @@ cdef class OnlineProblem:
     cdef double[::1] transitions
     cdef intp[::1] path
     cdef double[::1] delta
+    cdef double[::1] delta_w          # the difference with each token's weight
+    cdef const double[::1] weights    # per token (weighted training)
+    cdef readonly bint weighted
     cdef unsigned char[::1] used
     cdef long long[::1] actives
     cdef double[:, ::1] alpha
@@ -126,7 +133,7 @@ cdef class OnlineProblem:
         self.has_work = False
 
     def __init__(self, indptr, ids, values, starts, lengths, labels, state_ptr,
-                 state_labels, transition_index, n_labels):
+                 state_labels, transition_index, n_labels, token_weights=None):
         cdef intp L = n_labels
         self.indptr = np.ascontiguousarray(indptr, dtype=np.int64)
         self.ids = np.ascontiguousarray(ids, dtype=np.int32)
@@ -167,6 +174,15 @@ cdef class OnlineProblem:
         self.transitions = np.zeros(max(L * L, 1))
         self.path = np.zeros(T, dtype=np.intp)
         self.delta = np.zeros(max(self.n_features, 1))
+        self.weighted = token_weights is not None
+        if self.weighted:
+            self.weights = np.ascontiguousarray(token_weights, dtype=np.float64)
+            if self.weights.shape[0] != self.labels.shape[0]:
+                raise ValueError("token_weights needs one weight per token")
+            self.delta_w = np.zeros(max(self.n_features, 1))
+        else:
+            self.weights = np.zeros(1)
+            self.delta_w = np.zeros(1)
         self.used = np.zeros(max(self.n_features, 1), dtype=np.uint8)
         self.actives = np.zeros(capacity, dtype=np.int64)
         self.alpha = np.zeros((T, max(L, 1)))
@@ -266,6 +282,13 @@ cdef class OnlineProblem:
             s += self.transitions[y[t - 1] * L + y[t]] + self.emissions[t, y[t]]
         return s
 
+    cdef inline void _add_weighted(self, long long k, double v, double c,
+                                   intp* n) noexcept nogil:
+        """_add, and ``c * v`` into the weighted difference."""
+        self._add(k, v, n)
+        if k >= 0:
+            self.delta_w[k] += c * v
+
     cdef inline void _add(self, long long k, double v, intp* n) noexcept nogil:
         if k < 0:
             return
@@ -277,11 +300,30 @@ cdef class OnlineProblem:
 
     cdef intp _difference(self, intp start, intp length, const intp* y,
                           const intp* z) noexcept nogil:
-        """delta = F(x, y) - F(x, z) on the touched features; returns their count."""
+        """delta = F(x, y) - F(x, z) on the touched features; returns their count.
+
+        Weighted: ``delta_w`` gets each token's terms (its state features and
+        the transition into it) times the token's weight.
+        """
         cdef intp t, L = self.n_labels, n = 0
         cdef long long p, r
         cdef int a
-        cdef double v
+        cdef double v, c
+        if self.weighted:
+            for t in range(length):
+                r = start + t
+                c = self.weights[r]
+                if y[t] != z[t]:
+                    for p in range(self.indptr[r], self.indptr[r + 1]):
+                        a = self.ids[p]
+                        v = self.values[p]
+                        self._add_weighted(self._find(a, y[t]), v, c, &n)
+                        self._add_weighted(self._find(a, z[t]), -v, c, &n)
+                if t > 0 and (y[t] != z[t] or y[t - 1] != z[t - 1]):
+                    self._add_weighted(self.transition_feature[y[t - 1] * L + y[t]], 1.0, c, &n)
+                    self._add_weighted(self.transition_feature[z[t - 1] * L + z[t]], -1.0, c,
+                                       &n)
+            return n
         for t in range(length):
             if y[t] != z[t]:
                 r = start + t
@@ -302,6 +344,8 @@ cdef class OnlineProblem:
             k = self.actives[i]
             self.delta[k] = 0.0
             self.used[k] = 0
+            if self.weighted:
+                self.delta_w[k] = 0.0
 
     cdef void _sync_transitions(self, intp n, const double* w) noexcept nogil:
         """Copy the updated transition weights into the dense buffer."""
@@ -315,6 +359,16 @@ cdef class OnlineProblem:
                 changed = True
         if changed:
             self._refresh_pruning()
+
+    cdef double _mean_weight(self, intp start, intp length) noexcept nogil:
+        """Mean weight of a sequence's tokens (1 unweighted)."""
+        cdef intp t
+        cdef double total = 0.0
+        if not self.weighted:
+            return 1.0
+        for t in range(length):
+            total += self.weights[start + t]
+        return total / length
 
     cdef inline intp _viterbi(self, intp start, intp length, double* score) noexcept nogil:
         """Best labelling into self.path; returns the number of wrong labels."""
@@ -333,7 +387,10 @@ cdef class OnlineProblem:
 
         For a wrongly labelled sequence: ``w += delta`` and ``ws += counter *
         delta`` with ``delta = F(x, y) - F(x, viterbi)``; ``counter`` goes up
-        by one per sequence (the average is ``w - ws / counter``).
+        by one per sequence (the average is ``w - ws / counter``). Weighted:
+        ``delta`` is the weighted difference (each token's terms times its
+        weight: a sequence weight ``s`` scales the update by ``s``) and the
+        loss term is multiplied by the mean weight of the sequence's tokens.
 
         Returns
         -------
@@ -360,12 +417,12 @@ cdef class OnlineProblem:
                     n = self._difference(start, length, y, &self.path[0])
                     for q in range(n):
                         k = self.actives[q]
-                        dv = self.delta[k]
+                        dv = self.delta_w[k] if self.weighted else self.delta[k]
                         w[k] += dv
                         ws[k] += counter * dv
                     self._sync_transitions(n, wp)
                     self._clear(n)
-                    loss += d / <double>length
+                    loss += d / <double>length * self._mean_weight(start, length)
                 counter += 1.0
         return loss, counter
 
@@ -378,7 +435,11 @@ cdef class OnlineProblem:
         ``tau = cost / |delta|^2`` (type 0), ``min(c, cost / |delta|^2)``
         (type 1) or ``cost / (|delta|^2 + 1 / (2 c))`` (type 2); ``w += tau *
         delta``, ``ws += tau * counter * delta``. A zero ``delta`` (no feature
-        tells the two labellings apart) updates nothing.
+        tells the two labellings apart) updates nothing. Weighted: ``tau`` is
+        computed as above and the update is ``tau`` times the weighted
+        difference (a sequence weight ``s``: ``s * tau * delta``, so PA-I's
+        step is capped at ``s * c``); the cost enters the loss times the mean
+        token weight.
 
         Returns
         -------
@@ -419,12 +480,12 @@ cdef class OnlineProblem:
                     if norm2 > 0.0 and isfinite(tau):
                         for q in range(n):
                             k = self.actives[q]
-                            dv = self.delta[k]
+                            dv = self.delta_w[k] if self.weighted else self.delta[k]
                             w[k] += tau * dv
                             ws[k] += tau * counter * dv
                         self._sync_transitions(n, wp)
                     self._clear(n)
-                    loss += cost
+                    loss += cost * self._mean_weight(start, length)
                 counter += 1.0
         return loss, counter
 
@@ -434,7 +495,12 @@ cdef class OnlineProblem:
 
         For a wrongly labelled sequence: ``cost = score(viterbi) - score(y) +
         d``, ``alpha = cost / (gamma + sum cov * delta^2)``, ``mean += alpha *
-        cov * delta``, ``cov = 1 / (1 / cov + delta^2 / gamma)``.
+        cov * delta``, ``cov = 1 / (1 / cov + delta^2 / gamma)``. Weighted
+        (``delta_w`` the weighted difference): ``mean += alpha * cov *
+        delta_w`` and ``cov = 1 / (1 / cov + |delta * delta_w| / gamma)``
+        (a sequence weight ``s``: the mean's step and the confidence gained
+        are ``s`` times the unweighted ones); the cost enters the loss times
+        the mean token weight.
 
         Returns
         -------
@@ -443,7 +509,7 @@ cdef class OnlineProblem:
         """
         cdef intp i, q, s, length, n, d
         cdef long long start, k
-        cdef double loss = 0.0, sv, sc, cost, frac, alpha, dv
+        cdef double loss = 0.0, sv, sc, cost, frac, alpha, dv, dw
         cdef const intp* y
         cdef double* wp = &mean[0]
         with nogil:
@@ -469,12 +535,17 @@ cdef class OnlineProblem:
                     for q in range(n):
                         k = self.actives[q]
                         dv = self.delta[k]
-                        if dv != 0.0:  # a cancelled feature keeps its variance exactly
+                        if self.weighted:
+                            dw = self.delta_w[k]
+                            if dw != 0.0:
+                                mean[k] += alpha * cov[k] * dw
+                                cov[k] = 1.0 / (1.0 / cov[k] + fabs(dv * dw) / gamma)
+                        elif dv != 0.0:  # a cancelled feature keeps its variance exactly
                             mean[k] += alpha * cov[k] * dv
                             cov[k] = 1.0 / (1.0 / cov[k] + dv * dv / gamma)
                     self._sync_transitions(n, wp)
                     self._clear(n)
-                    loss += cost
+                    loss += cost * self._mean_weight(start, length)
         return loss
 
     def l2sgd_epoch(self, const intp[::1] order, double[::1] w, double t0, double lam,
@@ -485,7 +556,11 @@ cdef class OnlineProblem:
         (lam * (t0 + t))``: the weights shrink by ``1 - eta * lam``, then move
         by ``eta * (F(x, y) - E[F(x, Y)])`` at the shrunk weights. The loss of
         a sequence is taken before its own update. ``w`` is left holding the
-        true weights (the decay factor folded in).
+        true weights (the decay factor folded in). Weighted (one weight ``s``
+        per sequence: the caller checks it is constant over the sequence):
+        the move is ``s * eta * (F(x, y) - E[F(x, Y)])``, the gradient step of
+        ``s * (-log p(y | x))``, and the loss term is ``s`` times; the
+        shrink of the L2 term stays one per step.
 
         The epoch stops early once the summed loss exceeds ``loss_limit``
         (calibration: such a trial is rejected whatever the rest brings).
@@ -505,7 +580,7 @@ cdef class OnlineProblem:
         cdef intp K = self.n_features
         cdef long long start, k, p, r
         cdef int a
-        cdef double loss = 0.0, eta = NAN, decay = 1.0, gain, log_z, g, v
+        cdef double loss = 0.0, eta = NAN, decay = 1.0, gain, log_z, g, v, weight
         cdef const intp* y
         cdef const double* prob
         cdef double* wp = &w[0]
@@ -523,11 +598,16 @@ cdef class OnlineProblem:
                         wp[k] *= decay
                     decay = 1.0
                 gain = eta / decay
+                weight = self.weights[start] if self.weighted else 1.0
+                gain *= weight
 
                 self._emissions(start, length, wp, decay)
                 self._load_transitions(wp, decay)
                 log_z = self._forward_backward(length)
-                loss += log_z - self._path_score(start, length, y)
+                if self.weighted:
+                    loss += weight * (log_z - self._path_score(start, length, y))
+                else:
+                    loss += log_z - self._path_score(start, length, y)
                 if loss > loss_limit:
                     loss = INFINITY
                     break

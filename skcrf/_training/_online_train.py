@@ -257,7 +257,20 @@ def _settings(algorithm, settings):
     return out
 
 
-def _problem(encoded, labels, model):
+def _check_constant_over_sequences(token_weights, lengths):
+    """l2sgd steps along the gradient of ``s * (-log p(y | x))``: one weight per sequence."""
+    lengths = np.asarray(lengths, dtype=np.intp)
+    starts = np.repeat(np.cumsum(lengths) - lengths, lengths)
+    if not np.array_equal(token_weights, np.asarray(token_weights)[starts]):
+        raise ValueError(
+            "algorithm='l2sgd' does not support class_weight: its step follows the "
+            "gradient of one sequence's log-likelihood, which a per-token weight does "
+            "not scale. Use algorithm='lbfgs' (the weighted objective of the user "
+            "guide), or 'ap', 'pa' or 'arow' (which weigh each token's update)."
+        )
+
+
+def _problem(encoded, labels, model, token_weights=None):
     """The compiled problem over the non-empty sequences."""
     lengths = np.asarray(encoded.lengths, dtype=np.intp)
     starts = np.zeros(len(lengths), dtype=np.int64)
@@ -278,6 +291,7 @@ def _problem(encoded, labels, model):
         model.state_labels,
         model.transition_index,
         model.n_labels,
+        token_weights,
     )
 
 
@@ -324,6 +338,7 @@ def train_online(
     callback=None,
     resume=None,
     n_epochs=None,
+    token_weights=None,
 ):
     """Train a linear-chain CRF with one of CRFsuite's online algorithms.
 
@@ -355,6 +370,10 @@ def train_online(
     n_epochs : int, optional
         Run exactly this many epochs, without stopping rule (and, for
         l2sgd, output the last weights rather than the best epoch's).
+    token_weights : ndarray of shape (n_tokens,), optional
+        Each token's weight: the updates are scaled (see the epochs of
+        :class:`~skcrf._training._online.OnlineProblem`); l2sgd needs one
+        weight per sequence (``sample_weight`` only).
 
     Returns
     -------
@@ -362,8 +381,10 @@ def train_online(
     """
     if algorithm not in ALGORITHMS:
         raise ValueError(f"unknown online algorithm {algorithm!r}")
+    if token_weights is not None and algorithm == "l2sgd":
+        _check_constant_over_sequences(token_weights, encoded.lengths)
     params = _settings(algorithm, settings)
-    problem = _problem(encoded, labels, model)
+    problem = _problem(encoded, labels, model, token_weights)
     n = problem.n_sequences
     n_features = model.n_features
     if resume is None:
