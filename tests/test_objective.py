@@ -20,6 +20,9 @@ from skcrf._training._objective import CRFObjective, drop_zeros, select_features
 from skcrf._utils._packing import pack
 from skcrf._utils._threads import split_sequences
 
+# quick, run-time dependencies only: tools/build_wheels.py runs these against each wheel
+pytestmark = pytest.mark.wheel
+
 
 def random_problem(seed, n_sequences=6, n_attributes=7, n_labels=3, max_length=5):
     """Random token features (with explicit zeros and repeated ids) and labels."""
