@@ -35,6 +35,9 @@ extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.autosummary",
     "sphinx.ext.mathjax",
+    # MathJax from the site's own _static/mathjax, not a CDN: the math
+    # renders offline (tools/check_docs_browser.py checks every page)
+    "sphinx-mathjax-offline",
     "sphinx.ext.viewcode",
     "numpydoc",
     "myst_parser",
@@ -183,6 +186,30 @@ def _dask_toctree(app, docname, source):
     source[0] = source[0].replace(marker, block)
 
 
+def _wheel_table(app, docname, source):
+    """The table of benchmarks/results/wheels.json (tools/build_wheels.py) in install.md."""
+    marker = "<!-- wheel-table -->"
+    if marker not in source[0]:
+        return
+    import json
+
+    sys.path.insert(0, str(ROOT / "tools"))
+    from build_wheels import table
+
+    path = ROOT / "benchmarks" / "results" / "wheels.json"
+    if not path.is_file():
+        source[0] = source[0].replace(marker, "(No run of tools/build_wheels.py recorded.)")
+        return
+    result = json.loads(path.read_text())
+    note = (
+        f"\n\n(`{result['command']}`: {result['machine']['platform']}, "
+        f"{result['machine']['cpus']} cores, {result['total_minutes']} min in all with "
+        f"`--jobs {result['jobs']}` on a shared machine; the build and install times "
+        "depend on the load. *tests passed* counts the tests marked `wheel`.)\n"
+    )
+    source[0] = source[0].replace(marker, table(result["rows"]) + note)
+
+
 def _private_reference(app, env, node, contnode):
     """A reference into skcrf that does not resolve is an error (-W)."""
     target = node.get("reftarget", "")
@@ -210,4 +237,5 @@ def setup(app):
     app.connect("autodoc-skip-member", _skip_member)
     app.connect("builder-inited", _generate)
     app.connect("source-read", _dask_toctree)
+    app.connect("source-read", _wheel_table)
     app.connect("missing-reference", _private_reference)
