@@ -133,14 +133,21 @@ def parse_version(text):
 
 
 def numpy_range(python_venv, env, logfile):
-    """(oldest, newest) numpy with a wheel for this Python, oldest >= the run-time minimum."""
+    """(oldest, newest) numpy with a wheel for this Python, oldest >= the run-time minimum.
+
+    pip's answer to a version that does not exist lists the versions it could
+    install here as wheels (``from versions: ...``), filtered by this
+    interpreter's tags and the packages' Requires-Python.
+    """
     _, out, _ = run(
-        [python_venv, "-m", "pip", "index", "versions", "numpy", "--only-binary=:all:"],
-        env=env,
-        logfile=logfile,
-    )
-    line = next(x for x in out.splitlines() if x.startswith("Available versions:"))
-    versions = [parse_version(v.strip()) for v in line.split(":", 1)[1].split(",")]
+        [python_venv, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
+         "--dest", Path(python_venv).parent, "numpy==0.0.0"],
+        env=env, check=False, logfile=logfile,
+    )  # fmt: skip
+    match = re.search(r"from versions: ([^)]*)\)", out)
+    if not match:
+        raise RuntimeError(f"pip listed no numpy versions:\n{out[-2000:]}")
+    versions = [parse_version(v.strip()) for v in match.group(1).split(",")]
     minimum = runtime_minimum("numpy")
     ok = sorted(v for v in versions if v is not None and v >= minimum)
     return ".".join(map(str, ok[0])), ".".join(map(str, ok[-1]))
