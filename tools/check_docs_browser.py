@@ -124,6 +124,7 @@ def main(argv=None):
     parser.add_argument("site", nargs="?", type=Path, default=ROOT / "docs" / "_build" / "html")
     parser.add_argument("--chromium", default="/usr/bin/chromium")
     parser.add_argument("--timeout", type=float, default=30.0, help="seconds per page")
+    parser.add_argument("--only", default="", help="check only the pages whose path holds this")
     args = parser.parse_args(argv)
     from playwright.sync_api import sync_playwright
 
@@ -133,7 +134,7 @@ def main(argv=None):
         return 1
     server = serve(site)
     base = f"http://127.0.0.1:{server.server_address[1]}"
-    todo = pages(site)
+    todo = [p for p in pages(site) if args.only in p]
     start = time.perf_counter()
     failed, n_math_pages, n_math = {}, 0, 0
     with sync_playwright() as p, tempfile.TemporaryDirectory() as profile:
