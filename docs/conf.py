@@ -215,11 +215,19 @@ def _wheel_table(app, docname, source):
         source[0] = source[0].replace(marker, "(No run of tools/build_wheels.py recorded.)")
         return
     result = json.loads(path.read_text())
+    built = result.get("wheels_built_by")
     note = (
         f"\n\n(`{result['command']}`: {result['machine']['platform']}, "
-        f"{result['machine']['cpus']} cores, {result['total_minutes']} min in all with "
-        f"`--jobs {result['jobs']}` on a shared machine; the build and install times "
-        "depend on the load. *tests passed* counts the tests marked `wheel`.)\n"
+        f"{result['machine']['cpus']} cores, {result['total_minutes']} min with "
+        f"`--jobs {result['jobs']}` on a shared machine"
+        + (
+            f"; the wheels and their build times from `{built['command']}`, "
+            f"{built['total_minutes']} min"
+            if built
+            else ""
+        )
+        + ". The build and install times depend on the load. *tests passed* counts "
+        "the tests marked `wheel`.)\n"
     )
     source[0] = source[0].replace(marker, table(result["rows"]) + note)
 

@@ -419,6 +419,12 @@ def main(argv=None):
         help="test the repaired wheels in this folder instead of building them",
     )
     parser.add_argument(
+        "--build-json",
+        type=Path,
+        default=None,
+        help="with --wheels: the --json of the run that built them (its build times are kept)",
+    )
+    parser.add_argument(
         "--require-all",
         action="store_true",
         help="fail when one of --pythons is missing (default: skip it)",
@@ -491,6 +497,15 @@ def main(argv=None):
                 rows.append(
                     {"python": version, "error": str(exc)[-2000:], "numpy_case": "-", "tag": "-"}
                 )
+    built_by = None
+    if args.build_json:
+        # the same wheel file: the build time of the run that made it
+        earlier = json.loads(args.build_json.read_text())
+        times = {r["wheel"]: r["build_s"] for r in earlier["rows"] if r.get("build_s")}
+        for r in rows:
+            if r.get("build_s") is None and r.get("wheel") in times:
+                r["build_s"] = times[r["wheel"]]
+        built_by = {k: earlier[k] for k in ("command", "total_minutes", "jobs")}
     total = time.perf_counter() - start
     print()
     print(table(rows))
@@ -513,6 +528,7 @@ def main(argv=None):
                 "platform": platform.platform(),
             },
             "skipped_pythons": missing,
+            "wheels_built_by": built_by,
             "total_minutes": round(total / 60, 1),
             "jobs": args.jobs,
             "ok": ok,
