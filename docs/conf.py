@@ -15,6 +15,7 @@ folder holding ``corpora/treebank.zip`` when it is not in NLTK's data path).
 """
 
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -35,6 +36,9 @@ extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.autosummary",
     "sphinx.ext.mathjax",
+    # MathJax from the site's own _static/mathjax, not a CDN: the math
+    # renders offline (tools/check_docs_browser.py checks every page)
+    "sphinx-mathjax-offline",
     "sphinx.ext.viewcode",
     "numpydoc",
     "myst_parser",
@@ -195,6 +199,51 @@ def _dask_toctree(app, docname, source):
     source[0] = source[0].replace(marker, block)
 
 
+def _offline_execution_times(app, docname, source):
+    """Drop the CDN scripts (jQuery, DataTables) from sphinx-gallery's timing pages.
+
+    The table stays (unsorted); the site loads nothing from another host
+    (tools/check_docs_browser.py fails on any such request).
+    """
+    if not docname.endswith("sg_execution_times"):
+        return
+    source[0] = re.sub(
+        r"\n  \.\. raw:: html\n\n.*?(?=\n  \.\. list-table::)", "\n", source[0], flags=re.S
+    )
+
+
+def _wheel_table(app, docname, source):
+    """The table of benchmarks/results/wheels.json (tools/build_wheels.py) in install.md."""
+    marker = "<!-- wheel-table -->"
+    if marker not in source[0]:
+        return
+    import json
+
+    sys.path.insert(0, str(ROOT / "tools"))
+    from build_wheels import table
+
+    path = ROOT / "benchmarks" / "results" / "wheels.json"
+    if not path.is_file():
+        source[0] = source[0].replace(marker, "(No run of tools/build_wheels.py recorded.)")
+        return
+    result = json.loads(path.read_text())
+    built = result.get("wheels_built_by")
+    note = (
+        f"\n\n(`{result['command']}`: {result['machine']['platform']}, "
+        f"{result['machine']['cpus']} cores, {result['total_minutes']} min with "
+        f"`--jobs {result['jobs']}` on a shared machine"
+        + (
+            f"; the wheels and their build times from `{built['command']}`, "
+            f"{built['total_minutes']} min"
+            if built
+            else ""
+        )
+        + ". The build and install times depend on the load. *tests passed* counts "
+        "the tests marked `wheel`.)\n"
+    )
+    source[0] = source[0].replace(marker, table(result["rows"]) + note)
+
+
 def _private_reference(app, env, node, contnode):
     """A reference into skcrf that does not resolve is an error (-W)."""
     target = node.get("reftarget", "")
@@ -222,4 +271,6 @@ def setup(app):
     app.connect("autodoc-skip-member", _skip_member)
     app.connect("builder-inited", _generate)
     app.connect("source-read", _dask_toctree)
+    app.connect("source-read", _wheel_table)
+    app.connect("source-read", _offline_execution_times)
     app.connect("missing-reference", _private_reference)

@@ -6,6 +6,16 @@ import pytest
 # the plain references of the compiled kernels (tests/_reference.py)
 sys.path.insert(0, os.path.dirname(__file__))
 
+# tools/build_wheels.py runs the tests marked `wheel` against an installed
+# wheel, from a copy of tests/ outside the source tree: the skcrf imported
+# must be the installed one
+_installed_under = os.environ.get("SKCRF_TEST_INSTALLED_UNDER")
+if _installed_under:
+    import skcrf
+
+    if not os.path.realpath(skcrf.__file__).startswith(os.path.realpath(_installed_under)):
+        raise RuntimeError(f"skcrf imported from {skcrf.__file__}, not under {_installed_under}")
+
 
 @pytest.fixture(scope="session")
 def treebank():

@@ -12,6 +12,9 @@ from scipy.special import logsumexp
 from skcrf._inference._logspace import _forward_backward_log, forward_backward
 from skcrf._utils._packing import pack
 
+# quick, run-time dependencies only: tools/build_wheels.py runs these against each wheel
+pytestmark = pytest.mark.wheel
+
 
 def brute_force(emissions, transitions):
     """log Z, marginals, transition marginals and best path of one sequence."""

@@ -21,6 +21,9 @@ from skcrf._training._lbfgs import (
     two_loop_direction,
 )
 
+# quick, run-time dependencies only: tools/build_wheels.py runs these against each wheel
+pytestmark = pytest.mark.wheel
+
 SMOOTH_SEARCHES = ["MoreThuente", "Backtracking", "StrongBacktracking"]
 ALL_SEARCHES = SMOOTH_SEARCHES + ["BacktrackingArmijo"]
 

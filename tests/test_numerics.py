@@ -16,6 +16,9 @@ from sklearn.exceptions import ConvergenceWarning, NotFittedError
 import skcrf._training._objective
 from skcrf import CRFTagger
 
+# quick, run-time dependencies only: tools/build_wheels.py runs these against each wheel
+pytestmark = pytest.mark.wheel
+
 
 def fit_quietly(tagger, X, y, **kwargs):
     """Fit, allowing only a ConvergenceWarning (no numpy RuntimeWarnings)."""

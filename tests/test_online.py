@@ -15,6 +15,9 @@ from skcrf._featurize._encoded import Encoded
 from skcrf._training._objective import select_features
 from skcrf._training._online_train import DEFAULTS, OnlineStatus, train_online
 
+# quick, run-time dependencies only: tools/build_wheels.py runs these against each wheel
+pytestmark = pytest.mark.wheel
+
 # -- problems -----------------------------------------------------------------
 
 

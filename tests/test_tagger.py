@@ -14,6 +14,9 @@ import skcrf._utils._threads
 from skcrf import CRFTagger
 from skcrf._training._lbfgs import LBFGSStatus
 
+# quick, run-time dependencies only: tools/build_wheels.py runs these against each wheel
+pytestmark = pytest.mark.wheel
+
 X_TOY = [
     [{"w": "the"}, {"w": "dog"}, {"w": "barks"}],
     [{"w": "a"}, {"w": "cat"}],

@@ -13,6 +13,9 @@ import pytest
 
 from skcrf import CRFTagger
 
+# quick, run-time dependencies only: tools/build_wheels.py runs these against each wheel
+pytestmark = pytest.mark.wheel
+
 N_THREADS = 8
 LENGTHS = [1, 2, 3, 7, 20, 50, 200, 1000, 20000]
 

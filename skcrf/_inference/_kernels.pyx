@@ -36,10 +36,18 @@ from scipy.linalg.cython_blas cimport dgemm
 
 import numpy as np
 
+from skcrf._utils._simd import avx2_disabled
+
 
 # exp(x) for x <= 0, vectorized (shared with the other kernels).
 cdef extern from "_vector_exp.h":
     void skcrf_exp_nonpositive(double* a, Py_ssize_t n) noexcept nogil
+
+# AVX2 or baseline code, chosen once at import (SKCRF_DISABLE_AVX2=1: baseline)
+cdef extern from "_simd.h":
+    int skcrf_simd_init(int disable) noexcept
+
+AVX2_PATH = bool(skcrf_simd_init(avx2_disabled()))
 
 
 cdef inline void _matmul(

@@ -39,6 +39,8 @@ from libc.string cimport memset
 
 import numpy as np
 
+from skcrf._utils._simd import avx2_disabled
+
 cimport numpy as cnp
 
 from skcrf._utils._typedefs cimport intp
@@ -63,6 +65,12 @@ cdef extern from "_online_fb.h":
                           const double* ett, const double* psi, double* alpha,
                           double* beta, double* scale, double* tmp,
                           double* prs) noexcept nogil
+
+# AVX2 or baseline code, chosen once at import (SKCRF_DISABLE_AVX2=1: baseline)
+cdef extern from "_simd.h":
+    int skcrf_simd_init(int disable) noexcept
+
+AVX2_PATH = bool(skcrf_simd_init(avx2_disabled()))
 
 # Fold the l2sgd decay factor into the weights before it gets this small
 # (it is exactly 0 when eta * lambda == 1, which would divide by zero).

@@ -1,7 +1,7 @@
 /* The scaled forward-backward recursion of l2sgd (skcrf/_training/_online.pyx).
 
-   Compiled for AVX2 and for the baseline, chosen at run time (no -march
-   needed). The loops are written so that vectorizing them changes no result:
+   Compiled for AVX2 and for the baseline, chosen at run time
+   (skcrf/_utils/_simd.h). The loops are written so that vectorizing them changes no result:
    every vector lane is one label j (or i), and the sums over the other index
    run in the same order as in a scalar loop; the AVX2 clone has no FMA, so
    no product is fused with its sum. Both clones give the same bits.
@@ -17,11 +17,7 @@
 #include <math.h>
 #include <string.h>
 
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
-#define SKCRF_FB_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define SKCRF_FB_CLONES
-#endif
+#include "_simd.h"
 
 #if defined(_MSC_VER)
 #define SKCRF_FB_RESTRICT __restrict
@@ -29,16 +25,16 @@
 #define SKCRF_FB_RESTRICT restrict
 #endif
 
-SKCRF_FB_CLONES
-static double skcrf_l2sgd_fb(Py_ssize_t T, Py_ssize_t L, double log_z,
-                             const double* SKCRF_FB_RESTRICT et,
-                             const double* SKCRF_FB_RESTRICT ett,
-                             const double* SKCRF_FB_RESTRICT psi,
-                             double* SKCRF_FB_RESTRICT alpha,
-                             double* SKCRF_FB_RESTRICT beta,
-                             double* SKCRF_FB_RESTRICT scale,
-                             double* SKCRF_FB_RESTRICT tmp,
-                             double* SKCRF_FB_RESTRICT prs) {
+SKCRF_INLINE_BODY
+double skcrf_l2sgd_fb_body(Py_ssize_t T, Py_ssize_t L, double log_z,
+                           const double* SKCRF_FB_RESTRICT et,
+                           const double* SKCRF_FB_RESTRICT ett,
+                           const double* SKCRF_FB_RESTRICT psi,
+                           double* SKCRF_FB_RESTRICT alpha,
+                           double* SKCRF_FB_RESTRICT beta,
+                           double* SKCRF_FB_RESTRICT scale,
+                           double* SKCRF_FB_RESTRICT tmp,
+                           double* SKCRF_FB_RESTRICT prs) {
     Py_ssize_t t, i, j;
     double c, ai, bj;
     /* forward: alpha[t] normalized to sum 1, scale[t] its normalizer */
@@ -100,6 +96,49 @@ static double skcrf_l2sgd_fb(Py_ssize_t T, Py_ssize_t L, double log_z,
         for (j = 0; j < L; j++) cur[j] *= bt[j];
     }
     return log_z;
+}
+
+#ifdef SKCRF_AVX2_DISPATCH
+SKCRF_TARGET_AVX2
+static double skcrf_l2sgd_fb_avx2(Py_ssize_t T, Py_ssize_t L, double log_z,
+                                  const double* SKCRF_FB_RESTRICT et,
+                                  const double* SKCRF_FB_RESTRICT ett,
+                                  const double* SKCRF_FB_RESTRICT psi,
+                                  double* SKCRF_FB_RESTRICT alpha,
+                                  double* SKCRF_FB_RESTRICT beta,
+                                  double* SKCRF_FB_RESTRICT scale,
+                                  double* SKCRF_FB_RESTRICT tmp,
+                                  double* SKCRF_FB_RESTRICT prs) {
+    return skcrf_l2sgd_fb_body(T, L, log_z, et, ett, psi, alpha, beta, scale, tmp, prs);
+}
+#endif
+
+static double skcrf_l2sgd_fb_baseline(Py_ssize_t T, Py_ssize_t L, double log_z,
+                                      const double* SKCRF_FB_RESTRICT et,
+                                      const double* SKCRF_FB_RESTRICT ett,
+                                      const double* SKCRF_FB_RESTRICT psi,
+                                      double* SKCRF_FB_RESTRICT alpha,
+                                      double* SKCRF_FB_RESTRICT beta,
+                                      double* SKCRF_FB_RESTRICT scale,
+                                      double* SKCRF_FB_RESTRICT tmp,
+                                      double* SKCRF_FB_RESTRICT prs) {
+    return skcrf_l2sgd_fb_body(T, L, log_z, et, ett, psi, alpha, beta, scale, tmp, prs);
+}
+
+static double skcrf_l2sgd_fb(Py_ssize_t T, Py_ssize_t L, double log_z,
+                             const double* SKCRF_FB_RESTRICT et,
+                             const double* SKCRF_FB_RESTRICT ett,
+                             const double* SKCRF_FB_RESTRICT psi,
+                             double* SKCRF_FB_RESTRICT alpha,
+                             double* SKCRF_FB_RESTRICT beta,
+                             double* SKCRF_FB_RESTRICT scale,
+                             double* SKCRF_FB_RESTRICT tmp,
+                             double* SKCRF_FB_RESTRICT prs) {
+#ifdef SKCRF_AVX2_DISPATCH
+    if (skcrf_use_avx2)
+        return skcrf_l2sgd_fb_avx2(T, L, log_z, et, ett, psi, alpha, beta, scale, tmp, prs);
+#endif
+    return skcrf_l2sgd_fb_baseline(T, L, log_z, et, ett, psi, alpha, beta, scale, tmp, prs);
 }
 
 #endif

@@ -5,19 +5,21 @@
    polynomial (error below 1 ulp before rounding; measured: at most 1 ulp
    from libm's exp). x below -708 gives exp(-708) (about 3e-308) instead of
    a subnormal or 0: in a sum of probabilities with a 1 in every row that
-   is no change. NaN stays NaN. Compiled for AVX2 + FMA and for the baseline,
-   chosen at run time (no -march needed); "no-trapping-math" lets GCC turn
-   the selects into vector blends. Static: each module has its own copy. */
+   is no change. NaN stays NaN. Compiled for AVX2 (4 lanes) and for the
+   baseline (2 lanes), chosen at run time (skcrf/_utils/_simd.h); no FMA, so
+   both give the same bits. "no-trapping-math" lets GCC turn the selects into
+   vector blends. Static: each module has its own copy. */
 #ifndef SKCRF_VECTOR_EXP_H
 #define SKCRF_VECTOR_EXP_H
 
 #include <stdint.h>
 
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
-#define SKCRF_VECTOR_EXP \
-    __attribute__((target_clones("avx2,fma", "default"), optimize("no-trapping-math")))
+#include "_simd.h"
+
+#if defined(SKCRF_AVX2_DISPATCH)
+#define SKCRF_NO_TRAPPING_MATH __attribute__((optimize("no-trapping-math")))
 #else
-#define SKCRF_VECTOR_EXP
+#define SKCRF_NO_TRAPPING_MATH
 #endif
 
 /* MSVC's C compiler knows restrict only as __restrict */
@@ -27,8 +29,8 @@
 #define SKCRF_RESTRICT restrict
 #endif
 
-SKCRF_VECTOR_EXP
-static void skcrf_exp_nonpositive(double* SKCRF_RESTRICT a, Py_ssize_t n) {
+SKCRF_INLINE_BODY SKCRF_NO_TRAPPING_MATH
+void skcrf_exp_nonpositive_body(double* SKCRF_RESTRICT a, Py_ssize_t n) {
     const double log2e = 1.4426950408889634;
     const double ln2_hi = 6.93147180369123816490e-01;
     const double ln2_lo = 1.90821492927058770002e-10;
@@ -51,6 +53,29 @@ static void skcrf_exp_nonpositive(double* SKCRF_RESTRICT a, Py_ssize_t n) {
         double y = p * scale.d;
         a[i] = x0 == x0 ? y : x0;
     }
+}
+
+#ifdef SKCRF_AVX2_DISPATCH
+SKCRF_TARGET_AVX2 SKCRF_NO_TRAPPING_MATH
+static void skcrf_exp_nonpositive_avx2(double* SKCRF_RESTRICT a, Py_ssize_t n) {
+    skcrf_exp_nonpositive_body(a, n);
+}
+#endif
+
+SKCRF_NO_TRAPPING_MATH
+static void skcrf_exp_nonpositive_baseline(double* SKCRF_RESTRICT a, Py_ssize_t n) {
+    skcrf_exp_nonpositive_body(a, n);
+}
+
+/* a[i] = exp(a[i]) for the n entries of a, all <= 0 */
+static void skcrf_exp_nonpositive(double* SKCRF_RESTRICT a, Py_ssize_t n) {
+#ifdef SKCRF_AVX2_DISPATCH
+    if (skcrf_use_avx2) {
+        skcrf_exp_nonpositive_avx2(a, n);
+        return;
+    }
+#endif
+    skcrf_exp_nonpositive_baseline(a, n);
 }
 
 #endif
