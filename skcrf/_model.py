@@ -22,6 +22,10 @@ parameters that training optimizes, in one flat vector::
   score of label ``i`` followed by label ``j``; they have the weights
   ``transition_weights``. There are no start or end transitions (as in
   CRFsuite).
+- Input-conditioned transition features (optional, not CRFsuite's; see
+  :class:`ConditionedTransitions`) come last::
+
+      w = [state weights..., transition weights..., conditioned weights...]
 """
 
 from dataclasses import dataclass, field
@@ -29,6 +33,57 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
+
+
+@dataclass
+class ConditionedTransitions:
+    """Transition features conditioned on the input (CRF++'s bigram templates).
+
+    A transition attribute ``a`` of token ``t`` (not the first of its
+    sequence) with value ``v`` adds ``v * weights[k]`` to the score of the
+    label pair ``pairs[k]`` (flat ``i * n_labels + j``: label ``i`` at
+    ``t - 1``, ``j`` at ``t``) for each feature ``k`` in ``ptr[a]:ptr[a + 1]``.
+
+    Attributes
+    ----------
+    attributes : list of str
+        Transition attribute names, in id order (their own vocabulary).
+    ptr : ndarray of int64, shape (n_attributes + 1,)
+    pairs : ndarray of int32, shape (n_conditioned,)
+        Increasing within an attribute.
+    weights : ndarray of float64, shape (n_conditioned,)
+    """
+
+    attributes: list
+    ptr: np.ndarray
+    pairs: np.ndarray
+    weights: np.ndarray
+
+    def arrays(self, weights=None):
+        """``(ptr, pairs, weights)`` as the kernels read them."""
+        return (
+            np.ascontiguousarray(self.ptr, dtype=np.int64),
+            np.ascontiguousarray(self.pairs, dtype=np.int32),
+            np.ascontiguousarray(self.weights if weights is None else weights, dtype=np.float64),
+        )
+
+    def with_weights(self, weights):
+        return ConditionedTransitions(
+            self.attributes, self.ptr, self.pairs, np.array(weights, dtype=np.float64)
+        )
+
+    def features(self, classes):
+        """Nonzero weights as ``{(attribute, label_from, label_to): weight}``."""
+        n_labels = len(classes)
+        keep = np.flatnonzero(self.weights)
+        attribute = np.repeat(np.arange(len(self.attributes)), np.diff(self.ptr))[keep]
+        source, target = np.divmod(self.pairs[keep].astype(np.int64), n_labels)
+        return {
+            (self.attributes[a], classes[i], classes[j]): w
+            for a, i, j, w in zip(
+                attribute.tolist(), source.tolist(), target.tolist(), self.weights[keep].tolist()
+            )
+        }
 
 
 @dataclass
@@ -50,6 +105,8 @@ class CRFModel:
     transition_index : ndarray of int64, shape (n_transitions,)
     transition_weights : ndarray of float64, shape (n_transitions,)
     value_separator : str
+    conditioned : ConditionedTransitions or None
+        Input-conditioned transition features (None: none, CRFsuite's model).
     """
 
     classes: np.ndarray
@@ -62,6 +119,7 @@ class CRFModel:
     #: Joins a key and its string value in attribute names: ":" as CRFsuite
     #: does; models of skcrf 0.1 files use "=" (DictVectorizer's default).
     value_separator: str = ":"
+    conditioned: ConditionedTransitions | None = None
 
     def attribute_names(self):
         """``attributes`` as a list (lazy names, from a model file, listed once)."""
@@ -81,17 +139,28 @@ class CRFModel:
         return len(self.state_labels)
 
     @property
+    def n_conditioned(self):
+        return 0 if self.conditioned is None else len(self.conditioned.pairs)
+
+    @property
     def n_features(self):
-        return len(self.state_labels) + len(self.transition_index)
+        return len(self.state_labels) + len(self.transition_index) + self.n_conditioned
 
     @property
     def weights(self):
-        """The flat parameter vector ``[state weights, transition weights]``."""
-        return np.concatenate([self.state_weights, self.transition_weights])
+        """The flat parameter vector ``[state, transition(, conditioned) weights]``."""
+        parts = [self.state_weights, self.transition_weights]
+        if self.conditioned is not None:
+            parts.append(self.conditioned.weights)
+        return np.concatenate(parts)
 
     def with_weights(self, w):
         """The same features with the flat parameter vector ``w``."""
         w = np.asarray(w, dtype=np.float64)
+        n_base = self.n_states + len(self.transition_index)
+        conditioned = self.conditioned
+        if conditioned is not None:
+            conditioned = conditioned.with_weights(w[n_base:])
         return CRFModel(
             classes=self.classes,
             attributes=self.attributes,
@@ -99,8 +168,9 @@ class CRFModel:
             state_labels=self.state_labels,
             state_weights=w[: self.n_states].copy(),
             transition_index=self.transition_index,
-            transition_weights=w[self.n_states :].copy(),
+            transition_weights=w[self.n_states : n_base].copy(),
             value_separator=self.value_separator,
+            conditioned=conditioned,
         )
 
     def transition_matrix(self, transition_weights=None):

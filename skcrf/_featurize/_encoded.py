@@ -22,6 +22,10 @@ class Encoded(NamedTuple):
     #: Vector features kept dense (``encode(..., dense=True)``), or None: then
     #: every vector dimension is an ordinary CSR entry.
     dense: "DenseFeatures | None" = None
+    #: Each token's transition attributes (input-conditioned transitions,
+    #: an :class:`Encoded` of the same tokens with its own attribute ids;
+    #: empty at each sequence's first token), or None.
+    transitions: "Encoded | None" = None
 
 
 class DenseFeatures(NamedTuple):

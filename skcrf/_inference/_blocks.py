@@ -12,7 +12,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .._utils._packing import pack, sequence_rows
-from . import _kernels
+from . import _conditioned, _kernels
 from ._logspace import _forward_backward_log
 from ._logspace import forward_backward as _forward_backward_numpy
 
@@ -45,6 +45,13 @@ class Block:
         )
         if unit_values and (self.values == 1.0).all():
             self.values = None
+        # input-conditioned transitions: the rows' transition attributes
+        self.t_indptr = self.t_ids = self.t_values = None
+        transitions = getattr(encoded, "transitions", None)
+        if transitions is not None:
+            self.t_indptr, self.t_ids, self.t_values = gather_rows(
+                transitions.indptr, transitions.ids, transitions.values, rows, drop_zeros=True
+            )
         self.batch_sizes = layout.batch_sizes
         # weighted training: each row's weight c, the backward pass's v, and
         # (weights that vary within a sequence) the gold labels and c's steps
@@ -271,6 +278,9 @@ class ScoreArrays(NamedTuple):
     spread: float
     #: State scores of the distinct vector rows (``U @ W``; n_distinct x L), or None.
     vector_scores: np.ndarray = None
+    #: Input-conditioned transitions ``(ptr, pairs, weights)``
+    #: (:meth:`skcrf._model.ConditionedTransitions.arrays`), or None.
+    conditioned: tuple = None
 
 
 def score_arrays(layout, state_weights, transitions):
@@ -338,12 +348,18 @@ def block_state_scores(block, arrays, out):
         _kernels.add_rows(arrays.vector_scores, vector_rows, out)
 
 
-def block_marginals(block, workspace, arrays, want_pairs=None, check=None):
+def block_marginals(
+    block, workspace, arrays, want_pairs=None, check=None, want_conditioned=None
+):
     """Marginals of a block (a view into the workspace) and the block's log Z sum.
 
     With ``want_pairs`` (an ``(L, L)`` array) the expected label pair counts
     are added to it; ``check(emissions)``, when given, sees the state scores
-    first.
+    first. With input-conditioned transitions (``arrays.conditioned`` and
+    the block's transition attributes), each row has its own transition
+    matrix (the compiled pass's ``corrections``) and ``want_conditioned``
+    (one entry per conditioned feature, or None) receives their expected
+    counts.
 
     A block with token weights (``block.token_weights``, ``c``) gives the
     weighted sum ``sum_r c[r] (log Z_{1..r} - log Z_{1..r-1})`` instead of
@@ -360,11 +376,22 @@ def block_marginals(block, workspace, arrays, want_pairs=None, check=None):
     if check is not None:
         check(psi)
     weights = getattr(block, "token_weights", None)
-    if weights is not None and not arrays.spread <= MAX_TRANSITION_SPREAD:
+    corrections = deltas = None
+    spread = arrays.spread
+    if arrays.conditioned is not None and getattr(block, "t_indptr", None) is not None:
+        if weights is not None and block.weight_steps is not None:
+            raise ValueError("class weights and conditioned transitions")
+        deltas = _conditioned.row_deltas(block, arrays.conditioned, psi.shape[1])
+        if len(deltas[2]):
+            spread += float(np.abs(deltas[2]).max())
+        corrections = (deltas[0], deltas[1], np.exp(deltas[2]), np.zeros(len(deltas[2])))
+    if weights is not None and not spread <= MAX_TRANSITION_SPREAD:
         return np.zeros((n, psi.shape[1])), float("inf")
     if weights is not None and block.weight_steps is not None:
         return _conditional_marginals(block, workspace, arrays, want_pairs)
-    if not arrays.spread <= MAX_TRANSITION_SPREAD:
+    if not spread <= MAX_TRANSITION_SPREAD and deltas is not None:
+        return _conditioned_log_marginals(block, psi, arrays, deltas, want_pairs, want_conditioned)
+    if not spread <= MAX_TRANSITION_SPREAD:
         result = _forward_backward_numpy(psi, arrays.transitions, block.batch_sizes)
         if want_pairs is not None:
             want_pairs += result.transition_marginals
@@ -385,14 +412,49 @@ def block_marginals(block, workspace, arrays, want_pairs=None, check=None):
         workspace.weighted,
         pairs,
         None if weights is None else block.row_weights,
+        corrections,
     )
     if want_pairs is not None:
         want_pairs += pairs * arrays.exp_trans
+    if corrections is not None and want_conditioned is not None:
+        _add_conditioned_expected(block, arrays, deltas, corrections[3], want_conditioned)
     if weights is not None:
         log_z = weighted_log_z(weights, workspace.scale, row_max, arrays.t_max, _first_rows(block))
         return alpha, log_z
     log_z = log_sum + float(row_max.sum()) + arrays.t_max * (n - block.n_sequences)
     return alpha, log_z
+
+
+def _add_conditioned_expected(block, arrays, deltas, entry_marginal, out):
+    """Add the block's expected conditioned feature counts to ``out``."""
+    ptr, pairs, _ = arrays.conditioned
+    _kernels.conditioned_expected(
+        block.t_indptr,
+        block.t_ids,
+        block.t_values,
+        ptr,
+        pairs,
+        deltas[0],
+        deltas[1],
+        entry_marginal,
+        arrays.transitions.shape[0],
+        out,
+    )
+
+
+def _conditioned_log_marginals(block, emissions, arrays, deltas, want_pairs, want_conditioned):
+    """:func:`block_marginals` with conditioned transitions, in the log domain."""
+    row_trans = _conditioned.row_transitions(arrays.transitions, deltas)
+    log_z, marginals, pairs = _conditioned.forward_backward_rows(
+        emissions, row_trans, block.batch_sizes
+    )
+    if want_pairs is not None:
+        want_pairs += pairs.sum(axis=0)
+    if want_conditioned is not None:
+        rows = np.repeat(np.arange(block.n_rows), np.diff(deltas[0]))
+        entry_marginal = pairs.reshape(block.n_rows, -1)[rows, deltas[1]]
+        _add_conditioned_expected(block, arrays, deltas, entry_marginal, want_conditioned)
+    return marginals, float(log_z.sum())
 
 
 def _conditional_marginals(block, workspace, arrays, want_pairs):
@@ -488,6 +550,8 @@ def masked_block_marginals(block, workspace, arrays, masks, want_pairs=None, che
     """
     from ._constraints import apply_log_masks, apply_zero_masks
 
+    if arrays.conditioned is not None and getattr(block, "t_indptr", None) is not None:
+        raise ValueError("constrained marginals of conditioned transitions: see _conditioned")
     n = block.n_rows
     psi = workspace.psi[:n]
     block_state_scores(block, arrays, psi)

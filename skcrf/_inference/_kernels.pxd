@@ -9,9 +9,19 @@ cdef void add_state_scores(
     const double[:, ::1] dense_weights, double[:, ::1] out,
 ) noexcept nogil
 
+# Input-conditioned transitions of a block (see forward_backward): row r's
+# transition into it is exp_trans times factor[e] at the pairs pair[e],
+# e in ptr[r]:ptr[r + 1]; out (or NULL) receives each entry's pair marginal.
+cdef struct Corrections:
+    const long long* ptr
+    const int* pair
+    const double* factor
+    double* out
+
 cdef double forward_scaled(
     const double[:, ::1] psi, const double[:, ::1] exp_trans,
     const Py_ssize_t[::1] batch_sizes, double[:, ::1] alpha, double[::1] scale,
+    const Corrections* corrections,
 ) noexcept nogil
 
 cdef void backward_marginals(
@@ -19,6 +29,7 @@ cdef void backward_marginals(
     const Py_ssize_t[::1] batch_sizes, double[:, ::1] alpha,
     const double[::1] scale, double[:, ::1] beta, double[:, ::1] weighted,
     double[:, ::1] pair_sums, bint want_pairs, const double* row_weights,
+    const Corrections* corrections,
 ) noexcept nogil
 
 cdef void add_expected_states(

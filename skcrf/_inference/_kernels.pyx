@@ -134,11 +134,14 @@ cdef void add_expected_states(
 cdef double forward_scaled(
     const double[:, ::1] psi, const double[:, ::1] exp_trans,
     const Py_ssize_t[::1] batch_sizes, double[:, ::1] alpha, double[::1] scale,
+    const Corrections* corrections,
 ) noexcept nogil:
     """Normalized forward rows; returns the sum of the log scale factors.
 
     alpha[row] = normalize((alpha[previous row] @ exp_trans) * psi[row]) and
-    scale[row] is the normalizer (at step 0, alpha = normalize(psi)).
+    scale[row] is the normalizer (at step 0, alpha = normalize(psi)). With
+    ``corrections``, the row's own transition matrix replaces ``exp_trans``
+    (the product by the base matrix, then the few entries it changes).
     """
     cdef int n_labels = psi.shape[1]
     cdef Py_ssize_t t, r, j, lo = 0, prev_lo = 0, n
@@ -153,6 +156,8 @@ cdef double forward_scaled(
                     alpha[r, j] = psi[r, j]
         else:
             _matmul(&alpha[prev_lo, 0], <int>n, &exp_trans[0, 0], n_labels, &alpha[lo, 0])
+            if corrections != NULL:
+                _correct_forward(exp_trans, alpha, lo, prev_lo, n, corrections)
             for r in range(lo, lo + n):
                 a_row = &alpha[r, 0]
                 p_row = &psi[r, 0]
@@ -178,6 +183,7 @@ cdef void backward_marginals(
     const Py_ssize_t[::1] batch_sizes, double[:, ::1] alpha,
     const double[::1] scale, double[:, ::1] beta, double[:, ::1] weighted,
     double[:, ::1] pair_sums, bint want_pairs, const double* row_weights,
+    const Corrections* corrections,
 ) noexcept nogil:
     """Scaled backward pass turning ``alpha`` into the marginals in place.
 
@@ -198,6 +204,11 @@ cdef void backward_marginals(
     the forward pass, so that alpha * beta and the pair sums are that sum's
     derivatives by the state and transition scores. NULL is ``v = 1`` at a
     sequence's last token and 0 elsewhere: the ordinary marginals.
+
+    With ``corrections`` (the rows' own transition matrices, as in
+    :func:`forward_scaled`) the pair sums include the changed entries too,
+    and ``corrections.out`` (when not NULL) gets each entry's pair term
+    ``alpha[prev, i] * exp_trans[i, j] * factor * weighted[prev, j]``.
     """
     cdef int n_labels = psi.shape[1]
     cdef Py_ssize_t n_steps = batch_sizes.shape[0], n_rows = psi.shape[0]
@@ -231,6 +242,8 @@ cdef void backward_marginals(
             for j in range(n_labels):
                 w_row[j] = p_row[j] * b_row[j] * inv
         _matmul_bt(&weighted[lo, 0], <int>n_next, &exp_trans[0, 0], n_labels, &beta[lo, 0])
+        if corrections != NULL:
+            _correct_backward(exp_trans, beta, weighted, lo, next_lo, n_next, corrections)
         if row_weights != NULL:
             for r in range(lo, lo + n_next):
                 inv = row_weights[r]
@@ -245,11 +258,67 @@ cdef void backward_marginals(
         # pair_sums (L x L) += alpha.T @ weighted, over every row of the block
         dgemm(b"N", b"T", &n_labels, &n_labels, &k_rows, &one, &weighted[0, 0], &n_labels,
               &alpha[0, 0], &n_labels, &one, &pair_sums[0, 0], &n_labels)
+    if corrections != NULL:
+        _correction_pairs(exp_trans, batch_sizes, alpha, weighted, pair_sums, want_pairs,
+                          corrections)
     for r in range(n_rows):
         a_row = &alpha[r, 0]
         b_row = &beta[r, 0]
         for j in range(n_labels):
             a_row[j] *= b_row[j]
+
+
+cdef inline void _correct_forward(
+    const double[:, ::1] exp_trans, double[:, ::1] alpha, Py_ssize_t lo, Py_ssize_t prev_lo,
+    Py_ssize_t n, const Corrections* c,
+) noexcept nogil:
+    """alpha[r] += alpha[prev] at the changed pairs of row r, times their change."""
+    cdef Py_ssize_t k, e, i, j, n_labels = exp_trans.shape[0]
+    for k in range(n):
+        for e in range(c.ptr[lo + k], c.ptr[lo + k + 1]):
+            i = c.pair[e] // n_labels
+            j = c.pair[e] - i * n_labels
+            alpha[lo + k, j] += alpha[prev_lo + k, i] * exp_trans[i, j] * (c.factor[e] - 1.0)
+
+
+cdef inline void _correct_backward(
+    const double[:, ::1] exp_trans, double[:, ::1] beta, const double[:, ::1] weighted,
+    Py_ssize_t lo, Py_ssize_t next_lo, Py_ssize_t n_next, const Corrections* c,
+) noexcept nogil:
+    """beta[r] += weighted[r] at the changed pairs of the next row, times their change."""
+    cdef Py_ssize_t k, e, i, j, n_labels = exp_trans.shape[0]
+    for k in range(n_next):
+        for e in range(c.ptr[next_lo + k], c.ptr[next_lo + k + 1]):
+            i = c.pair[e] // n_labels
+            j = c.pair[e] - i * n_labels
+            beta[lo + k, i] += weighted[lo + k, j] * exp_trans[i, j] * (c.factor[e] - 1.0)
+
+
+cdef void _correction_pairs(
+    const double[:, ::1] exp_trans, const Py_ssize_t[::1] batch_sizes,
+    const double[:, ::1] alpha, const double[:, ::1] weighted, double[:, ::1] pair_sums,
+    bint want_pairs, const Corrections* c,
+) noexcept nogil:
+    """The changed pairs' share of the pair sums, and each entry's pair term.
+
+    Runs after the backward pass and before ``alpha`` becomes the marginals
+    (it is still the normalized forward rows); ``pair_sums`` is taken
+    before the caller's product by ``exp_trans``.
+    """
+    cdef Py_ssize_t t, k, e, i, j, lo = 0, next_lo, n_labels = exp_trans.shape[0]
+    cdef double x
+    for t in range(batch_sizes.shape[0] - 1):
+        next_lo = lo + batch_sizes[t]
+        for k in range(batch_sizes[t + 1]):
+            for e in range(c.ptr[next_lo + k], c.ptr[next_lo + k + 1]):
+                i = c.pair[e] // n_labels
+                j = c.pair[e] - i * n_labels
+                x = alpha[lo + k, i] * weighted[lo + k, j]
+                if want_pairs:
+                    pair_sums[i, j] += x * (c.factor[e] - 1.0)
+                if c.out != NULL:
+                    c.out[e] = x * exp_trans[i, j] * c.factor[e]
+        lo = next_lo
 
 
 # -- Python entry points ------------------------------------------------------
@@ -323,7 +392,7 @@ def forward_backward(
     const double[:, ::1] psi, const double[:, ::1] exp_trans,
     const Py_ssize_t[::1] batch_sizes, double[:, ::1] alpha, double[::1] scale,
     double[:, ::1] beta, double[:, ::1] weighted, pair_sums=None,
-    const double[::1] row_weights=None,
+    const double[::1] row_weights=None, corrections=None,
 ):
     """Marginals of one packed block, in place of ``alpha``.
 
@@ -350,6 +419,15 @@ def forward_backward(
         where ``Z_r`` is the partition function of row ``r``'s sequence cut
         after that row (see :func:`backward_marginals`). None: ``v`` is 1 at
         each sequence's last row and 0 elsewhere (the marginals).
+    corrections : tuple (ptr, pair, factor, out) or None
+        Input-conditioned transitions: the transition matrix into row ``r``
+        is ``exp_trans`` with the entries ``pair[e]`` (flat ``i * L + j``)
+        multiplied by ``factor[e]``, for ``e`` in ``ptr[r]:ptr[r + 1]``
+        (at most once per pair and row; ignored at a sequence's first row).
+        ``out[e]`` (float64, one per entry, or None) receives the entry's
+        pair marginal ``p(y_prev = i, y_r = j | x)`` (with ``row_weights``:
+        the derivative by the entry's log factor). ``pair_sums`` then
+        holds the sums over every row's own matrix.
 
     Returns
     -------
@@ -380,11 +458,133 @@ def forward_backward(
     pairs = pair_sums if want_pairs else beta  # unused unless want_pairs
     if want_pairs and (pairs.shape[0] != n_labels or pairs.shape[1] != n_labels):
         raise ValueError("pair_sums must be n_labels x n_labels")
+    cdef Corrections c
+    cdef Corrections* cp = NULL
+    cdef const long long[::1] c_ptr
+    cdef const int[::1] c_pair
+    cdef const double[::1] c_factor
+    cdef double[::1] c_out
+    if corrections is not None:
+        c_ptr, c_pair, c_factor, out = corrections
+        _check_corrections(c_ptr, c_pair, c_factor, n_rows, n_labels)
+        c.ptr, c.out = &c_ptr[0], NULL
+        if c_pair.shape[0]:
+            c.pair, c.factor = &c_pair[0], &c_factor[0]
+        if out is not None:
+            c_out = out
+            if c_out.shape[0] != c_pair.shape[0]:
+                raise ValueError("corrections' out must have one entry per pair")
+            if c_out.shape[0]:
+                c.out = &c_out[0]
+        cp = &c
     with nogil:
-        log_sum = forward_scaled(psi, exp_trans, batch_sizes, alpha, scale)
+        log_sum = forward_scaled(psi, exp_trans, batch_sizes, alpha, scale, cp)
         backward_marginals(psi, exp_trans, batch_sizes, alpha, scale, beta, weighted,
-                           pairs, want_pairs, v)
+                           pairs, want_pairs, v, cp)
     return log_sum
+
+
+cdef int _check_corrections(
+    const long long[::1] ptr, const int[::1] pair, const double[::1] factor,
+    Py_ssize_t n_rows, Py_ssize_t n_labels,
+) except -1:
+    cdef Py_ssize_t r, e
+    if ptr.shape[0] != n_rows + 1 or factor.shape[0] != pair.shape[0] or ptr[0] != 0:
+        raise ValueError("inconsistent corrections")
+    for r in range(n_rows):
+        if ptr[r + 1] < ptr[r]:
+            raise ValueError("inconsistent corrections")
+    if ptr[n_rows] != pair.shape[0]:
+        raise ValueError("inconsistent corrections")
+    for e in range(pair.shape[0]):
+        if pair[e] < 0 or pair[e] >= n_labels * n_labels:
+            raise ValueError("correction pair out of range")
+    return 0
+
+
+def transition_deltas(
+    const long long[::1] indptr, const int[::1] ids, const double[::1] values,
+    const long long[::1] ptr, const int[::1] pairs, const double[::1] weights,
+    Py_ssize_t n_labels,
+):
+    """The change of each row's transition scores by its conditioned features.
+
+    Token ``r`` holds the transition attributes ``ids[indptr[r]:indptr[r + 1]]``
+    (values ``values``, None: all 1); attribute ``a`` has the features
+    ``ptr[a]:ptr[a + 1]`` on the label pairs ``pairs[k]`` (flat ``i * L + j``)
+    with the weights ``weights[k]``. Returns ``(entry_ptr, entry_pair,
+    delta)``: for row ``r`` the entries ``entry_ptr[r]:entry_ptr[r + 1]``, one
+    per pair that some feature of the row touches (in order of first touch),
+    with the sum of ``value * weight`` over those features (0 included: every
+    touched pair has an entry, for its expected count).
+    """
+    cdef Py_ssize_t n_rows = indptr.shape[0] - 1, r, p, k, a, total = 0, n = 0
+    cdef const double* value_data = _value_data(values, ids)
+    cdef int q
+    cdef double v
+    if ptr.shape[0] == 0 or pairs.shape[0] != weights.shape[0] or ptr[ptr.shape[0] - 1] != pairs.shape[0]:
+        raise ValueError("inconsistent transition feature arrays")
+    for p in range(ids.shape[0]):
+        if ids[p] < 0 or ids[p] >= ptr.shape[0] - 1:
+            raise ValueError("transition attribute id out of range")
+        total += ptr[ids[p] + 1] - ptr[ids[p]]
+    entry_ptr = np.zeros(n_rows + 1, dtype=np.int64)
+    entry_pair = np.empty(total, dtype=np.int32)
+    delta = np.zeros(total)
+    slot = np.full(n_labels * n_labels, -1, dtype=np.intp)
+    cdef long long[::1] e_ptr = entry_ptr
+    cdef int[::1] e_pair = entry_pair
+    cdef double[::1] e_delta = delta
+    cdef Py_ssize_t[::1] where = slot
+    with nogil:
+        for r in range(n_rows):
+            for p in range(indptr[r], indptr[r + 1]):
+                a = ids[p]
+                v = 1.0 if value_data == NULL else value_data[p]
+                for k in range(ptr[a], ptr[a + 1]):
+                    q = pairs[k]
+                    if where[q] < 0:
+                        where[q] = n
+                        e_pair[n] = q
+                        n += 1
+                    e_delta[where[q]] += v * weights[k]
+            for k in range(e_ptr[r], n):
+                where[e_pair[k]] = -1
+            e_ptr[r + 1] = n
+    return entry_ptr, entry_pair[:n].copy(), delta[:n].copy()
+
+
+def conditioned_expected(
+    const long long[::1] indptr, const int[::1] ids, const double[::1] values,
+    const long long[::1] ptr, const int[::1] pairs, const long long[::1] entry_ptr,
+    const int[::1] entry_pair, const double[::1] entry_marginal, Py_ssize_t n_labels,
+    double[::1] out,
+):
+    """Add each conditioned feature's expected value sum to ``out``.
+
+    The rows and features as in :func:`transition_deltas`, with its entries
+    and their pair marginals (``forward_backward``'s ``corrections`` out).
+    """
+    cdef Py_ssize_t n_rows = indptr.shape[0] - 1, r, p, k, a, e
+    cdef const double* value_data = _value_data(values, ids)
+    cdef double v
+    if entry_ptr.shape[0] != n_rows + 1 or entry_marginal.shape[0] != entry_pair.shape[0]:
+        raise ValueError("inconsistent entries")
+    if out.shape[0] != pairs.shape[0]:
+        raise ValueError("out must have one entry per conditioned feature")
+    slot = np.zeros(n_labels * n_labels)
+    cdef double[::1] marginal = slot
+    with nogil:
+        for r in range(n_rows):
+            for e in range(entry_ptr[r], entry_ptr[r + 1]):
+                marginal[entry_pair[e]] = entry_marginal[e]
+            for p in range(indptr[r], indptr[r + 1]):
+                a = ids[p]
+                v = 1.0 if value_data == NULL else value_data[p]
+                for k in range(ptr[a], ptr[a + 1]):
+                    out[k] += v * marginal[pairs[k]]
+            for e in range(entry_ptr[r], entry_ptr[r + 1]):
+                marginal[entry_pair[e]] = 0.0
 
 
 def exp_shifted(double[:, ::1] scores, double[::1] out_max):

@@ -529,7 +529,7 @@ def forward_log_partition(const double[:, ::1] psi, const double[:, ::1] exp_tra
     if n_rows == 0 or n_labels == 0:
         return
     with nogil:
-        forward_scaled(psi, exp_trans, batch_sizes, alpha, scale)
+        forward_scaled(psi, exp_trans, batch_sizes, alpha, scale, NULL)
         for r in range(out.shape[0]):
             out[r] = 0.0
         for t in range(batch_sizes.shape[0]):

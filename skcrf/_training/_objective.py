@@ -73,7 +73,7 @@ from .._inference._blocks import (
     score_arrays,
 )
 from .._inference._constraints import Constraints
-from .._model import CRFModel, kept_state_ptr
+from .._model import ConditionedTransitions, CRFModel, kept_state_ptr
 from .._utils._threads import single_blas_thread, split_sequences
 
 
@@ -89,6 +89,8 @@ def select_features(
     value_separator=":",
     partial=None,
     token_weights=None,
+    transition_attributes=None,
+    all_possible_conditioned_transitions=False,
 ):
     """The features of the model, as CRFsuite chooses them.
 
@@ -126,6 +128,11 @@ def select_features(
         token it leads to). Which features exist and ``min_freq`` do not
         depend on the weights (sequences of weight 0 are left out by the
         caller).
+    transition_attributes : list of str or None
+        The names of ``encoded.transitions``' attributes (input-conditioned
+        transitions; see :func:`select_conditioned`).
+    all_possible_conditioned_transitions : bool
+        See :func:`select_conditioned`.
 
     Returns
     -------
@@ -204,7 +211,84 @@ def select_features(
         min_freq=min_freq,
     )
     observed = np.concatenate([state_observed, transition_observed[model.transition_index]])
+    if getattr(encoded, "transitions", None) is not None:
+        model.conditioned, conditioned_observed = select_conditioned(
+            encoded.transitions,
+            labels,
+            n_labels,
+            transition_attributes,
+            all_pairs=all_possible_conditioned_transitions,
+            min_freq=min_freq,
+            token_weights=token_weights,
+        )
+        observed = np.concatenate([observed, conditioned_observed])
     return model, observed
+
+
+def select_conditioned(
+    transitions, labels, n_labels, attributes, *, all_pairs=False, min_freq=0.0, token_weights=None
+):
+    """The input-conditioned transition features and their observed counts.
+
+    A feature (transition attribute, label pair) exists when the attribute
+    is stored for a token whose previous token and itself have that pair of
+    labels (every pair, for each attribute stored for some token, with
+    ``all_pairs``), and is kept when its value sum is at least ``min_freq``:
+    :func:`select_features`' rules for state features, with the pair in the
+    label's place. Observed counts are value sums (times the token's weight
+    with ``token_weights``).
+
+    Parameters
+    ----------
+    transitions : Encoded
+        Each token's transition attributes (none at a sequence's first token).
+    labels : ndarray of int, shape (n_tokens,)
+    n_labels : int
+    attributes : list of str
+
+    Returns
+    -------
+    ConditionedTransitions, ndarray
+        The features (zero weights) and their observed counts.
+    """
+    n_pairs = n_labels * n_labels
+    labels = np.asarray(labels, dtype=np.int64)
+    counts = np.diff(transitions.indptr)
+    rows = np.repeat(np.arange(len(labels)), counts)
+    if len(rows) and (np.isin(rows, np.cumsum(transitions.lengths) - transitions.lengths)).any():
+        raise ValueError("transition attributes at a sequence's first token")
+    ids = transitions.ids.astype(np.int64)
+    values = np.asarray(transitions.values, dtype=np.float64)
+    keys = ids * n_pairs + labels[rows - 1] * n_labels + labels[rows]
+    keys, inverse = np.unique(keys, return_inverse=True)
+    sums = np.bincount(inverse, weights=values, minlength=len(keys))
+    observed = sums
+    if token_weights is not None:
+        weighted = values * np.asarray(token_weights, dtype=np.float64)[rows]
+        observed = np.bincount(inverse, weights=weighted, minlength=len(keys))
+    if all_pairs:
+        present = np.unique(ids)
+        every = (present[:, None] * n_pairs + np.arange(n_pairs)).ravel()
+        position = np.searchsorted(keys, every)
+        found = position < len(keys)
+        found[found] = keys[position[found]] == every[found]
+        every_sums = np.zeros(len(every))
+        every_observed = np.zeros(len(every))
+        every_sums[found] = sums[position[found]]
+        every_observed[found] = observed[position[found]]
+        keys, sums, observed = every, every_sums, every_observed
+    kept = sums >= min_freq
+    keys, observed = keys[kept], observed[kept]
+    attribute, pairs = np.divmod(keys, n_pairs)
+    ptr = np.zeros(len(attributes) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(attribute, minlength=len(attributes)), out=ptr[1:])
+    conditioned = ConditionedTransitions(
+        attributes=list(attributes),
+        ptr=ptr,
+        pairs=pairs.astype(np.int32),
+        weights=np.zeros(len(pairs)),
+    )
+    return conditioned, np.ascontiguousarray(observed, dtype=np.float64)
 
 
 def _weighted_state_sums(encoded, labels, token_weights, n_attributes, n_labels, all_states):
@@ -451,8 +535,11 @@ class _Shard:
         own_expected=True,
         token_weights=None,
         labels=None,
+        n_conditioned=0,
     ):
         n_labels = layout.n_labels
+        # expected counts of the input-conditioned transition features
+        self.conditioned_expected = np.empty(n_conditioned) if n_conditioned else None
         self.partial_blocks = []
         self.constraints = None
         if partial is not None:
@@ -508,9 +595,13 @@ class _Shard:
         self.pairs[:] = 0.0
         if self.vector_expected is not None:
             self.vector_expected[:] = 0.0
+        if self.conditioned_expected is not None:
+            self.conditioned_expected[:] = 0.0
         log_z = 0.0
         for block in self.blocks:
-            marginals, block_log_z = block_marginals(block, self.workspace, arrays, self.pairs)
+            marginals, block_log_z = block_marginals(
+                block, self.workspace, arrays, self.pairs, want_conditioned=self.conditioned_expected
+            )
             log_z += block_log_z
             _kernels.expected_states(
                 block.indptr,
@@ -629,6 +720,11 @@ class CRFObjective:
         self.model = model
         self.observed = observed
         self.c2 = c2
+        self._conditioned = None
+        if model.conditioned is not None:
+            if partial is not None:
+                raise ValueError("partially labelled sequences and conditioned transitions")
+            self._conditioned = model.conditioned.arrays()
         if partial is not None or token_weights is not None:
             encoded = expand_dense(encoded)  # vectors as CSR entries on this path
         dense = getattr(encoded, "dense", None)
@@ -651,6 +747,7 @@ class CRFObjective:
                 own_expected=k > 0,
                 token_weights=token_weights,
                 labels=labels,
+                n_conditioned=model.n_conditioned,
             )
             for k, sequences in enumerate(split_sequences(encoded.lengths, n_threads))
         ]
@@ -676,10 +773,14 @@ class CRFObjective:
         model = self.model
         w = np.ascontiguousarray(w, dtype=np.float64)
         n_states = model.n_states
+        n_base = n_states + len(model.transition_index)
         _kernels.take(w[:n_states], self._order.features, self._state_weights)
         arrays = score_arrays(
-            self._layout, self._state_weights, model.transition_matrix(w[n_states:])
+            self._layout, self._state_weights, model.transition_matrix(w[n_states:n_base])
         )
+        if self._conditioned is not None:
+            ptr, pairs, _ = self._conditioned
+            arrays = arrays._replace(conditioned=(ptr, pairs, w[n_base:]))
         if self._vectors is not None:
             position, column, label, table = self._vectors
             vector_weights = np.zeros((table.shape[1], model.n_labels))
@@ -710,7 +811,12 @@ class CRFObjective:
                 expected += shard.expected
                 pairs += shard.pairs
             _kernels.scatter_in_place(expected, self._order.features)  # model order
-            gradient[n_states:] = pairs.ravel()[model.transition_index]
+            gradient[n_states:n_base] = pairs.ravel()[model.transition_index]
+            if self._conditioned is not None:
+                conditioned = gradient[n_base:]
+                conditioned[:] = self._shards[0].conditioned_expected
+                for shard in self._shards[1:]:
+                    conditioned += shard.conditioned_expected
             if self._vectors is not None:
                 position, column, label, table = self._vectors
                 row_marginals = self._shards[0].vector_expected.copy()
