@@ -18,6 +18,7 @@ from sklearn.utils import check_random_state
 from ._compat import Interval, StrOptions, _fit_context
 from ._featurize._labels import check_distinct_labels, check_labels, encode_labels
 from ._featurize._stream import encode_data
+from ._featurize._transitions import TRANSITION_KEY, split_transitions, with_transitions
 from ._featurize._validation import check_reusable, is_item_sequence
 from ._featurize._vocabulary import Vocabulary
 from ._inference._constraints import Constraints, scheme_roles
@@ -246,6 +247,13 @@ calibration_candidates, calibration_max_trials : default=None
         but not ``'balanced'`` (one batch's frequencies are not the
         data's). Feature selection does not depend on it. None: every label
         weighs 1 (the usual model, exactly).
+    all_possible_conditioned_transitions : bool, default=False
+        Input-conditioned transitions (tokens holding transition attributes
+        under the key ``'__transition__'``, see the Notes): give every
+        transition attribute seen in training a feature for every label
+        pair, not only for the pairs it was seen with (the state features'
+        ``all_possible_states`` rule). Ignored without transition
+        attributes.
 
     Attributes
     ----------
@@ -265,7 +273,15 @@ calibration_candidates, calibration_max_trials : default=None
         the model (a pair with no feature scores 0).
     transition_ : ndarray of shape (n_classes, n_classes)
         ``transition_[i, j]``: weight of label ``classes_[i]`` followed by
-        ``classes_[j]``.
+        ``classes_[j]`` (the unconditioned transitions: a model with
+        input-conditioned transitions adds, at each token, the weights of
+        its transition attributes, ``conditioned_transition_features_``).
+    conditioned_transition_features_ : dict
+        ``{(transition attribute, label_from, label_to): weight}`` for the
+        nonzero input-conditioned transition weights (empty without
+        transition attributes). They are not in ``coef_``,
+        ``transition_`` or ``transition_features_``; ``n_features_``
+        counts them.
     n_iter_ : int
         Iterations run.
     training_log_ : TrainingLog
@@ -375,6 +391,7 @@ calibration_candidates, calibration_max_trials : default=None
         "missing_label": "no_validation",
         "decoding": [StrOptions({"viterbi", "posterior"})],
         "class_weight": [StrOptions({"balanced"}), dict, None],
+        "all_possible_conditioned_transitions": ["boolean"],
     }
 
     def __init__(
@@ -420,6 +437,7 @@ calibration_candidates, calibration_max_trials : default=None
         missing_label: Any = None,
         decoding: str = "viterbi",
         class_weight: str | Mapping[Any, float] | None = None,
+        all_possible_conditioned_transitions: bool = False,
     ) -> None:
         # Positional order is sklearn_crfsuite.CRF's, so that its scripts
         # (``CRF('lbfgs', ...)``) run unchanged; skcrf's own are keyword-only.
@@ -463,6 +481,7 @@ calibration_candidates, calibration_max_trials : default=None
         self.missing_label = missing_label
         self.decoding = decoding
         self.class_weight = class_weight
+        self.all_possible_conditioned_transitions = all_possible_conditioned_transitions
 
     def _validate_params(self):
         super()._validate_params()
@@ -574,6 +593,9 @@ calibration_candidates, calibration_max_trials : default=None
         elif self.early_stopping:
             validation = (X_dev, y_dev)
         previous = self.__dict__.get("_model") if self.warm_start else None
+        settings["all_possible_conditioned_transitions"] = (
+            self.all_possible_conditioned_transitions
+        )
         fitted = fit_driver.fit(
             X,
             y,
@@ -591,6 +613,7 @@ calibration_candidates, calibration_max_trials : default=None
             stacklevel=3,  # past _fit_context's wrapper
             sample_weight=sample_weight,
             class_weight=self.class_weight,
+            model_filename=self.model_filename,
         )
         self._store_fit(fitted)
         self.__dict__.pop("_partial_fit_rng", None)
@@ -736,6 +759,7 @@ calibration_candidates, calibration_max_trials : default=None
         self._model = model
         self._vocabulary = vocabulary
         self._decoder = decoder
+        self._transition_vocabulary = _transition_vocabulary(model)
         self._trainer_state = trainer_state
         self.classes_ = model.classes
         if isinstance(model.attributes, list):
@@ -879,6 +903,7 @@ calibration_candidates, calibration_max_trials : default=None
         state = dict(super().__getstate__())  # a copy: it may be our __dict__
         # The encoder's caches and the decoder's arrays are rebuilt on load.
         state.pop("_vocabulary", None)
+        state.pop("_transition_vocabulary", None)
         state.pop("_decoder", None)
         state.pop("_tagger_view", None)
         return state
@@ -891,6 +916,7 @@ calibration_candidates, calibration_max_trials : default=None
         model = self.__dict__.get("_model")
         if model is not None:
             self._vocabulary = Vocabulary(model.attributes, model.value_separator)
+            self._transition_vocabulary = _transition_vocabulary(model)
             self._decoder = Decoder(model)
 
     @property
@@ -950,7 +976,18 @@ calibration_candidates, calibration_max_trials : default=None
         predicts exactly what this tagger predicts, and a tagger read back
         from it has those features only.
         """
-        write_crfsuite(self._fitted_model().without_zeros(), path)
+        write_crfsuite(self._crfsuite_model("to_crfsuite").without_zeros(), path)
+
+    def _crfsuite_model(self, what):
+        """The fitted model, which must be one a CRFsuite file can hold."""
+        model = self._fitted_model()
+        if model.conditioned is not None:
+            raise ValueError(
+                f"{what}: this model has input-conditioned transitions (trained on "
+                f"tokens with the key {TRANSITION_KEY!r}), which CRFsuite model files "
+                "cannot hold. Use save() / CRFTagger.load() (npz)."
+            )
+        return model
 
     @classmethod
     def from_crfsuite(cls, source: Any) -> "CRFTagger":
@@ -989,10 +1026,30 @@ calibration_candidates, calibration_max_trials : default=None
 
     # -- prediction --------------------------------------------------------
 
-    def _encode(self, X, name="X"):
-        self._fitted_model()
+    def _encode(self, X, name="X", y=None):
+        """``X`` encoded for prediction (and ``y`` as a list, when given)."""
+        model = self._fitted_model()
+        parts = None
+        if model.conditioned is not None:
+            X, parts = split_transitions(X, name=name)
         # any iterable: a generator is encoded sequence by sequence
-        return encode_data(self._vocabulary, X, grow=False, name=name, single_hint=name == "X")
+        if y is None:
+            encoded = encode_data(
+                self._vocabulary, X, grow=False, name=name, single_hint=name == "X"
+            )
+        else:
+            encoded, y = encode_data(self._vocabulary, X, y, grow=False, name=name)
+        if model.conditioned is not None:
+            encoded = with_transitions(
+                encoded, parts, self._transition_vocabulary, grow=False, name=name
+            )
+        return encoded if y is None else (encoded, y)
+
+    def _encode_single(self, xseq):
+        """One sequence (checked by ``_single_tokens``) encoded for prediction."""
+        if self._fitted_model().conditioned is not None:
+            return self._encode([xseq], name="xseq")
+        return self._vocabulary.encode([xseq], grow=False, name="xseq")
 
     @staticmethod
     def _split(flat, lengths):
@@ -1073,7 +1130,7 @@ calibration_candidates, calibration_max_trials : default=None
         """
         self._fitted_model()  # cheaper than check_is_fitted: this path is per sentence
         xseq = _single_tokens(xseq)
-        encoded = self._vocabulary.encode([xseq], grow=False, name="xseq")
+        encoded = self._encode_single(xseq)
         if (
             allowed_transitions is None
             and self.allowed_transitions is None
@@ -1210,8 +1267,7 @@ calibration_candidates, calibration_max_trials : default=None
         if y is None:
             encoded = self._encode(X)
         else:
-            self._fitted_model()
-            encoded, y = encode_data(self._vocabulary, X, y, grow=False, name="X")
+            encoded, y = self._encode(X, y=y)
         constraints = self._constraints(encoded.lengths, allowed_transitions, partial_labels)
         n_threads = effective_n_threads(self.n_jobs)
         if y is None and self.decoding == "viterbi":
@@ -1306,7 +1362,7 @@ calibration_candidates, calibration_max_trials : default=None
             On an unknown scheme or a label that does not follow it (named),
             or when the constraints leave a sequence no labelling (named).
         """
-        self._fitted_model()
+        self._without_conditioned("predict_entities")
         name, roles = scheme_roles(self.classes_.tolist(), scheme, context="scheme")
         encoded = self._encode(X)
         constraints = self._constraints(
@@ -1380,7 +1436,7 @@ calibration_candidates, calibration_max_trials : default=None
             ``attribute`` (None for a transition), ``from_label`` (None for
             a state term), ``label``, ``contribution``.
         """
-        model = self._fitted_model()
+        model = self._without_conditioned("explain")
         xseq = _single_tokens(xseq)
         labels = self.predict_single(xseq)
         marginals = self.predict_marginals_single(xseq)
@@ -1502,9 +1558,8 @@ calibration_candidates, calibration_max_trials : default=None
         -------
         float
         """
-        self._fitted_model()
         weights = check_sample_weight(sample_weight)
-        encoded, y = encode_data(self._vocabulary, X, y, grow=False, name="X")
+        encoded, y = self._encode(X, y=y)
         if weights is not None:
             weights = check_sample_weight(weights, len(encoded.lengths))
         true = check_labels(y, encoded.lengths, name="y")
@@ -1528,7 +1583,7 @@ calibration_candidates, calibration_max_trials : default=None
     @property
     def tagger_(self) -> CRFsuiteTagger:
         """A ``pycrfsuite.Tagger`` look-alike of the model (sklearn-crfsuite's ``tagger_``)."""
-        model = self._fitted_model()
+        model = self._crfsuite_model("tagger_")
         with _TAGGER_VIEW_LOCK:  # one view for all threads (each keeps its set())
             view = self.__dict__.get("_tagger_view")
             if view is None or view.model is not model:
@@ -1545,7 +1600,7 @@ calibration_candidates, calibration_max_trials : default=None
     @property
     def size_(self) -> int:
         """Size in bytes of the model as a CRFsuite file (sklearn-crfsuite's ``size_``)."""
-        return len(crfsuite_bytes(self._fitted_model().without_zeros()))
+        return len(crfsuite_bytes(self._crfsuite_model("size_").without_zeros()))
 
     @property
     def state_features_(self) -> dict[tuple[str, Any], float]:
@@ -1556,6 +1611,28 @@ calibration_candidates, calibration_max_trials : default=None
     def transition_features_(self) -> dict[tuple[Any, Any], float]:
         """Nonzero transition weights as ``{(label_from, label_to): weight}``."""
         return self._fitted_model().transition_features()
+
+    @property
+    def conditioned_transition_features_(self) -> dict[tuple[str, Any, Any], float]:
+        """Nonzero input-conditioned transition weights.
+
+        ``{(transition attribute, label_from, label_to): weight}``; empty for
+        a model without transition attributes.
+        """
+        model = self._fitted_model()
+        if model.conditioned is None:
+            return {}
+        return model.conditioned.features(model.classes)
+
+    def _without_conditioned(self, what):
+        """The fitted model, if it has no input-conditioned transitions."""
+        model = self._fitted_model()
+        if model.conditioned is not None:
+            raise ValueError(
+                f"{what} does not support models with input-conditioned transitions "
+                f"(trained on tokens with the key {TRANSITION_KEY!r}) yet."
+            )
+        return model
 
 
 def _scoring_name(scoring):
@@ -1650,3 +1727,10 @@ def _sklearn_crfsuite_model(crf, names):
 
 
 _MISSING = object()
+
+
+def _transition_vocabulary(model):
+    """The vocabulary of a model's transition attributes (None without them)."""
+    if model.conditioned is None:
+        return None
+    return Vocabulary(model.conditioned.attributes, model.value_separator)

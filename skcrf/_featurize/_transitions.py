@@ -18,7 +18,7 @@ import numpy as np
 
 from ._validation import is_reusable
 
-__all__ = ["TRANSITION_KEY", "encode_transitions", "split_transitions"]
+__all__ = ["TRANSITION_KEY", "encode_transitions", "split_transitions", "with_transitions"]
 
 #: The reserved key of a token dict whose value holds its transition attributes.
 TRANSITION_KEY = "__transition__"
@@ -100,3 +100,12 @@ def encode_transitions(vocabulary, parts, lengths, *, grow, name="X"):
         for seq, length in zip(parts.sequences, np.asarray(lengths).tolist())
     ]
     return vocabulary.encode(sequences, grow=grow, name=name)
+
+
+def with_transitions(encoded, parts, vocabulary, *, grow=False, name="X"):
+    """``encoded`` with the transition attributes of ``parts`` (None: none) attached."""
+    if parts is None:
+        parts = TransitionParts()
+        parts.sequences = [None] * len(encoded.lengths)
+    transitions = encode_transitions(vocabulary, parts, encoded.lengths, grow=grow, name=name)
+    return encoded._replace(transitions=transitions)

@@ -9,6 +9,10 @@ the compiled single-sequence kernels.
 Constraints (a :class:`~skcrf._inference._constraints.Constraints`, optional everywhere)
 become scores of ``-inf`` / probabilities of 0: Viterbi runs the usual
 kernel (exact with ``-inf`` scores; with forbidden pairs it prunes nothing).
+
+A model with input-conditioned transitions (``model.conditioned``) has a
+transition matrix per token: its blocks go through the log-domain paths of
+:mod:`skcrf._inference._conditioned` instead of the compiled kernels.
 """
 
 from concurrent.futures import ThreadPoolExecutor
@@ -18,7 +22,7 @@ import numpy as np
 
 from .._featurize._validation import check_emissions
 from .._utils._threads import single_blas_thread, split_sequences
-from . import _kernels
+from . import _conditioned, _kernels
 from ._blocks import (
     StateLayout,
     Workspace,
@@ -52,6 +56,36 @@ class Decoder:
         self.transitions = np.ascontiguousarray(transitions)
         self.n_labels = model.n_labels
         self._single = _kernels.SequenceDecoder(ptr, labels, weights, self.transitions)
+        #: ``(ptr, pairs, weights)`` of the conditioned transitions, or None
+        self.conditioned = None if model.conditioned is None else model.conditioned.arrays()
+
+    def row_transitions(self, block, transitions):
+        """Each row's transition scores (conditioned models), shape (n_rows, L, L).
+
+        ``transitions``: the base matrix (the model's, or with forbidden
+        pairs at ``-inf``).
+        """
+        if getattr(block, "t_indptr", None) is None:
+            no_rows = np.zeros(block.n_rows + 1, dtype=np.int64)
+            deltas = (no_rows, np.zeros(0, dtype=np.int32), np.zeros(0))
+        else:
+            deltas = _conditioned.row_deltas(block, self.conditioned, self.n_labels)
+        return _conditioned.row_transitions(transitions, deltas)
+
+    def conditioned_marginals(self, block, workspace, arrays, masks, name):
+        """Marginals of a block of a conditioned model (under the masks)."""
+        emissions = workspace.psi[: block.n_rows]
+        self._emissions(block.indptr, block.ids, block.values, emissions)
+        _check_finite(emissions)
+        apply_log_masks(emissions, masks)
+        row_trans = self.row_transitions(block, arrays.transitions)
+        log_z, marginals, _ = _conditioned.forward_backward_rows(
+            emissions, row_trans, block.batch_sizes
+        )
+        if not np.isfinite(log_z).all():
+            bad = np.flatnonzero(~np.isfinite(log_z))[0]
+            raise NoValidLabelling(int(block.sequences[bad]), name)
+        return marginals
 
     # Built on first use, not when a model is opened (one sentence at a time
     # needs neither). Threads may build one twice: the same value, kept once.
@@ -128,6 +162,8 @@ class Decoder:
         """
         n_tokens = len(encoded.indptr) - 1
         path = np.empty(n_tokens, dtype=np.intp)
+        if self.conditioned is not None:
+            return self._conditioned_viterbi(encoded, n_threads, name, constraints, path)
         transitions = self.transitions
         pruning = self._pruning
         if constraints is None:
@@ -165,6 +201,25 @@ class Decoder:
 
         return self._run(encoded, n_threads, decode_block, path, name)
 
+    def _conditioned_viterbi(self, encoded, n_threads, name, constraints, path):
+        """:meth:`viterbi` of a model with conditioned transitions."""
+        arrays = self.constrained_arrays(constraints)
+
+        def decode_block(block, workspace):
+            emissions = workspace.psi[: block.n_rows]
+            self._emissions(block.indptr, block.ids, block.values, emissions)
+            _check_finite(emissions)
+            if constraints is not None:
+                apply_log_masks(emissions, constraints.emission_masks(block))
+            row_trans = self.row_transitions(block, arrays.transitions)
+            block_path, best = _conditioned.viterbi_rows(emissions, row_trans, block.batch_sizes)
+            if not np.isfinite(best).all():
+                bad = np.flatnonzero(~np.isfinite(best))[0]
+                raise NoValidLabelling(int(block.sequences[bad]), name)
+            return block_path
+
+        return self._run(encoded, n_threads, decode_block, path, name)
+
     def posterior(self, encoded, n_threads=1, name="X", constraints=None):
         """Label index of every token (flat order): the posterior (minimum risk) paths.
 
@@ -187,7 +242,10 @@ class Decoder:
         arrays = self.constrained_arrays(constraints)
 
         def decode_block(block, workspace):
-            if constraints is None:
+            if self.conditioned is not None:
+                masks = [] if constraints is None else constraints.emission_masks(block)
+                marginals = self.conditioned_marginals(block, workspace, arrays, masks, name)
+            elif constraints is None:
                 masks = []
                 marginals, _ = block_marginals(block, workspace, arrays, check=_check_finite)
             else:
@@ -236,6 +294,16 @@ class Decoder:
 
     def _each_marginals(self, encoded, n_threads, name, constraints, sink):
         """Call ``sink(block, marginals)`` with the marginals of every block."""
+        if self.conditioned is not None:
+            arrays = self.constrained_arrays(constraints)
+
+            def decode_block(block, workspace):
+                masks = [] if constraints is None else constraints.emission_masks(block)
+                sink(block, self.conditioned_marginals(block, workspace, arrays, masks, name))
+
+            self._run(encoded, n_threads, decode_block, None, name)
+            return
+
         if constraints is None:
 
             def decode_block(block, workspace):
@@ -260,6 +328,8 @@ class Decoder:
 
     def viterbi_single(self, encoded, name="X"):
         """Label indices of one encoded sequence (no blocks, no threads)."""
+        if self.conditioned is not None:
+            return self.viterbi(encoded, 1, name=name)
         try:
             return self._single.decode(encoded.indptr, encoded.ids, encoded.values)
         except OverflowError:

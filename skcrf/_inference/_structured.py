@@ -27,11 +27,14 @@ Conventions
 - An empty sequence has one labelling, the empty one, of probability 1.
 - Per-sequence results are in the caller's sequence order; per-token ones
   in flat order.
+- A model with input-conditioned transitions (``decoder.conditioned``)
+  takes the log-domain paths of :mod:`skcrf._inference._conditioned` (one
+  transition matrix per token; n-best one sequence at a time).
 """
 
 import numpy as np
 
-from . import _kernels
+from . import _conditioned, _kernels
 from ._blocks import MAX_TRANSITION_SPREAD, state_scores
 from ._constraints import NoValidLabelling, apply_log_masks, apply_zero_masks
 from ._decode import _check_finite
@@ -88,6 +91,36 @@ def _block_log_z(block, workspace, arrays, emissions, masks, name):
     return log_z
 
 
+def _conditioned_log_z(block, emissions, row_trans, name):
+    """Each sequence's ``log Z`` (packed order) with per-row transitions."""
+    log_z = _conditioned.forward_backward_rows(emissions, row_trans, block.batch_sizes)[0]
+    if not np.isfinite(log_z).all():
+        raise NoValidLabelling(int(block.sequences[np.flatnonzero(~np.isfinite(log_z))[0]]), name)
+    return log_z
+
+
+def _sequence_rows(block):
+    """The packed rows of each sequence of a block, in token order."""
+    batch_sizes = np.asarray(block.batch_sizes)
+    offsets = np.concatenate([[0], np.cumsum(batch_sizes)])
+    return [offsets[:length] + column for column, length in enumerate(block.lengths.tolist())]
+
+
+def _conditioned_nbest(block, emissions, row_trans, n, name):
+    """:func:`nbest`'s block results with per-row transitions."""
+    paths = np.zeros((n, block.n_rows), dtype=np.intp)
+    scores = np.full((block.n_sequences, n), -np.inf)
+    found = np.zeros(block.n_sequences, dtype=np.intp)
+    for column, rows in enumerate(_sequence_rows(block)):
+        seq_paths, seq_scores = _conditioned.kbest_sequence(emissions[rows], row_trans[rows], n)
+        found[column] = len(seq_scores)
+        paths[: len(seq_scores), rows] = seq_paths
+        scores[column, : len(seq_scores)] = seq_scores
+    if not found.all():
+        raise NoValidLabelling(int(block.sequences[np.argmin(found)]), name)
+    return paths, scores - _conditioned_log_z(block, emissions, row_trans, name)[:, None], found
+
+
 def log_partition(decoder, encoded, n_threads=1, constraints=None, name="X"):
     """``log Z(x)`` of every sequence (over the allowed labellings).
 
@@ -102,6 +135,10 @@ def log_partition(decoder, encoded, n_threads=1, constraints=None, name="X"):
     def decode_block(block, workspace):
         masks = constraints.emission_masks(block) if constraints is not None else []
         emissions = _block_emissions(decoder, block, workspace, arrays, masks)
+        if decoder.conditioned is not None:
+            row_trans = decoder.row_transitions(block, arrays.transitions)
+            out[block.sequences] = _conditioned_log_z(block, emissions, row_trans, name)
+            return
         out[block.sequences] = _block_log_z(block, workspace, arrays, emissions, masks, name)
 
     decoder._run(encoded, n_threads, decode_block, None, name)
@@ -146,6 +183,14 @@ def nbest(decoder, encoded, n, n_threads=1, constraints=None, name="X"):
     def decode_block(block, workspace):
         masks = constraints.emission_masks(block) if constraints is not None else []
         emissions = _block_emissions(decoder, block, workspace, arrays, masks)
+        if decoder.conditioned is not None:
+            row_trans = decoder.row_transitions(block, transitions)
+            block_paths, block_log_proba, block_found = _conditioned_nbest(
+                block, emissions, row_trans, n, name
+            )
+            log_proba[block.sequences] = block_log_proba
+            found[block.sequences] = block_found
+            return block_paths.T
         if viterbi_only:
             block_paths = np.empty((1, block.n_rows), dtype=np.intp)
             scores = np.empty((block.n_sequences, 1))
@@ -196,6 +241,15 @@ def sequence_scores(decoder, encoded, label_index, n_threads=1, constraints=None
         labels = label_index[block.rows]
         unknown = labels < 0
         labels = np.where(unknown, 0, labels)
+        if decoder.conditioned is not None:
+            row_trans = decoder.row_transitions(block, transitions)
+            scores = _conditioned.path_scores(emissions, row_trans, block.batch_sizes, labels)
+            scores[np.bincount(block.columns, weights=unknown, minlength=block.n_sequences) > 0] = (
+                -np.inf
+            )
+            log_z = _conditioned_log_z(block, emissions, row_trans, name)
+            out[block.sequences] = scores - log_z
+            return
         terms = emissions[np.arange(block.n_rows), labels]
         batch_sizes = np.asarray(block.batch_sizes)
         first = int(batch_sizes[0])
@@ -234,6 +288,20 @@ def transition_marginals(decoder, encoded, n_threads=1, constraints=None, name="
         masks = constraints.emission_masks(block) if constraints is not None else []
         n = block.n_rows
         psi = _block_emissions(decoder, block, workspace, arrays, masks)
+        if decoder.conditioned is not None:
+            row_trans = decoder.row_transitions(block, arrays.transitions)
+            log_z, _, into = _conditioned.forward_backward_rows(psi, row_trans, block.batch_sizes)
+            if not np.isfinite(log_z).all():
+                bad = np.flatnonzero(~np.isfinite(log_z))[0]
+                raise NoValidLabelling(int(block.sequences[bad]), name)
+            # row r's pair with its successor is the successor's pair into it
+            pairs = np.zeros_like(into)
+            batch_sizes = np.asarray(block.batch_sizes)
+            first = int(batch_sizes[0])
+            steps = np.repeat(np.arange(len(batch_sizes)), batch_sizes)[first:]
+            successors = np.arange(first, n)
+            pairs[successors - batch_sizes[steps - 1]] = into[first:]
+            return pairs
         pairs = None
         if arrays.spread <= MAX_TRANSITION_SPREAD:
             backup = psi.copy()

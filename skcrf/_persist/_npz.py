@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from .._model import CRFModel, FittedState
+from .._model import ConditionedTransitions, CRFModel, FittedState
 from .._training._lbfgs import LBFGSStatus
 from .._training._online_train import OnlineStatus
 from .._training._training_log import LabelScore, TrainingLog
@@ -39,7 +39,7 @@ __all__ = [
 #: The ``format`` value of every skcrf model file.
 FORMAT_NAME = "skcrf-model"
 #: The format version this skcrf writes, and the newest it reads.
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 
 # The arrays of each format version, in the order they are written.
 _ARRAY_NAMES = {
@@ -97,6 +97,11 @@ _JSON_KEYS = {
     ),
 }
 _JSON_KEYS[3] = _JSON_KEYS[2] - {"attributes"} | {"n_attributes"}
+# Format 4: format 3 and a model's input-conditioned transitions (written only
+# for such a model: the others keep format 3, which older skcrf reads).
+_CONDITIONED_ARRAYS = ("conditioned_ptr", "conditioned_pairs", "conditioned_weights")
+_ARRAY_NAMES[4] = _ARRAY_NAMES[3] + _CONDITIONED_ARRAYS
+_JSON_KEYS[4] = _JSON_KEYS[3] | {"conditioned_attributes"}
 _V1_VECTORIZER_KEYS = frozenset({"dtype", "separator", "sparse", "sort"})
 _V1_VECTORIZER_DTYPES = frozenset(
     {
@@ -127,7 +132,9 @@ _LOG_KEYS = frozenset({"iterations", "status", "message", "verbose"})
 # ``transition_index``), which are not exempt.
 _FREE_UNCOMPRESSED_BYTES = 64 * 2**20
 _MAX_COMPRESSION_RATIO = 100
-_RATIO_EXEMPT = frozenset({"state_ptr", "state_labels", "transition_index"})
+_RATIO_EXEMPT = frozenset(
+    {"state_ptr", "state_labels", "transition_index", "conditioned_ptr", "conditioned_pairs"}
+)
 _MAX_HEADER_SIZE = 10_000  # numpy's own default limit for .npy headers
 
 
@@ -171,6 +178,29 @@ def check_model_arrays(n_attributes, n_labels, arrays):
     for name in ("state_weights", "transition_weights"):
         if not np.isfinite(arrays[name]).all():
             raise ValueError(f"{name} holds non-finite values (NaN or infinity).")
+
+
+def check_conditioned_arrays(n_attributes, n_labels, ptr, pairs, weights):
+    """Check the arrays of input-conditioned transitions (ValueError naming it)."""
+    n = len(pairs)
+    if len(ptr) != n_attributes + 1 or len(weights) != n:
+        raise ValueError(
+            "conditioned_ptr must have one entry per transition attribute and one "
+            "more, conditioned_weights one per conditioned_pairs entry."
+        )
+    if ptr[0] != 0 or ptr[-1] != n or (np.diff(ptr) < 0).any():
+        raise ValueError(f"conditioned_ptr must be non-decreasing from 0 to {n}.")
+    if n:
+        if pairs.min() < 0 or pairs.max() >= n_labels * n_labels:
+            raise ValueError(
+                f"conditioned_pairs must be label pairs in [0, {n_labels * n_labels})."
+            )
+        starts = np.zeros(n, dtype=bool)
+        starts[ptr[:-1][ptr[:-1] < n]] = True
+        if (np.diff(pairs)[~starts[1:]] <= 0).any():
+            raise ValueError("conditioned_pairs must be strictly increasing within an attribute.")
+    if not np.isfinite(weights).all():
+        raise ValueError("conditioned_weights holds non-finite values (NaN or infinity).")
 
 
 def _as_int_array(value, name):
@@ -282,10 +312,10 @@ def _encode_status(status, what):
 
 def _state_document(state, estimator, format_version=None):
     """The arrays (metadata included) of a fitted state, validated."""
-    if format_version not in (None, 2, 3):
+    if format_version not in (None, 2, 3, 4):
         raise ValueError(
-            f"format_version must be None, 2 or 3; got {format_version!r:.100} (this skcrf "
-            "writes formats 2 and 3)."
+            f"format_version must be None, 2, 3 or 4; got {format_version!r:.100} (this "
+            "skcrf writes formats 2, 3 and 4)."
         )
     if not isinstance(state, FittedState):
         raise TypeError(f"state must be a FittedState; got {type(state).__name__}.")
@@ -363,6 +393,33 @@ def _state_document(state, estimator, format_version=None):
     if estimator is not None and type(estimator) is not str:
         raise TypeError(f"estimator must be a str or None; got {estimator!r:.100}.")
 
+    conditioned = model.conditioned
+    if (conditioned is None) != (format_version != 4):
+        if format_version is not None:
+            raise ValueError(
+                "format_version=4 is the format of models with input-conditioned "
+                "transitions, and only theirs"
+            )
+    if conditioned is not None:
+        for k, name in enumerate(conditioned.attributes):
+            if type(name) is not str:
+                raise TypeError(f"Transition attribute {k} ({name!r:.100}) is not a str.")
+        conditioned_arrays = {
+            "conditioned_ptr": _as_int_array(conditioned.ptr, "conditioned_ptr"),
+            "conditioned_pairs": _as_int_array(conditioned.pairs, "conditioned_pairs"),
+            "conditioned_weights": _as_float_array(conditioned.weights, "conditioned_weights"),
+        }
+        try:
+            check_conditioned_arrays(
+                len(conditioned.attributes), n_labels, *conditioned_arrays.values()
+            )
+        except ValueError as exc:
+            raise ValueError(f"The model cannot be saved: {exc}") from exc
+        conditioned_arrays["conditioned_pairs"] = conditioned_arrays["conditioned_pairs"].astype(
+            np.int32
+        )
+        arrays.update(conditioned_arrays)
+
     # Format 3 keeps the names as a CQDB chunk, which holds UTF-8 strings
     # without NUL; names it cannot hold are written in format 2 (JSON).
     version = 2
@@ -370,13 +427,13 @@ def _state_document(state, estimator, format_version=None):
         try:
             keys = encode_strings(attributes, "attribute")
         except ValueError as exc:
-            if format_version == 3:
+            if format_version in (3, 4) or conditioned is not None:
                 raise ValueError(
-                    f"The model cannot be saved in format 3: {exc} (format_version=2 can "
-                    "store it)."
+                    f"The model cannot be saved in format {format_version or 4}: {exc}"
+                    + (" (format_version=2 can store it)." if conditioned is None else ".")
                 ) from None
         else:
-            version = 3
+            version = 3 if conditioned is None else 4
             arrays["attributes"] = np.frombuffer(cqdb_bytes(*keys), dtype=np.uint8)
     document = {
         "format": FORMAT_NAME,
@@ -387,7 +444,12 @@ def _state_document(state, estimator, format_version=None):
             name: encode_value(value, f"Parameter {name!r} =") for name, value in params.items()
         },
         "labels": labels,
-        **({"n_attributes": len(attributes)} if version == 3 else {"attributes": attributes}),
+        **({"n_attributes": len(attributes)} if version >= 3 else {"attributes": attributes}),
+        **(
+            {"conditioned_attributes": list(conditioned.attributes)}
+            if conditioned is not None
+            else {}
+        ),
         "value_separator": separator,
         "n_iter": int(n_iter),
         "status": _encode_status(state.status, "state.status"),
@@ -427,7 +489,7 @@ def save_state(
         instance, ``.skcrf``).
     estimator : str, optional
         The estimator class, ``"module.QualName"``, recorded for information.
-    format_version : {None, 2, 3}, default=None
+    format_version : {None, 2, 3, 4}, default=None
         None: the newest format (3), or 2 when an attribute name cannot be
         kept in format 3's string database (a NUL character, or a str that
         is not valid Unicode, such as a lone surrogate). 2: the format that
@@ -758,6 +820,33 @@ def _read_v3(document, headers, npz, where, lazy=False):
     return _read_v2(document, headers, npz, where, lazy, version=3, n_attributes=n_attributes)
 
 
+def _read_v4(document, headers, npz, where, lazy=False):
+    """A format 4 file: format 3 with input-conditioned transitions."""
+    names = _require_type(document["conditioned_attributes"], list, "conditioned_attributes")
+    if not all(type(name) is str for name in names):
+        raise ValueError("conditioned_attributes: every name must be a str.")
+    if len(set(names)) != len(names):
+        raise ValueError("conditioned_attributes: the same name appears twice.")
+    _check_header(
+        headers, "conditioned_ptr", "i", 8, (len(names) + 1,), "conditioned_attributes"
+    )
+    (n,) = _check_header(headers, "conditioned_pairs", "i", 4, (None,))
+    _check_header(headers, "conditioned_weights", "f", 8, (n,), "conditioned_pairs")
+    state = _read_v3(document, headers, npz, where, lazy)
+    n_labels = state.model.n_labels
+    if n > len(names) * n_labels * n_labels:
+        raise ValueError(
+            f"{n} conditioned transition features for {len(names)} transition attributes "
+            f"and {n_labels} labels (inconsistent)."
+        )
+    ptr = _array(npz, "conditioned_ptr", np.int64)
+    pairs = _array(npz, "conditioned_pairs", np.int32)
+    weights = _array(npz, "conditioned_weights", np.float64)
+    check_conditioned_arrays(len(names), n_labels, ptr, pairs, weights)
+    state.model.conditioned = ConditionedTransitions(names, ptr, pairs, weights)
+    return state
+
+
 def _attributes(chunk, n_attributes, where, lazy):
     """The names of the ``attributes`` array (a CQDB chunk): a list, or lazy.
 
@@ -918,7 +1007,7 @@ def _load(file, where, lazy):
                 f"{list(_ARRAY_NAMES[version])}; the archive has {sorted(headers)}."
             )
         _check_document_keys(document, version)
-        reader = {1: _read_v1, 2: _read_v2, 3: _read_v3}[version]
+        reader = {1: _read_v1, 2: _read_v2, 3: _read_v3, 4: _read_v4}[version]
         return reader(document, headers, npz, where, lazy)
 
 

@@ -40,6 +40,8 @@ from .._featurize._labels import (
     same_label,
 )
 from .._featurize._stream import encode_data
+from .._featurize._transitions import TRANSITION_KEY, split_transitions, with_transitions
+from .._featurize._vocabulary import Vocabulary
 from .._featurize._validation import check_sequences, check_sums, locate_row
 from .._inference._constraints import transition_constraints
 from .._inference._decode import Decoder
@@ -204,6 +206,29 @@ def encode_training_data(
     return TrainingData(encoded, label_index, classes, partial)
 
 
+def check_conditioned_fit(algorithm, partial, class_weight, previous, model_filename):
+    """The fits that can train input-conditioned transitions, or a clear error."""
+    reason = None
+    if algorithm != "lbfgs":
+        reason = f"only algorithm='lbfgs' trains them (got {algorithm!r})"
+    elif partial is not None:
+        reason = "partially labelled sequences (missing_label) cannot train them"
+    elif class_weight is not None:
+        reason = "class_weight cannot be combined with them"
+    elif previous is not None:
+        reason = "warm_start cannot continue into them"
+    elif model_filename is not None:
+        reason = (
+            "model_filename writes a CRFsuite model file, which cannot hold them "
+            "(set model_filename=None and use save())"
+        )
+    if reason is not None:
+        raise ValueError(
+            f"X holds transition attributes (the token key {TRANSITION_KEY!r}: "
+            f"input-conditioned transitions), but {reason}."
+        )
+
+
 def _encode_fixed_labels(encoded, y, known, missing_label):
     if missing_label is not None:
         _, _, partial = check_partial_training_labels(y, encoded.lengths, missing_label, name="y")
@@ -296,7 +321,9 @@ def apply_weights(data, sample_weight, class_weight, previous_classes=None):
     )
 
 
-def select_model_features(data, vocabulary, settings, previous=None, token_weights=None):
+def select_model_features(
+    data, vocabulary, settings, previous=None, token_weights=None, transition_attributes=None
+):
     """The model's features (CRFsuite's rule), merged into ``previous``'s.
 
     Returns
@@ -308,7 +335,9 @@ def select_model_features(data, vocabulary, settings, previous=None, token_weigh
     old_index : ndarray or None
         Where each feature of ``previous`` is in the model (None without it).
 
-    ``token_weights`` (weighted training) weights the observed counts only.
+    ``token_weights`` (weighted training) weights the observed counts only;
+    ``transition_attributes``: the names of ``data.encoded.transitions``'
+    attributes (input-conditioned transitions).
     """
     model, observed = select_features(
         data.encoded,
@@ -320,6 +349,10 @@ def select_model_features(data, vocabulary, settings, previous=None, token_weigh
         min_freq=settings["min_freq"],
         partial=data.partial,
         token_weights=token_weights,
+        transition_attributes=transition_attributes,
+        all_possible_conditioned_transitions=settings.get(
+            "all_possible_conditioned_transitions", False
+        ),
     )
     if previous is None:
         return model, observed, None
@@ -388,9 +421,13 @@ class DevEvaluator:
         # Encoded against the vocabulary as it is now: attributes seen only
         # in the dev data have no feature, and must not join the vocabulary.
         x_name, y_name = f"X_{name}", f"y_{name}"
+        X_dev, parts = split_transitions(X_dev, name=x_name)
         self.encoded = vocabulary.encode(
             check_sequences(X_dev, name=x_name), grow=False, name=x_name
         )
+        if model.conditioned is not None:
+            transitions = Vocabulary(model.conditioned.attributes, model.value_separator)
+            self.encoded = with_transitions(self.encoded, parts, transitions, name=x_name)
         labels = check_labels(y_dev, self.encoded.lengths, name=y_name)
         if not labels:
             raise ValueError(f"{x_name} has no tokens: all sequences are empty.")
@@ -589,6 +626,7 @@ def fit(
     stacklevel=2,
     sample_weight=None,
     class_weight=None,
+    model_filename=None,
 ):
     """Train a model on ``X, y`` with any algorithm (``CRFTagger.fit``).
 
@@ -608,6 +646,12 @@ def fit(
     sample_weight : array-like of shape (n_sequences,) or None
     class_weight : None, 'balanced' or dict
         See :func:`apply_weights`.
+    model_filename : path or None
+        The CRFsuite file the estimator writes (it cannot hold conditioned
+        transitions: an error before training).
+
+    Tokens may hold transition attributes (:data:`TRANSITION_KEY`): the
+    model then has input-conditioned transitions (``model.conditioned``).
 
     Returns
     -------
@@ -616,6 +660,7 @@ def fit(
     check_class_weight(class_weight)
     if sample_weight is not None:
         check_sample_weight(sample_weight)  # before reading X
+    X, parts = split_transitions(X, name="X")
     data = encode_training_data(
         vocabulary,
         X,
@@ -624,6 +669,14 @@ def fit(
         missing_label=missing_label,
         previous_classes=None if previous is None else previous.classes,
     )
+    transition_attributes = None
+    if parts is not None and parts.found:
+        check_conditioned_fit(algorithm, data.partial, class_weight, previous, model_filename)
+        transitions = Vocabulary()
+        data = data._replace(
+            encoded=with_transitions(data.encoded, parts, transitions, grow=True)
+        )
+        transition_attributes = transitions.attributes
     data, weights = apply_weights(
         data,
         sample_weight,
@@ -632,7 +685,12 @@ def fit(
     )
     transition_constraints(data.classes, allowed_transitions)  # fail now, not at predict
     model, observed, old_index = select_model_features(
-        data, vocabulary, settings, previous, token_weights=weights
+        data,
+        vocabulary,
+        settings,
+        previous,
+        token_weights=weights,
+        transition_attributes=transition_attributes,
     )
     resume = None
     if previous is not None:
@@ -752,9 +810,12 @@ def partial_fit(
     if sample_weight is not None:
         check_sample_weight(sample_weight)  # before reading X
     classes = partial_fit_classes(classes, None if previous is None else previous.model.classes)
+    X, parts = split_transitions(X, name="X")
     data = encode_training_data(
         vocabulary, X, y, algorithm=algorithm, missing_label=missing_label, fixed_classes=classes
     )
+    if parts is not None and parts.found:
+        check_conditioned_fit(algorithm, None, None, None, None)  # online: an error
     # the classes are fixed: a sequence of weight 0 is dropped, its labels stay
     data, weights = apply_weights(data, sample_weight, class_weight, previous_classes=classes)
     batch_model, _, _ = select_model_features(data, vocabulary, settings)

@@ -170,7 +170,13 @@ def drop_sequences(encoded, label_index, classes, partial, keep, previous_classe
     token_keep = np.repeat(keep, lengths)
     rows = np.flatnonzero(token_keep)
     indptr, ids, values = gather_rows(encoded.indptr, encoded.ids, encoded.values, rows)
-    new_encoded = Encoded(indptr, ids, values, lengths[keep])
+    transitions = encoded.transitions
+    if transitions is not None:
+        transitions = Encoded(
+            *gather_rows(transitions.indptr, transitions.ids, transitions.values, rows),
+            lengths[keep],
+        )
+    new_encoded = Encoded(indptr, ids, values, lengths[keep], transitions=transitions)
     label_index = label_index[token_keep]
 
     used = np.zeros(len(classes), dtype=bool)
