@@ -203,8 +203,7 @@ def test_constraints_apply_to_conditioned_models():
     for xseq in X[:6]:
         paths, log_proba, _, _ = _tagger_brute(tagger, xseq)
         valid = [
-            all((p[t - 1], p[t]) != (0, 1) for t in range(1, len(p))) and p[0] != 2
-            for p in paths
+            all((p[t - 1], p[t]) != (0, 1) for t in range(1, len(p))) and p[0] != 2 for p in paths
         ]
         # partial label: token 0 is not the last class
         partial = [{classes[0], classes[1]}] + [None] * (len(xseq) - 1)
@@ -278,7 +277,7 @@ def test_save_load_and_clear_errors(tmp_path):
     loaded = CRFTagger.load(path)
     assert loaded.predict(X) == tagger.predict(X)
     assert loaded.conditioned_transition_features_ == tagger.conditioned_transition_features_
-    for what, call in [
+    for what, call in [  # noqa: B007 (the name says which call failed)
         ("to_crfsuite", lambda: tagger.to_crfsuite(tmp_path / "m.crfsuite")),
         ("tagger_", lambda: tagger.tagger_),
         ("explain", lambda: tagger.explain(X[0])),

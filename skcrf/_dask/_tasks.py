@@ -42,8 +42,8 @@ from .._featurize._labels import (
     encode_labels,
     same_label,
 )
-from .._featurize._validation import check_sequences, check_sums
 from .._featurize._transitions import TRANSITION_KEY, split_transitions
+from .._featurize._validation import check_sequences, check_sums
 from .._featurize._vocabulary import Vocabulary
 from .._inference import _kernels
 from .._inference._blocks import gather_rows

@@ -348,9 +348,7 @@ def block_state_scores(block, arrays, out):
         _kernels.add_rows(arrays.vector_scores, vector_rows, out)
 
 
-def block_marginals(
-    block, workspace, arrays, want_pairs=None, check=None, want_conditioned=None
-):
+def block_marginals(block, workspace, arrays, want_pairs=None, check=None, want_conditioned=None):
     """Marginals of a block (a view into the workspace) and the block's log Z sum.
 
     With ``want_pairs`` (an ``(L, L)`` array) the expected label pair counts

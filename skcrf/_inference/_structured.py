@@ -244,9 +244,8 @@ def sequence_scores(decoder, encoded, label_index, n_threads=1, constraints=None
         if decoder.conditioned is not None:
             row_trans = decoder.row_transitions(block, transitions)
             scores = _conditioned.path_scores(emissions, row_trans, block.batch_sizes, labels)
-            scores[np.bincount(block.columns, weights=unknown, minlength=block.n_sequences) > 0] = (
-                -np.inf
-            )
+            has_unknown = np.bincount(block.columns, weights=unknown, minlength=block.n_sequences)
+            scores[has_unknown > 0] = -np.inf
             log_z = _conditioned_log_z(block, emissions, row_trans, name)
             out[block.sequences] = scores - log_z
             return

@@ -827,9 +827,7 @@ def _read_v4(document, headers, npz, where, lazy=False):
         raise ValueError("conditioned_attributes: every name must be a str.")
     if len(set(names)) != len(names):
         raise ValueError("conditioned_attributes: the same name appears twice.")
-    _check_header(
-        headers, "conditioned_ptr", "i", 8, (len(names) + 1,), "conditioned_attributes"
-    )
+    _check_header(headers, "conditioned_ptr", "i", 8, (len(names) + 1,), "conditioned_attributes")
     (n,) = _check_header(headers, "conditioned_pairs", "i", 4, (None,))
     _check_header(headers, "conditioned_weights", "f", 8, (n,), "conditioned_pairs")
     state = _read_v3(document, headers, npz, where, lazy)

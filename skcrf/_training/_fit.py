@@ -41,8 +41,8 @@ from .._featurize._labels import (
 )
 from .._featurize._stream import encode_data
 from .._featurize._transitions import TRANSITION_KEY, split_transitions, with_transitions
-from .._featurize._vocabulary import Vocabulary
 from .._featurize._validation import check_sequences, check_sums, locate_row
+from .._featurize._vocabulary import Vocabulary
 from .._inference._constraints import transition_constraints
 from .._inference._decode import Decoder
 from .._model import merge_features
@@ -673,9 +673,7 @@ def fit(
     if parts is not None and parts.found:
         check_conditioned_fit(algorithm, data.partial, class_weight, previous, model_filename)
         transitions = Vocabulary()
-        data = data._replace(
-            encoded=with_transitions(data.encoded, parts, transitions, grow=True)
-        )
+        data = data._replace(encoded=with_transitions(data.encoded, parts, transitions, grow=True))
         transition_attributes = transitions.attributes
     data, weights = apply_weights(
         data,

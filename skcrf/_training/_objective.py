@@ -600,7 +600,11 @@ class _Shard:
         log_z = 0.0
         for block in self.blocks:
             marginals, block_log_z = block_marginals(
-                block, self.workspace, arrays, self.pairs, want_conditioned=self.conditioned_expected
+                block,
+                self.workspace,
+                arrays,
+                self.pairs,
+                want_conditioned=self.conditioned_expected,
             )
             log_z += block_log_z
             _kernels.expected_states(
