@@ -23,7 +23,7 @@ from ._featurize._validation import check_reusable, is_item_sequence
 from ._featurize._vocabulary import Vocabulary
 from ._inference._constraints import Constraints, scheme_roles
 from ._inference._decode import Decoder
-from ._inference._explain import state_contributions, strongest
+from ._inference._explain import conditioned_contributions, state_contributions, strongest
 from ._inference._spans import RoleMasks, span_log_proba
 from ._inference._structured import nbest, sequence_scores, transition_marginals
 from ._model import FittedState
@@ -1362,7 +1362,7 @@ calibration_candidates, calibration_max_trials : default=None
             On an unknown scheme or a label that does not follow it (named),
             or when the constraints leave a sequence no labelling (named).
         """
-        self._without_conditioned("predict_entities")
+        self._fitted_model()
         name, roles = scheme_roles(self.classes_.tolist(), scheme, context="scheme")
         encoded = self._encode(X)
         constraints = self._constraints(
@@ -1427,20 +1427,26 @@ calibration_candidates, calibration_max_trials : default=None
               ``'runner_up_state'``: the same for the runner-up label (None,
               0.0 and [] for a model with one label);
             - ``'transition'``: ``(previous_label, label, weight)`` of the
-              predicted path into this token (None at the first token).
+              predicted path into this token (None at the first token);
+            - ``'conditioned'``: ``[(transition_attribute, previous_label,
+              label, weight * value), ...]``, the input-conditioned
+              transition terms of the predicted path into this token,
+              largest absolute term first (empty without transition
+              attributes, and at the first token).
 
-            The predicted path's score is the sum of every ``'state'`` and
-            ``'transition'`` term. With ``as_frame=True``, one row per term:
+            The predicted path's score is the sum of every ``'state'``,
+            ``'transition'`` and ``'conditioned'`` term. With ``as_frame=True``, one row per term:
             columns ``position``, ``candidate`` (``'predicted'`` or
-            ``'runner_up'``), ``kind`` (``'state'`` or ``'transition'``),
-            ``attribute`` (None for a transition), ``from_label`` (None for
-            a state term), ``label``, ``contribution``.
+            ``'runner_up'``), ``kind`` (``'state'``, ``'transition'`` or
+            ``'conditioned'``), ``attribute`` (None for a transition),
+            ``from_label`` (None for a state term), ``label``,
+            ``contribution``.
         """
-        model = self._without_conditioned("explain")
+        model = self._fitted_model()
         xseq = _single_tokens(xseq)
         labels = self.predict_single(xseq)
         marginals = self.predict_marginals_single(xseq)
-        encoded = self._vocabulary.encode([xseq], grow=False, name="xseq")
+        encoded = self._encode_single(xseq)
         classes = self.classes_.tolist()
         index = {label: k for k, label in enumerate(classes)}
         predicted = [index[label] for label in labels]
@@ -1460,6 +1466,21 @@ calibration_candidates, calibration_max_trials : default=None
             return out
 
         states, runner_states = terms(predicted), terms(runner_up)
+        conditioned = [[] for _ in predicted]
+        if model.conditioned is not None:
+            conditioned_names = model.conditioned.attributes
+            conditioned = [
+                sorted(
+                    (
+                        (conditioned_names[a], classes[predicted[t - 1]], classes[k], w * v)
+                        for a, w, v in token_terms
+                    ),
+                    key=lambda term: -abs(term[3]),
+                )
+                for t, (token_terms, k) in enumerate(
+                    zip(conditioned_contributions(model, encoded, predicted), predicted)
+                )
+            ]
         result: list[dict[str, Any]] = []
         for t, (k, j) in enumerate(zip(predicted, runner_up)):
             previous = predicted[t - 1] if t else None
@@ -1475,6 +1496,7 @@ calibration_candidates, calibration_max_trials : default=None
                     "transition": None
                     if previous is None
                     else (classes[previous], classes[k], float(transitions[previous, k])),
+                    "conditioned": conditioned[t],
                 }
             )
         if not as_frame:
@@ -1488,6 +1510,8 @@ calibration_candidates, calibration_max_trials : default=None
             if entry["transition"] is not None:
                 source, label, weight = entry["transition"]
                 rows.append((position, "predicted", "transition", None, source, label, weight))
+            for attribute, source, label, term in entry["conditioned"]:
+                rows.append((position, "predicted", "conditioned", attribute, source, label, term))
         columns = ["position", "candidate", "kind", "attribute", "from_label", "label"]
         return _data_frame(rows, [*columns, "contribution"], "explain")
 
@@ -1623,16 +1647,6 @@ calibration_candidates, calibration_max_trials : default=None
         if model.conditioned is None:
             return {}
         return model.conditioned.features(model.classes)
-
-    def _without_conditioned(self, what):
-        """The fitted model, if it has no input-conditioned transitions."""
-        model = self._fitted_model()
-        if model.conditioned is not None:
-            raise ValueError(
-                f"{what} does not support models with input-conditioned transitions "
-                f"(trained on tokens with the key {TRANSITION_KEY!r}) yet."
-            )
-        return model
 
 
 def _scoring_name(scoring):

@@ -62,7 +62,8 @@ The JSON document is an object with exactly these keys:
 ``format``
     ``"skcrf-model"``.
 ``format_version``
-    The integer format version, 2 (:data:`FORMAT_VERSION`).
+    The integer format version, 3 (:data:`FORMAT_VERSION` is the newest
+    this skcrf reads, 4).
 ``skcrf_version``
     The skcrf version that wrote the file (informational only).
 ``estimator``
@@ -130,6 +131,28 @@ predicts exactly the labels the saved one did. Any other type (subclasses of
 ``str`` or ``int`` such as enums, complex numbers, frozensets, arbitrary
 objects, ...) cannot be stored safely: :func:`save_state` refuses it with a
 :class:`TypeError`.
+
+Format version 4 (input-conditioned transitions)
+------------------------------------------------
+Written for a model with input-conditioned transitions (transition
+attributes, the token key ``'__transition__'``), and only for one: every
+other model is written in format 3, which earlier skcrf versions read. Its
+archive holds the arrays of format 3 and, after them:
+
+``conditioned_ptr`` : int64, shape (n_transition_attributes + 1,)
+    The conditioned features of transition attribute ``a`` are
+    ``conditioned_ptr[a]:conditioned_ptr[a + 1]``: non-decreasing from 0 to
+    their number.
+``conditioned_pairs`` : int32, shape (n_conditioned,)
+    The label pair of each, flat ``i * L + j`` (label ``i`` at the previous
+    token, ``j`` at the token): in ``[0, L * L)``, strictly increasing
+    within a transition attribute.
+``conditioned_weights`` : float64, shape (n_conditioned,)
+    Their weights; finite. In the flat weight vector they come after the
+    transition features.
+
+and its JSON document the keys of format 3 and ``conditioned_attributes``
+(the transition attribute names, a list of distinct strings, in id order).
 
 Format version 2
 ----------------

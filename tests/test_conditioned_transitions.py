@@ -280,8 +280,7 @@ def test_save_load_and_clear_errors(tmp_path):
     for what, call in [  # noqa: B007 (the name says which call failed)
         ("to_crfsuite", lambda: tagger.to_crfsuite(tmp_path / "m.crfsuite")),
         ("tagger_", lambda: tagger.tagger_),
-        ("explain", lambda: tagger.explain(X[0])),
-        ("predict_entities", lambda: tagger.predict_entities(X)),
+        ("size_", lambda: tagger.size_),
     ]:
         with pytest.raises(ValueError, match="conditioned"):
             call()
@@ -334,3 +333,60 @@ def test_threads_give_the_sequential_answers():
         results = list(pool.map(lambda k: calls[k % len(calls)](), range(40)))
     for k, result in enumerate(results):
         assert repr(result) == repr(expected[k % len(calls)])
+
+
+def test_explain_terms_add_up_to_the_path_score():
+    tagger, X, _ = _fit_random(9)
+    classes = tagger.classes_.tolist()
+    for xseq in X[:6]:
+        paths, _, emissions, transitions = _tagger_brute(tagger, xseq)
+        entries = tagger.explain(xseq)
+        path = [classes.index(entry["label"]) for entry in entries]
+        total = sum(term for entry in entries for _, _, term in entry["state"])
+        total += sum(entry["transition"][2] for entry in entries[1:])
+        total += sum(term[3] for entry in entries for term in entry["conditioned"])
+        assert total == pytest.approx(_path_score(emissions, transitions, path), abs=1e-10)
+        assert entries[0]["conditioned"] == []
+    assert any(entry["conditioned"] for xseq in X[:6] for entry in tagger.explain(xseq))
+
+
+def _bio_spans(labels):
+    spans, start = [], None
+    for t, label in enumerate([*labels, "O"]):
+        if start is not None and label != "I-X":
+            spans.append((start, t, "X"))
+            start = None
+        if label == "B-X":
+            start = t
+    return spans
+
+
+def test_entity_probabilities_match_enumeration():
+    rng = np.random.default_rng(10)
+    X, y = [], []
+    for _ in range(40):
+        n = int(rng.integers(1, 6))
+        seq = [{"w": f"w{rng.integers(4)}", KEY: {"p": f"q{rng.integers(3)}"}} for _ in range(n)]
+        labels, inside = [], False
+        for _ in range(n):
+            label = ["O", "B-X", "I-X"][int(rng.integers(3 if inside else 2))]
+            inside = label != "O"
+            labels.append(label)
+        X.append(seq)
+        y.append(labels)
+    tagger = CRFTagger(c2=0.05, max_iterations=60).fit(X, y)
+    classes = tagger.classes_.tolist()
+    for xseq in X[:8]:
+        paths, log_proba, _, _ = _tagger_brute(tagger, xseq)
+        names = [[classes[k] for k in p] for p in paths]
+        valid = np.array([_bio_spans(p) is not None and not _breaks_bio(p) for p in names])
+        mass = np.exp(log_proba) * valid
+        for start, end, kind, probability in tagger.predict_entities([xseq])[0]:
+            exact = sum(m for m, p in zip(mass, names) if (start, end, kind) in _bio_spans(p))
+            assert probability == pytest.approx(exact / mass.sum(), abs=1e-10)
+
+
+def _breaks_bio(labels):
+    return any(
+        label == "I-X" and (t == 0 or labels[t - 1] == "O") for t, label in enumerate(labels)
+    )

@@ -55,22 +55,11 @@ def _last_rows(batch_sizes):
     return offsets[lengths - 1] + np.arange(n_sequences)
 
 
-def forward_backward_rows(emissions, row_trans, batch_sizes):
-    """Log partition, marginals and pair marginals of a packed block.
+def log_messages_rows(emissions, row_trans, batch_sizes):
+    """Log-domain forward and backward messages and each sequence's ``log Z``.
 
-    Returns
-    -------
-    log_z : ndarray of shape (n_sequences,)
-        Packed column order; ``-inf`` for a sequence with no allowed labelling.
-    marginals : ndarray of shape (n_rows, L)
-    pairs : ndarray of shape (n_rows, L, L)
-        ``pairs[r, i, j] = p(y_prev = i, y_r = j | x)``; zeros at a
-        sequence's first row.
+    Returns ``(log_alpha, log_beta, log_z)`` (``log_z`` in packed column order).
     """
-    n_rows, n_labels = emissions.shape
-    pairs = np.zeros((n_rows, n_labels, n_labels))
-    if n_rows == 0:
-        return np.zeros(0), np.zeros((0, n_labels)), pairs
     steps = list(_steps(batch_sizes))
     log_alpha = np.empty_like(emissions)
     log_beta = np.empty_like(emissions)
@@ -92,6 +81,28 @@ def forward_backward_rows(emissions, row_trans, batch_sizes):
             )
             log_beta[lo + n_next : hi] = 0.0
         log_z = logsumexp(log_alpha[_last_rows(batch_sizes)], axis=1)
+    return log_alpha, log_beta, log_z
+
+
+def forward_backward_rows(emissions, row_trans, batch_sizes):
+    """Log partition, marginals and pair marginals of a packed block.
+
+    Returns
+    -------
+    log_z : ndarray of shape (n_sequences,)
+        Packed column order; ``-inf`` for a sequence with no allowed labelling.
+    marginals : ndarray of shape (n_rows, L)
+    pairs : ndarray of shape (n_rows, L, L)
+        ``pairs[r, i, j] = p(y_prev = i, y_r = j | x)``; zeros at a
+        sequence's first row.
+    """
+    n_rows, n_labels = emissions.shape
+    pairs = np.zeros((n_rows, n_labels, n_labels))
+    if n_rows == 0:
+        return np.zeros(0), np.zeros((0, n_labels)), pairs
+    steps = list(_steps(batch_sizes))
+    log_alpha, log_beta, log_z = log_messages_rows(emissions, row_trans, batch_sizes)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         row_log_z = log_z[_row_sequence(batch_sizes)]
         marginals = np.exp(log_alpha + log_beta - row_log_z[:, None])
         for (_, lo, _hi), (_, next_lo, next_hi) in zip(steps[:-1], steps[1:]):

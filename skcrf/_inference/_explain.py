@@ -8,7 +8,7 @@ These functions list those terms; the estimator arranges them.
 
 import numpy as np
 
-__all__ = ["state_contributions", "strongest"]
+__all__ = ["conditioned_contributions", "state_contributions", "strongest"]
 
 
 def state_contributions(model, encoded, labels):
@@ -47,6 +47,43 @@ def state_contributions(model, encoded, labels):
                     w = float(weights[lo + hit[0]])
                     if w != 0.0:
                         terms.append((a, w, float(values[k])))
+        out.append(terms)
+    return out
+
+
+def conditioned_contributions(model, encoded, path):
+    """The input-conditioned transition terms of a path through one encoded sequence.
+
+    Parameters
+    ----------
+    model : CRFModel
+        With ``model.conditioned``.
+    encoded : Encoded
+        One sequence, with its transition attributes (``encoded.transitions``).
+    path : sequence of int
+        A label index per token.
+
+    Returns
+    -------
+    list of list of (transition_attribute_id, weight, value)
+        Per token (none at the first), the conditioned features of the
+        token's transition attributes on the pair (previous label, label)
+        with a nonzero weight; the term is ``weight * value``.
+    """
+    conditioned, transitions = model.conditioned, encoded.transitions
+    n_labels = model.n_labels
+    out = [[]]
+    for t in range(1, len(path)):
+        pair = path[t - 1] * n_labels + path[t]
+        terms = []
+        for k in range(int(transitions.indptr[t]), int(transitions.indptr[t + 1])):
+            a = int(transitions.ids[k])
+            lo, hi = int(conditioned.ptr[a]), int(conditioned.ptr[a + 1])
+            hit = np.flatnonzero(conditioned.pairs[lo:hi] == pair)
+            if len(hit) and conditioned.weights[lo + hit[0]] != 0.0:
+                terms.append(
+                    (a, float(conditioned.weights[lo + hit[0]]), float(transitions.values[k]))
+                )
         out.append(terms)
     return out
 

@@ -28,6 +28,7 @@ entity, for all the entities of a block at once (one pass per length).
 
 import numpy as np
 
+from ._conditioned import log_messages_rows
 from ._constraints import NoValidLabelling
 from ._logspace import _log_messages, _row_blocks
 from ._structured import _block_emissions
@@ -101,15 +102,18 @@ def _events_log_z(emissions, transitions, log_alpha, log_beta, rows, masks):
     ``rows[e, k]`` is the packed row of event ``e``'s position ``k``,
     ``masks[e, k]`` the labels allowed there (shapes ``(E, m)`` and
     ``(E, m, L)``); a forward pass from ``alpha`` at the first position to
-    ``beta`` at the last, through the masked positions.
+    ``beta`` at the last, through the masked positions. ``transitions``:
+    ``(L, L)``, or one matrix per packed row ``(n_rows, L, L)`` (the matrix
+    into that row: input-conditioned transitions).
     """
-    n_labels = transitions.shape[0]
+    n_labels = transitions.shape[-1]
     out = np.empty(len(rows))
     for lo, hi in _row_blocks(len(rows), n_labels):
         r, allowed = rows[lo:hi], masks[lo:hi]
         v = np.where(allowed[:, 0], log_alpha[r[:, 0]], -np.inf)
         for k in range(1, r.shape[1]):
-            v = _logsumexp(v[:, :, None] + transitions, axis=1) + emissions[r[:, k]]
+            into = transitions if transitions.ndim == 2 else transitions[r[:, k]]
+            v = _logsumexp(v[:, :, None] + into, axis=1) + emissions[r[:, k]]
             v = np.where(allowed[:, k], v, -np.inf)
         out[lo:hi] = _logsumexp(v + log_beta[r[:, -1]], axis=1)
     return out
@@ -153,10 +157,17 @@ def span_log_proba(decoder, encoded, spans, role_masks, n_threads=1, constraints
             return
         masks = constraints.emission_masks(block) if constraints is not None else []
         emissions = _block_emissions(decoder, block, workspace, arrays, masks)
+        block_transitions = transitions
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            log_alpha, log_beta, log_z, _ = _log_messages(
-                emissions, transitions, block.batch_sizes
-            )
+            if decoder.conditioned is not None:
+                block_transitions = decoder.row_transitions(block, transitions)
+                log_alpha, log_beta, log_z = log_messages_rows(
+                    emissions, block_transitions, block.batch_sizes
+                )
+            else:
+                log_alpha, log_beta, log_z, _ = _log_messages(
+                    emissions, transitions, block.batch_sizes
+                )
             offsets = np.concatenate([[0], np.cumsum(block.batch_sizes)])
             lengths = block.lengths
             # every event of every span of the block, grouped by length
@@ -180,7 +191,7 @@ def span_log_proba(decoder, encoded, spans, role_masks, n_threads=1, constraints
             for event_rows, event_masks, span in groups.values():
                 values = _events_log_z(
                     emissions,
-                    transitions,
+                    block_transitions,
                     log_alpha,
                     log_beta,
                     np.array(event_rows),
