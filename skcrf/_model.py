@@ -271,6 +271,9 @@ def merge_features(old, new):
     every label of ``old`` (in any order, with more). The result keeps
     ``old``'s weights; features only in ``new`` weigh 0.
 
+    Input-conditioned transitions: both models have them or neither, and
+    ``new``'s transition attributes start with ``old``'s (same ids).
+
     Returns
     -------
     model : CRFModel
@@ -279,6 +282,8 @@ def merge_features(old, new):
         Where each feature of ``old`` (of ``new``) is in the result's flat
         vector.
     """
+    if (old.conditioned is None) != (new.conditioned is None):
+        raise ValueError("only one of the models has input-conditioned transitions")
     n_labels = new.n_labels
     position = {label: k for k, label in enumerate(new.classes.tolist())}
     relabel = np.array([position[label] for label in old.classes.tolist()], dtype=np.int64)
@@ -302,8 +307,33 @@ def merge_features(old, new):
             len(keys) + np.searchsorted(transitions, new.transition_index),
         ]
     ).astype(np.int64)
-    weights = np.zeros(len(keys) + len(transitions))
+    conditioned = None
+    n_base = len(keys) + len(transitions)
+    if new.conditioned is not None:
+        n_pairs = n_labels * n_labels
+        old_c, new_c = old.conditioned, new.conditioned
+        old_from, old_to = np.divmod(old_c.pairs.astype(np.int64), old.n_labels)
+        old_attribute = np.repeat(np.arange(len(old_c.attributes)), np.diff(old_c.ptr))
+        old_c_keys = old_attribute * n_pairs + relabel[old_from] * n_labels + relabel[old_to]
+        new_attribute = np.repeat(np.arange(len(new_c.attributes)), np.diff(new_c.ptr))
+        new_c_keys = new_attribute * n_pairs + new_c.pairs
+        c_keys = np.union1d(old_c_keys, new_c_keys)
+        conditioned = ConditionedTransitions(
+            attributes=new_c.attributes,
+            ptr=np.searchsorted(c_keys // n_pairs, np.arange(len(new_c.attributes) + 1)).astype(
+                np.int64
+            ),
+            pairs=(c_keys % n_pairs).astype(np.int32),
+            weights=np.zeros(len(c_keys)),
+        )
+        old_index = np.concatenate([old_index, n_base + np.searchsorted(c_keys, old_c_keys)])
+        new_index = np.concatenate([new_index, n_base + np.searchsorted(c_keys, new_c_keys)])
+        n_base += len(c_keys)
+    weights = np.zeros(n_base)
     weights[old_index] = old.weights
+    n_states = len(keys)
+    if conditioned is not None:
+        conditioned.weights = weights[n_states + len(transitions) :]
     model = CRFModel(
         classes=new.classes,
         attributes=new.attributes,
@@ -311,10 +341,11 @@ def merge_features(old, new):
         state_labels=(keys % n_labels).astype(np.int32),
         state_weights=weights[: len(keys)],
         transition_index=transitions,
-        transition_weights=weights[len(keys) :],
+        transition_weights=weights[n_states : n_states + len(transitions)],
         value_separator=new.value_separator,
+        conditioned=conditioned,
     )
-    return model, old_index, new_index
+    return model, old_index.astype(np.int64), new_index.astype(np.int64)
 
 
 def kept_state_ptr(state_ptr, keep):

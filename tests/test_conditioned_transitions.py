@@ -390,3 +390,30 @@ def _breaks_bio(labels):
     return any(
         label == "I-X" and (t == 0 or labels[t - 1] == "O") for t, label in enumerate(labels)
     )
+
+
+def test_warm_start_cross_validation_and_early_stopping():
+    from skcrf import CRFTaggerCV
+
+    X, y = _data(11, n_sequences=60, max_length=6)
+    first = CRFTagger(c2=0.1, max_iterations=15).fit(X, y)
+    warm = CRFTagger(c2=0.1, max_iterations=15, warm_start=True).fit(X, y)
+    np.testing.assert_array_equal(warm._model.weights, first._model.weights)
+    # one more iteration starts from those weights (a cold one starts from 0)
+    warm.set_params(max_iterations=1).fit(X, y)
+    cold = CRFTagger(c2=0.1, max_iterations=1).fit(X, y)
+    final = first.training_log_.iterations[-1]["loss"]
+    assert warm.training_log_.iterations[-1]["loss"] <= final + 1e-9
+    assert cold.training_log_.iterations[-1]["loss"] > final + 1.0
+    assert warm.n_features_ == first.n_features_
+    kept = warm._model.weights.copy()
+    plain = [[{k: v for k, v in token.items() if k != KEY} for token in seq] for seq in X]
+    with pytest.raises(ValueError, match="holds no transition attributes"):
+        warm.set_params(max_iterations=5).fit(plain, y)
+    np.testing.assert_array_equal(warm._model.weights, kept)  # a failed fit changes nothing
+    search = CRFTaggerCV(CRFTagger(max_iterations=15), c1=[0.0, 0.1], c2=[0.01, 0.1], cv=3)
+    search.fit(X, y)
+    assert search.best_estimator_.conditioned_transition_features_
+    stopped = CRFTagger(c2=0.1, max_iterations=40, early_stopping=True, n_iter_no_change=3)
+    stopped.fit(X[:40], y[:40], X_dev=X[40:], y_dev=y[40:])
+    assert stopped.best_iteration_ is not None

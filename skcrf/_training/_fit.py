@@ -215,8 +215,8 @@ def check_conditioned_fit(algorithm, partial, class_weight, previous, model_file
         reason = "partially labelled sequences (missing_label) cannot train them"
     elif class_weight is not None:
         reason = "class_weight cannot be combined with them"
-    elif previous is not None:
-        reason = "warm_start cannot continue into them"
+    elif previous is not None and previous.conditioned is None:
+        reason = "warm_start cannot continue a model without them into them"
     elif model_filename is not None:
         reason = (
             "model_filename writes a CRFsuite model file, which cannot hold them "
@@ -672,9 +672,19 @@ def fit(
     transition_attributes = None
     if parts is not None and parts.found:
         check_conditioned_fit(algorithm, data.partial, class_weight, previous, model_filename)
-        transitions = Vocabulary()
+        # a warm start keeps the ids of the previous model's transition attributes
+        transitions = (
+            Vocabulary()
+            if previous is None
+            else Vocabulary(list(previous.conditioned.attributes), previous.value_separator)
+        )
         data = data._replace(encoded=with_transitions(data.encoded, parts, transitions, grow=True))
         transition_attributes = transitions.attributes
+    elif previous is not None and previous.conditioned is not None:
+        raise ValueError(
+            "warm_start continues a model with input-conditioned transitions, but X "
+            f"holds no transition attributes (the token key {TRANSITION_KEY!r})."
+        )
     data, weights = apply_weights(
         data,
         sample_weight,
