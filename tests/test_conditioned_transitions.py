@@ -44,7 +44,7 @@ def _data(seed, n_sequences=8, max_length=4, p_transition=0.8):
 def _encode(X, y, all_pairs=True):
     stripped, parts = split_transitions(X)
     vocabulary, transitions = Vocabulary(), Vocabulary()
-    encoded = vocabulary.encode(stripped, grow=True)
+    encoded = vocabulary.encode(list(stripped), grow=True)
     encoded = with_transitions(encoded, parts, transitions, grow=True)
     label_index = np.array([LABELS.index(label) for seq in y for label in seq])
     model, observed = select_features(
@@ -141,7 +141,7 @@ def test_feature_selection_follows_the_pairs_seen():
 def test_first_token_transition_attributes_are_ignored():
     X = [[{"w": "a", KEY: {"p": "only_first"}}, {"w": "b"}]]
     stripped, parts = split_transitions(X)
-    encoded = Vocabulary().encode(stripped, grow=True)
+    encoded = Vocabulary().encode(list(stripped), grow=True)
     transitions = Vocabulary()
     encoded = with_transitions(encoded, parts, transitions, grow=True)
     assert encoded.transitions.indptr[-1] == 0
@@ -156,7 +156,7 @@ def _fit_random(seed, **params):
 def _tagger_brute(tagger, xseq):
     """All labellings of one sequence with their log-probabilities, by enumeration."""
     stripped, parts = split_transitions([xseq])
-    encoded = tagger._vocabulary.encode(stripped, grow=False)
+    encoded = tagger._vocabulary.encode(list(stripped), grow=False)
     encoded = with_transitions(encoded, parts, tagger._transition_vocabulary, grow=False)
     emissions, transitions = _sequence_scores(encoded, tagger._model, 0)
     paths = list(itertools.product(range(len(tagger.classes_)), repeat=len(xseq)))
@@ -224,7 +224,7 @@ def test_constraints_apply_to_conditioned_models():
 def test_compiled_pass_matches_the_log_domain_reference():
     tagger, X, _ = _fit_random(4)
     stripped, parts = split_transitions(X)
-    encoded = tagger._vocabulary.encode(stripped, grow=False)
+    encoded = tagger._vocabulary.encode(list(stripped), grow=False)
     encoded = with_transitions(encoded, parts, tagger._transition_vocabulary, grow=False)
     from skcrf._inference._blocks import make_blocks
 

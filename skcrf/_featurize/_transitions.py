@@ -69,21 +69,26 @@ def split_transitions(X, name="X"):
     Parameters
     ----------
     X : iterable of sequences of tokens
-        A list is read now; any other iterable is wrapped, and read (once)
-        by whoever reads the returned one.
+        A list is scanned for the key now; a list with it, and any other
+        iterable, is wrapped, and read (once) by whoever reads the returned
+        one: each sequence's stripped copy lives while it is encoded, not
+        all of them at once.
 
     Returns
     -------
     X : list or iterator
         ``X`` itself when it is a list none of whose tokens has the key.
     parts : TransitionParts or None
-        None when ``X`` is a list with no transition attributes; for a
-        stream, check ``parts.found`` once it has been read.
+        None when ``X`` is a list with no transition attributes; otherwise
+        filled as the returned ``X`` is read (check ``parts.found`` then).
     """
+    if is_reusable(X) and not any(
+        isinstance(seq, (list, tuple))
+        and any(isinstance(token, dict) and TRANSITION_KEY in token for token in seq)
+        for seq in X
+    ):
+        return X, None
     parts = TransitionParts()
-    if is_reusable(X):
-        stripped = [_strip(seq, i, name, parts) for i, seq in enumerate(X)]
-        return (stripped, parts) if parts.found else (X, None)
     return (_strip(seq, i, name, parts) for i, seq in enumerate(X)), parts
 
 

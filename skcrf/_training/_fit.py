@@ -422,6 +422,8 @@ class DevEvaluator:
         # in the dev data have no feature, and must not join the vocabulary.
         x_name, y_name = f"X_{name}", f"y_{name}"
         X_dev, parts = split_transitions(X_dev, name=x_name)
+        if parts is not None:
+            X_dev = list(X_dev)  # stripped of transition attributes
         self.encoded = vocabulary.encode(
             check_sequences(X_dev, name=x_name), grow=False, name=x_name
         )
