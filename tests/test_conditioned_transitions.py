@@ -417,3 +417,41 @@ def test_warm_start_cross_validation_and_early_stopping():
     stopped = CRFTagger(c2=0.1, max_iterations=40, early_stopping=True, n_iter_no_change=3)
     stopped.fit(X[:40], y[:40], X_dev=X[40:], y_dev=y[40:])
     assert stopped.best_iteration_ is not None
+
+
+def _rewrite(path, change):
+    with np.load(path) as npz:
+        arrays = {name: npz[name] for name in npz.files}
+    change(arrays)
+    with open(path, "wb") as f:
+        np.savez(f, **arrays)
+
+
+@pytest.mark.parametrize(
+    "name, value, message",
+    [
+        ("conditioned_pairs", lambda a: a + 10**6, "label pairs"),
+        ("conditioned_weights", lambda a: np.full_like(a, np.nan), "non-finite"),
+        ("conditioned_ptr", lambda a: a[::-1].copy(), "non-decreasing"),
+    ],
+)
+def test_format_4_checks_its_arrays(tmp_path, name, value, message):
+    from skcrf.io import load_state, save_state
+
+    tagger, X, _ = _fit_random(12)
+    path = tmp_path / "m.npz"
+    tagger.save(path)
+    with np.load(path) as npz:
+        import json
+
+        assert json.loads(npz["metadata"].tobytes())["format_version"] == 4
+    state = load_state(path)
+    with pytest.raises(ValueError, match="format_version=4 is the format"):
+        save_state(state, tmp_path / "other.npz", format_version=3)
+
+    def change(arrays):
+        arrays[name] = value(arrays[name])
+
+    _rewrite(path, change)
+    with pytest.raises(ValueError, match=message):
+        CRFTagger.load(path)

@@ -426,7 +426,8 @@ def test_format_3_is_a_stored_npz_with_the_names_in_a_cqdb_chunk(state, tmp_path
         for name in ("state_ptr", "state_labels", "state_weights"):
             assert np.array_equal(npz[name], getattr(state.model, name))
     n = len(state.model.attributes)
-    assert doc["format_version"] == FORMAT_VERSION == 3 and doc["n_attributes"] == n
+    # format 3 for every model without input-conditioned transitions (4 holds them)
+    assert doc["format_version"] == 3 and FORMAT_VERSION == 4 and doc["n_attributes"] == n
     assert "attributes" not in doc
     # exactly CRFsuite's string database of the names, ids in order
     names = state.model.attributes
@@ -446,8 +447,10 @@ def test_names_a_cqdb_cannot_hold_are_saved_in_format_2(state, tmp_path, name):
     assert load_state(path).model.attributes[-1] == name
     with pytest.raises(ValueError, match="cannot be saved in format 3.*format_version=2"):
         save_state(state, path, format_version=3)
-    with pytest.raises(ValueError, match="format_version must be None, 2 or 3"):
+    with pytest.raises(ValueError, match="format_version=4 is the format of models with"):
         save_state(state, path, format_version=4)
+    with pytest.raises(ValueError, match="format_version must be None, 2, 3 or 4"):
+        save_state(state, path, format_version=5)
 
 
 def test_format_3_loads_lazily_for_estimators_and_whole_for_load_state(state, tmp_path):
@@ -1321,7 +1324,7 @@ def test_v1_file_resaves_in_the_newest_format(tmp_path):
     path = tmp_path / "v3.skcrf"
     save_state(state, path)
     with np.load(path) as npz:
-        assert json.loads(npz["metadata"].tobytes())["format_version"] == FORMAT_VERSION
+        assert json.loads(npz["metadata"].tobytes())["format_version"] == 3
     assert_same_state(state, load_state(path))
 
 
