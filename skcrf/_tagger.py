@@ -631,6 +631,8 @@ calibration_candidates, calibration_max_trials : default=None
             if self.scoring is None and self.decoding == "viterbi"
             else self._validation_scorer,
             "validation_name": None if self.scoring is None else _scoring_name(self.scoring),
+            # the default score decodes under the constraints, as score does
+            "allowed_transitions": self.allowed_transitions,
             "n_iter_no_change": self.n_iter_no_change,
             "tol": self.tol,
             "callback": callback,

@@ -461,7 +461,13 @@ def _check_scheme(scheme):
 
 
 def _parse_tag(tag, scheme, prefixes):
-    """Split a tag into ``(prefix, type)``; ``'O'`` gives ``('O', None)``."""
+    """Split a tag into ``(prefix, type)``; ``'O'`` gives ``('O', None)``.
+
+    Stricter than the decoding constraints' reading of a scheme's labels
+    (``skcrf._inference._constraints``), on purpose: an entity needs a type
+    (no bare ``'B'``), and each scheme name takes only its own letters
+    (``E-`` under ``'BIOUL'`` is an error that names ``'IOBES'``).
+    """
     if isinstance(tag, str):
         if tag == _OUTSIDE:
             return _OUTSIDE, None

@@ -4,6 +4,7 @@ The package's kernels are checked against these (and against brute-force
 enumeration on tiny problems); they favour plainness over speed.
 """
 
+import itertools
 import struct
 
 import numpy as np
@@ -166,6 +167,28 @@ def kbest_packed(emissions, transitions, batch_sizes, k, paths_out, scores_out):
                     label, rank = back[t - 1]
                     j, r = int(label[j, r]), int(rank[j, r])
     return found
+
+
+def labellings(emissions, transitions, lengths):
+    """Every labelling of every non-empty sequence, and its score (brute force).
+
+    ``emissions``: n_tokens x n_labels, the sequences of ``lengths`` one after
+    the other. Yields, per sequence with at least one token, ``(tokens,
+    paths, scores)``: the slice of its rows, every labelling (one row each,
+    in ``itertools.product`` order) and each labelling's emission plus
+    transition score.
+    """
+    n_labels = transitions.shape[0]
+    start = 0
+    for length in lengths:
+        stop = start + int(length)
+        if stop > start:
+            em = emissions[start:stop]
+            paths = np.array(list(itertools.product(range(n_labels), repeat=stop - start)))
+            scores = em[np.arange(stop - start), paths].sum(axis=1)
+            scores += transitions[paths[:, :-1], paths[:, 1:]].sum(axis=1)
+            yield slice(start, stop), paths, scores
+        start = stop
 
 
 def to_flat(layout, packed):

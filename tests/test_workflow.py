@@ -9,6 +9,7 @@ import warnings
 
 import numpy as np
 import pytest
+from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
 
 from skcrf import CRFTagger
@@ -238,6 +239,38 @@ def test_early_stopping_accepts_numpy_and_zero_dimensional_scores():
         scores = [e["validation_score"] for e in tagger.training_log_.iterations]
         assert scores == [float(value)] * len(scores)
         assert all(type(score) is float for score in scores)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("decoding", ["viterbi", "posterior"])
+@pytest.mark.parametrize("algorithm", ["lbfgs", "ap"])
+def test_early_stopping_scores_under_the_allowed_transitions(decoding, algorithm):
+    # Labels drawn at random break BIO's rules: the unconstrained paths hold
+    # I-X after O, which allowed_transitions='BIO' forbids. The monitored
+    # score must be score(X_dev, y_dev) of each iteration's model, decoded
+    # under the estimator's constraints as predict and score are.
+    X, y = _corpus(11, n_sequences=60, labels=["O", "B-X", "I-X"])
+    X_dev, y_dev = _corpus(12, n_sequences=30, labels=["O", "B-X", "I-X"])
+    seen = []
+    tagger = CRFTagger(
+        algorithm,
+        allowed_transitions="BIO",
+        decoding=decoding,
+        early_stopping=True,
+        n_iter_no_change=100,
+        max_iterations=6,
+    ).fit(X, y, X_dev, y_dev, callback=lambda info: seen.append(info.weights.copy()))
+    logged = [entry["validation_score"] for entry in tagger.training_log_.iterations]
+    assert len(logged) == len(seen) == tagger.n_iter_
+    unconstrained = []
+    for weights, score in zip(seen, logged):
+        probe = clone(tagger)
+        probe._set_fitted(tagger._model.with_weights(weights), 0, None, None, tagger._vocabulary)
+        assert score == probe.score(X_dev, y_dev)
+        unconstrained.append(probe.set_params(allowed_transitions=None).score(X_dev, y_dev))
+    # the constraints change the score here: the check above tells them apart
+    assert unconstrained != logged
+    assert tagger.score(X_dev, y_dev) == logged[tagger.best_iteration_ - 1]
 
 
 def test_best_iteration_survives_save_and_pickle(tmp_path):

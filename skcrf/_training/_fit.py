@@ -43,7 +43,7 @@ from .._featurize._stream import encode_data
 from .._featurize._transitions import TRANSITION_KEY, split_transitions, with_transitions
 from .._featurize._validation import check_sequences, check_sums, locate_row
 from .._featurize._vocabulary import Vocabulary
-from .._inference._constraints import transition_constraints
+from .._inference._constraints import Constraints, transition_constraints
 from .._inference._decode import Decoder
 from .._model import merge_features
 from .._utils._threads import effective_n_threads
@@ -415,9 +415,25 @@ def split_validation(X, y, fraction, random_state, missing_label=None, sample_we
 
 
 class DevEvaluator:
-    """CRFsuite's held-out evaluation under given weights (log entries)."""
+    """CRFsuite's held-out evaluation under given weights (log entries).
 
-    def __init__(self, X_dev, y_dev, vocabulary, model, n_jobs, name="dev", sample_weight=None):
+    With ``allowed_transitions`` (early stopping's evaluator), the paths are
+    the constrained ones, as the estimator's ``predict``: its token accuracy
+    is then ``score`` of each iteration's model. The log's evaluator of
+    ``X_dev`` has none, as CRFsuite's.
+    """
+
+    def __init__(
+        self,
+        X_dev,
+        y_dev,
+        vocabulary,
+        model,
+        n_jobs,
+        name="dev",
+        sample_weight=None,
+        allowed_transitions=None,
+    ):
         # Encoded against the vocabulary as it is now: attributes seen only
         # in the dev data have no feature, and must not join the vocabulary.
         x_name, y_name = f"X_{name}", f"y_{name}"
@@ -446,6 +462,9 @@ class DevEvaluator:
         lengths = np.asarray(self.encoded.lengths)
         self.sequence_ends = np.cumsum(lengths)[lengths > 0]
         self.model = model
+        self.constraints = Constraints.build(
+            model.classes, self.encoded.lengths, allowed_transitions
+        )
         self.n_threads = effective_n_threads(n_jobs)
         # validation data split from weighted training data: each token
         # weighs as its sequence (accuracy only; the log's scores are unweighted)
@@ -455,7 +474,7 @@ class DevEvaluator:
 
     def _path(self, w):
         return Decoder(self.model.with_weights(w)).viterbi(
-            self.encoded, self.n_threads, name=self.name
+            self.encoded, self.n_threads, name=self.name, constraints=self.constraints
         )
 
     def accuracy(self, w):
@@ -483,6 +502,7 @@ def make_monitor(
     validation=None,
     validation_scorer=None,
     validation_name=None,
+    allowed_transitions=None,
     n_iter_no_change=10,
     tol=1e-7,
     callback=None,
@@ -500,7 +520,8 @@ def make_monitor(
     validation_scorer : callable or None
         ``validation_scorer(model, vocabulary, X_val, y_val[,
         sample_weight_val])`` returns ``score(w)`` (higher is better); None:
-        token accuracy (weighted by the sequences' weights when given).
+        token accuracy (weighted by the sequences' weights when given) of
+        the Viterbi paths under ``allowed_transitions``.
     log : TrainingLog or None
         The log to record into (``skcrf.pycrfsuite``'s writes CRFsuite's
         messages as it goes); None: a new one, quiet or printing by
@@ -508,6 +529,10 @@ def make_monitor(
     validation_name : str or None
         What ``validation_scorer`` is, for the error of a score that is not
         a finite number (``"scoring='f1'"``).
+    allowed_transitions : see :func:`transition_constraints`
+        The estimator's constraint, under which the default token accuracy
+        decodes (as ``score`` does); ``dev``'s log entries are CRFsuite's,
+        unconstrained.
     """
     holdout = None if dev is None else DevEvaluator(*dev, vocabulary, model, n_jobs)
     score = None
@@ -522,6 +547,7 @@ def make_monitor(
                 n_jobs,
                 name="validation",
                 sample_weight=weights_val[0] if weights_val else None,
+                allowed_transitions=allowed_transitions,
             ).accuracy
         else:
             score = validation_scorer(model, vocabulary, *validation)
