@@ -108,9 +108,13 @@ def encode_transitions(vocabulary, parts, lengths, *, grow, name="X"):
 
 
 def with_transitions(encoded, parts, vocabulary, *, grow=False, name="X"):
-    """``encoded`` with the transition attributes of ``parts`` (None: none) attached."""
+    """``encoded`` with the transition attributes of ``parts`` (None: none) attached.
+
+    ``parts`` is emptied: its dicts go once they are encoded.
+    """
     if parts is None:
         parts = TransitionParts()
         parts.sequences = [None] * len(encoded.lengths)
     transitions = encode_transitions(vocabulary, parts, encoded.lengths, grow=grow, name=name)
+    parts.sequences = []
     return encoded._replace(transitions=transitions)
