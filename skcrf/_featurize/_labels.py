@@ -229,6 +229,9 @@ _PLAIN_LABEL_TYPES = frozenset({str, int, float, bool})
 
 def same_label(first, second):
     """Whether two labels equal in Python are also the same label (of one kind)."""
+    kind = type(first)
+    if kind is type(second) and kind in _PLAIN_LABEL_TYPES:
+        return True  # equal values of one plain type: the common case, without keys
     return bool(_label_key(first) == _label_key(second))
 
 
