@@ -911,8 +911,11 @@ calibration_candidates, calibration_max_trials : default=None
         return state
 
     def __setstate__(self, state):
-        # a pickle made before class_weight existed: the default (no weights)
-        super().__setstate__({"class_weight": None, **state})
+        # a pickle made before class_weight or all_possible_conditioned_transitions
+        # existed: their defaults
+        super().__setstate__(
+            {"class_weight": None, "all_possible_conditioned_transitions": False, **state}
+        )
         # pickled before the parameter existed: the decoding it had
         self.__dict__.setdefault("decoding", "viterbi")
         model = self.__dict__.get("_model")

@@ -275,3 +275,19 @@ def test_class_weight(treebank):
             stdout,
             flags=re.MULTILINE,
         )
+
+
+def test_conditioned_transitions(treebank, tmp_path):
+    plot = tmp_path / "conditioned.png"
+    stdout = run_example(
+        "conditioned_transitions.py", *QUICK, "--n-jobs", "1", "--plot", str(plot)
+    )
+    plain = re.search(r"^plain: test token accuracy 0\.\d+, \d+ features \(0 ", stdout, re.M)
+    conditioned = re.search(
+        r"^previous word: test token accuracy 0\.\d+, \d+ features \(([1-9]\d*) input",
+        stdout,
+        re.M,
+    )
+    assert plain and conditioned, stdout
+    assert re.search(r"^  prev:\S+ +\S+ -> \S+ +[+-]\d\.\d{3}$", stdout, re.M), stdout
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

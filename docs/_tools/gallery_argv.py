@@ -93,6 +93,16 @@ GALLERY_ARGS = {
         "--plot",
         "/dev/null",
     ],
+    "conditioned_transitions.py": [
+        "--max-sentences",
+        "300",
+        "--max-iterations",
+        "50",
+        "--n-jobs",
+        "1",
+        "--plot",
+        "/dev/null",
+    ],
     # the figure stays open for the gallery; the file it is saved to is not needed
     "early_stopping.py": [
         "--max-sentences",
