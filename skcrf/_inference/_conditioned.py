@@ -16,9 +16,8 @@ tested against. Scores of ``-inf`` (forbidden labels or pairs) are allowed.
 """
 
 import numpy as np
-from scipy.special import logsumexp
 
-from ._logspace import _row_sequence, _steps
+from ._logspace import _log_messages, _row_sequence, _steps
 
 
 def row_deltas(block, conditioned, n_labels):
@@ -60,28 +59,8 @@ def log_messages_rows(emissions, row_trans, batch_sizes):
 
     Returns ``(log_alpha, log_beta, log_z)`` (``log_z`` in packed column order).
     """
-    steps = list(_steps(batch_sizes))
-    log_alpha = np.empty_like(emissions)
-    log_beta = np.empty_like(emissions)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        prev_lo = 0
-        for t, lo, hi in steps:
-            log_alpha[lo:hi] = emissions[lo:hi]
-            if t > 0:
-                prev = log_alpha[prev_lo : prev_lo + hi - lo]
-                log_alpha[lo:hi] += logsumexp(prev[:, :, None] + row_trans[lo:hi], axis=1)
-            prev_lo = lo
-        _, lo, hi = steps[-1]
-        log_beta[lo:hi] = 0.0
-        for (_, lo, hi), (_, next_lo, next_hi) in zip(steps[-2::-1], steps[:0:-1]):
-            n_next = next_hi - next_lo
-            ahead = emissions[next_lo:next_hi] + log_beta[next_lo:next_hi]
-            log_beta[lo : lo + n_next] = logsumexp(
-                row_trans[next_lo:next_hi] + ahead[:, None, :], axis=2
-            )
-            log_beta[lo + n_next : hi] = 0.0
-        log_z = logsumexp(log_alpha[_last_rows(batch_sizes)], axis=1)
-    return log_alpha, log_beta, log_z
+        return _log_messages(emissions, row_trans, batch_sizes)[:3]
 
 
 def forward_backward_rows(emissions, row_trans, batch_sizes):

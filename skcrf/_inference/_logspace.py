@@ -212,30 +212,41 @@ def _row_blocks(n_rows, n_labels):
 
 
 def _log_matmul(log_a, log_b):
-    """``log(exp(log_a) @ exp(log_b))`` without overflow."""
-    out = np.empty((log_a.shape[0], log_b.shape[1]), dtype=log_a.dtype)
-    for start, stop in _row_blocks(log_a.shape[0], log_b.shape[0]):
-        out[start:stop] = logsumexp(log_a[start:stop, :, None] + log_b, axis=1)
+    """``log(exp(log_a) @ exp(log_b))`` without overflow.
+
+    ``log_b``: one ``(L, L)`` matrix, or one per row of ``log_a`` (``(rows, L, L)``).
+    """
+    out = np.empty((log_a.shape[0], log_b.shape[-1]), dtype=log_a.dtype)
+    for start, stop in _row_blocks(log_a.shape[0], log_b.shape[-2]):
+        b = log_b if log_b.ndim == 2 else log_b[start:stop]
+        out[start:stop] = logsumexp(log_a[start:stop, :, None] + b, axis=1)
     return out
 
 
 def _log_messages(emissions, transitions, batch_sizes):
-    """Log-domain forward and backward messages and each sequence's ``log Z``."""
+    """Log-domain forward and backward messages and each sequence's ``log Z``.
+
+    ``transitions``: ``(L, L)``, or the matrix into each packed row,
+    ``(n_rows, L, L)`` (input-conditioned transitions).
+    """
     log_alpha = np.empty_like(emissions)
     log_beta = np.empty_like(emissions)
     steps = list(_steps(batch_sizes))
+    per_row = transitions.ndim == 3
     prev_lo = 0
     for t, lo, hi in steps:
         log_alpha[lo:hi] = emissions[lo:hi]
         if t > 0:
-            log_alpha[lo:hi] += _log_matmul(log_alpha[prev_lo : prev_lo + hi - lo], transitions)
+            into = transitions[lo:hi] if per_row else transitions
+            log_alpha[lo:hi] += _log_matmul(log_alpha[prev_lo : prev_lo + hi - lo], into)
         prev_lo = lo
     _, lo, hi = steps[-1]
     log_beta[lo:hi] = 0.0
     for (_, lo, hi), (_, next_lo, next_hi) in zip(steps[-2::-1], steps[:0:-1]):
         n_next = next_hi - next_lo
         ahead = emissions[next_lo:next_hi] + log_beta[next_lo:next_hi]
-        log_beta[lo : lo + n_next] = _log_matmul(ahead, transitions.T)
+        out_of = transitions[next_lo:next_hi].transpose(0, 2, 1) if per_row else transitions.T
+        log_beta[lo : lo + n_next] = _log_matmul(ahead, out_of)
         log_beta[lo + n_next : hi] = 0.0
     row_sequence = _row_sequence(batch_sizes)
     n_sequences = int(batch_sizes[0])
