@@ -252,8 +252,9 @@ calibration_candidates, calibration_max_trials : default=None
         under the key ``'__transition__'``, see the Notes): give every
         transition attribute seen in training a feature for every label
         pair, not only for the pairs it was seen with (the state features'
-        ``all_possible_states`` rule). Ignored without transition
-        attributes.
+        ``all_possible_states`` rule): ``n_classes ** 2`` features per
+        transition attribute, so mind the memory with many of them.
+        Ignored without transition attributes.
 
     Attributes
     ----------

@@ -109,12 +109,15 @@ class Decoder:
         lengths = np.asarray(encoded.lengths)
         n_tokens = int(lengths.sum())
         n_threads = min(n_threads, max(1, n_tokens // _TOKENS_PER_THREAD))
+        # a conditioned model's blocks hold a transition matrix per token:
+        # their size is budgeted as tokens x labels ** 2
+        per_token = self.n_labels if self.conditioned is None else self.n_labels**2
         if n_threads > 1:  # no more threads than blocks of work
-            n_threads = min(n_threads, max(1, count_blocks(lengths, self.n_labels)))
+            n_threads = min(n_threads, max(1, count_blocks(lengths, per_token)))
 
         def run(sequences):
             """False if some token's scores overflowed (the caller says where)."""
-            blocks = make_blocks(encoded, sequences, self.n_labels)
+            blocks = make_blocks(encoded, sequences, per_token)
             workspace = Workspace(blocks, self.n_labels)
             for block in blocks:
                 try:
