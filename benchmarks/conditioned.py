@@ -132,7 +132,13 @@ def main():
     print("\n".join(lines))
     with open(out, "w") as f:
         json.dump(
-            {"params": PARAMS, "n_jobs": args.n_jobs, "runs": runs, "ratios": ratios, "rows": rows},
+            {
+                "params": PARAMS,
+                "n_jobs": args.n_jobs,
+                "runs": runs,
+                "ratios": ratios,
+                "rows": rows,
+            },
             f,
             indent=1,
         )

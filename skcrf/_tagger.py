@@ -1472,7 +1472,7 @@ calibration_candidates, calibration_max_trials : default=None
             return out
 
         states, runner_states = terms(predicted), terms(runner_up)
-        conditioned = [[] for _ in predicted]
+        conditioned: list[list[tuple[str, Any, Any, float]]] = [[] for _ in predicted]
         if model.conditioned is not None:
             conditioned_names = model.conditioned.attributes
             conditioned = [

@@ -522,7 +522,10 @@ def transition_deltas(
     cdef const double* value_data = _value_data(values, ids)
     cdef int q
     cdef double v
-    if ptr.shape[0] == 0 or pairs.shape[0] != weights.shape[0] or ptr[ptr.shape[0] - 1] != pairs.shape[0]:
+    if (
+        ptr.shape[0] == 0 or pairs.shape[0] != weights.shape[0]
+        or ptr[ptr.shape[0] - 1] != pairs.shape[0]
+    ):
         raise ValueError("inconsistent transition feature arrays")
     for p in range(ids.shape[0]):
         if ids[p] < 0 or ids[p] >= ptr.shape[0] - 1:
