@@ -16,7 +16,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from ._validation import is_reusable
+from ._validation import check_iterable, is_reusable
 
 __all__ = ["TRANSITION_KEY", "encode_transitions", "split_transitions", "with_transitions"]
 
@@ -82,12 +82,19 @@ def split_transitions(X, name="X"):
         None when ``X`` is a list with no transition attributes; otherwise
         filled as the returned ``X`` is read (check ``parts.found`` then).
     """
-    if is_reusable(X) and not any(
-        isinstance(seq, (list, tuple))
-        and any(isinstance(token, dict) and TRANSITION_KEY in token for token in seq)
-        for seq in X
-    ):
-        return X, None
+    if is_reusable(X):
+        try:
+            found = any(
+                isinstance(seq, (list, tuple))
+                and any(isinstance(token, dict) and TRANSITION_KEY in token for token in seq)
+                for seq in X
+            )
+        except TypeError:  # no container of sequences (a 0-d array): the reader says so
+            return X, None
+        if not found:
+            return X, None
+    else:
+        check_iterable(X, name)  # the reader's error for what is no iterable of sequences
     parts = TransitionParts()
     return (_strip(seq, i, name, parts) for i, seq in enumerate(X)), parts
 
