@@ -557,38 +557,6 @@ def masked_block_marginals(block, workspace, arrays, masks, want_pairs=None, che
         check(psi)
     apply_log_masks(psi, masks)
     weights = getattr(block, "token_weights", None)
-    if weights is not None:
-        if arrays.spread <= MAX_TRANSITION_SPREAD:
-            row_max = workspace.row_max[:n]
-            _kernels.exp_shifted(psi, row_max)
-            apply_zero_masks(psi, masks)
-            alpha = workspace.alpha[:n]
-            pairs = None if want_pairs is None else np.zeros_like(want_pairs)
-            _kernels.forward_backward(
-                psi,
-                arrays.exp_trans,
-                block.batch_sizes,
-                alpha,
-                workspace.scale,
-                workspace.beta,
-                workspace.weighted,
-                pairs,
-                block.row_weights,
-            )
-            log_z = weighted_log_z(
-                weights,
-                workspace.scale,
-                row_max,
-                arrays.t_max,
-                _first_rows(block),
-                block.columns,
-                block.n_sequences,
-            )
-            if np.isfinite(log_z).all():
-                if want_pairs is not None:
-                    want_pairs += pairs * arrays.exp_trans
-                return alpha, log_z
-        return np.zeros((n, psi.shape[1])), np.full(block.n_sequences, -np.inf)
     if arrays.spread <= MAX_TRANSITION_SPREAD:
         row_max = workspace.row_max[:n]
         _kernels.exp_shifted(psi, row_max)
@@ -604,17 +572,31 @@ def masked_block_marginals(block, workspace, arrays, masks, want_pairs=None, che
             workspace.beta,
             workspace.weighted,
             pairs,
+            None if weights is None else block.row_weights,
         )
-        lengths = block.lengths
-        log_z = np.bincount(
-            block.columns,
-            weights=_log(workspace.scale[:n]) + row_max,
-            minlength=block.n_sequences,
-        ) + arrays.t_max * (lengths - 1)
+        if weights is None:
+            log_z = np.bincount(
+                block.columns,
+                weights=_log(workspace.scale[:n]) + row_max,
+                minlength=block.n_sequences,
+            ) + arrays.t_max * (block.lengths - 1)
+        else:
+            log_z = weighted_log_z(
+                weights,
+                workspace.scale,
+                row_max,
+                arrays.t_max,
+                _first_rows(block),
+                block.columns,
+                block.n_sequences,
+            )
         if np.isfinite(log_z).all():
             if want_pairs is not None:
                 want_pairs += pairs * arrays.exp_trans
             return alpha, log_z
+    if weights is not None:  # no log-domain path for weighted sums
+        return np.zeros((n, psi.shape[1])), np.full(block.n_sequences, -np.inf)
+    if arrays.spread <= MAX_TRANSITION_SPREAD:
         # some allowed labellings underflowed (or none exist): the log domain decides
         block_state_scores(block, arrays, psi)
         apply_log_masks(psi, masks)
