@@ -54,7 +54,9 @@ def _strip(seq, i, name, parts):
                     f"{name}[{i}][{j}][{TRANSITION_KEY!r}] must be a dict of transition "
                     f"attributes (as a token's features); got {type(attributes).__name__}."
                 )
-            state.append({k: v for k, v in token.items() if k != TRANSITION_KEY})
+            stripped = token.copy()  # a C copy of the table, then one deletion
+            del stripped[TRANSITION_KEY]
+            state.append(stripped)
             transitions.append(dict(attributes) if j else {})
         else:
             state.append(token)
