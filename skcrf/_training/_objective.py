@@ -491,7 +491,10 @@ class FrequencyOrder:
         The model position of each internal state feature: the internal
         weights are ``w[features]``, and internal counts ``e`` go back by
         ``g[features] = e`` (:func:`~skcrf._inference._kernels.take`,
-        :func:`~skcrf._inference._kernels.scatter_in_place`).
+        :attr:`scatter`).
+    scatter : ScatterPlan
+        ``scatter.scatter(e)`` does ``e[features] = e`` in place
+        (:class:`~skcrf._inference._kernels.ScatterPlan`, planned once).
     """
 
     def __init__(self, encoded, state_ptr, state_labels):
@@ -508,6 +511,7 @@ class FrequencyOrder:
         features = np.repeat(state_ptr[:-1][order] - self.state_ptr[:-1], sizes)
         features += np.arange(len(features))
         self.features = features.astype(np.int32)  # n_states < 2**31 (int32 labels)
+        self.scatter = _kernels.ScatterPlan(self.features)
         self.state_labels = np.ascontiguousarray(state_labels[self.features], dtype=np.int32)
 
     def renumber(self, blocks):
@@ -814,7 +818,7 @@ class CRFObjective:
             for shard in self._shards[1:]:
                 expected += shard.expected
                 pairs += shard.pairs
-            _kernels.scatter_in_place(expected, self._order.features)  # model order
+            self._order.scatter.scatter(expected)  # model order
             gradient[n_states:n_base] = pairs.ravel()[model.transition_index]
             if self._conditioned is not None:
                 conditioned = gradient[n_base:]
