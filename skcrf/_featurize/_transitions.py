@@ -24,6 +24,10 @@ __all__ = ["TRANSITION_KEY", "encode_transitions", "split_transitions", "with_tr
 TRANSITION_KEY = "__transition__"
 
 
+#: A token without transition attributes (shared, never changed).
+_NONE: dict = {}
+
+
 class TransitionParts:
     """Each sequence's transition attributes, filled as the sequences are read.
 
@@ -57,10 +61,13 @@ def _strip(seq, i, name, parts):
             stripped = token.copy()  # a C copy of the table, then one deletion
             del stripped[TRANSITION_KEY]
             state.append(stripped)
-            transitions.append(dict(attributes) if j else {})
+            # the token's own dict, not a copy: the parts hold references only
+            if type(attributes) is not dict:
+                attributes = dict(attributes)
+            transitions.append(attributes if j else _NONE)
         else:
             state.append(token)
-            transitions.append({})
+            transitions.append(_NONE)
     parts.sequences.append(transitions)
     return state
 
@@ -110,7 +117,7 @@ def encode_transitions(vocabulary, parts, lengths, *, grow, name="X"):
         One row per token (flat order), empty at each sequence's first token.
     """
     sequences = [
-        [{}] * int(length) if seq is None else seq
+        [_NONE] * int(length) if seq is None else seq
         for seq, length in zip(parts.sequences, np.asarray(lengths).tolist())
     ]
     return vocabulary.encode(sequences, grow=grow, name=name)
