@@ -17,7 +17,7 @@ tested against. Scores of ``-inf`` (forbidden labels or pairs) are allowed.
 
 import numpy as np
 
-from ._logspace import _log_messages, _row_sequence, _steps
+from ._logspace import _log_messages, _row_sequence, _steps, last_rows
 
 
 def row_deltas(block, conditioned, n_labels):
@@ -43,15 +43,6 @@ def row_transitions(transitions, deltas):
     rows = np.repeat(np.arange(n_rows), np.diff(entry_ptr))
     out.reshape(n_rows, -1)[rows, entry_pair] += delta
     return out
-
-
-def _last_rows(batch_sizes):
-    """The last packed row of each sequence (packed column order)."""
-    row_sequence = _row_sequence(batch_sizes)
-    n_sequences = int(batch_sizes[0]) if len(batch_sizes) else 0
-    lengths = np.bincount(row_sequence, minlength=n_sequences)
-    offsets = np.concatenate([[0], np.cumsum(batch_sizes)])
-    return offsets[lengths - 1] + np.arange(n_sequences)
 
 
 def log_messages_rows(emissions, row_trans, batch_sizes):
@@ -125,7 +116,7 @@ def viterbi_rows(emissions, row_trans, batch_sizes):
             score[lo:hi] = np.take_along_axis(candidates, back[lo:hi, None, :], axis=1)[:, 0]
             score[lo:hi] += emissions[lo:hi]
         prev_lo = lo
-    last = _last_rows(batch_sizes)
+    last = last_rows(batch_sizes)
     best_label = np.argmax(score[last], axis=1)
     best = score[last, best_label]
     # backtrack: from each sequence's last row to its first

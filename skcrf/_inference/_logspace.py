@@ -159,6 +159,15 @@ def _row_sequence(batch_sizes):
     return np.arange(batch_sizes.sum()) - np.repeat(block_starts, batch_sizes)
 
 
+def last_rows(batch_sizes):
+    """The last packed row of each sequence (packed column order)."""
+    batch_sizes = np.asarray(batch_sizes, dtype=np.intp)
+    n_sequences = int(batch_sizes[0]) if len(batch_sizes) else 0
+    lengths = np.bincount(_row_sequence(batch_sizes), minlength=n_sequences)
+    offsets = np.concatenate([[0], np.cumsum(batch_sizes)])
+    return offsets[lengths - 1] + np.arange(n_sequences)
+
+
 def _forward_backward_log(emissions, transitions, batch_sizes):
     """Log-domain forward-backward: slower, for scores no scaling can hold."""
     n_tokens, n_labels = emissions.shape
@@ -182,11 +191,7 @@ def _forward_backward_log(emissions, transitions, batch_sizes):
 
     # log Z of a sequence is logsumexp of log_alpha at its last row.
     row_sequence = _row_sequence(batch_sizes)
-    n_sequences = int(batch_sizes[0])
-    lengths = np.bincount(row_sequence, minlength=n_sequences)
-    offsets = np.concatenate([[0], np.cumsum(batch_sizes)])
-    last_rows = offsets[lengths - 1] + np.arange(n_sequences)
-    log_partition = logsumexp(log_alpha[last_rows], axis=1)
+    log_partition = logsumexp(log_alpha[last_rows(batch_sizes)], axis=1)
     row_log_z = log_partition[row_sequence]
     marginals = np.exp(log_alpha + log_beta - row_log_z[:, None])
 
@@ -248,12 +253,7 @@ def _log_messages(emissions, transitions, batch_sizes):
         out_of = transitions[next_lo:next_hi].transpose(0, 2, 1) if per_row else transitions.T
         log_beta[lo : lo + n_next] = _log_matmul(ahead, out_of)
         log_beta[lo + n_next : hi] = 0.0
-    row_sequence = _row_sequence(batch_sizes)
-    n_sequences = int(batch_sizes[0])
-    lengths = np.bincount(row_sequence, minlength=n_sequences)
-    offsets = np.concatenate([[0], np.cumsum(batch_sizes)])
-    last_rows = offsets[lengths - 1] + np.arange(n_sequences)
-    log_partition = logsumexp(log_alpha[last_rows], axis=1)
+    log_partition = logsumexp(log_alpha[last_rows(batch_sizes)], axis=1)
     return log_alpha, log_beta, log_partition, steps
 
 

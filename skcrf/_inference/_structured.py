@@ -38,7 +38,7 @@ from . import _conditioned, _kernels
 from ._blocks import MAX_TRANSITION_SPREAD, state_scores
 from ._constraints import NoValidLabelling, apply_log_masks, apply_zero_masks
 from ._decode import _check_finite
-from ._logspace import _forward_backward_log, pair_marginals
+from ._logspace import _forward_backward_log, last_rows, pair_marginals
 from ._nbest import forward_log_partition, kbest_packed
 from ._viterbi import viterbi_packed
 
@@ -323,7 +323,7 @@ def transition_marginals(decoder, encoded, n_threads=1, constraints=None, name="
                 with np.errstate(divide="ignore", invalid="ignore"):
                     forward = np.where(beta > 0, alpha / beta, 0.0)
                 pairs = forward[:, :, None] * arrays.exp_trans * weighted[:, None, :]
-                pairs[_last_rows(block)] = 0.0
+                pairs[last_rows(block.batch_sizes)] = 0.0
             else:
                 psi[...] = backup
         if pairs is None:
@@ -335,12 +335,3 @@ def transition_marginals(decoder, encoded, n_threads=1, constraints=None, name="
 
     decoder._run(encoded, n_threads, decode_block, out, name)
     return out
-
-
-def _last_rows(block):
-    """Packed rows that end their sequence."""
-    batch_sizes = np.asarray(block.batch_sizes)
-    columns = np.arange(block.n_sequences)
-    lengths = np.searchsorted(-batch_sizes, -columns, side="left")
-    offsets = np.concatenate([[0], np.cumsum(batch_sizes)])
-    return offsets[lengths - 1] + columns
