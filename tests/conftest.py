@@ -33,3 +33,17 @@ def treebank():
         if os.environ.get("CI"):
             pytest.fail(f"CI is set but the treebank is missing: {exc}")
         pytest.skip(f"treebank data missing: {exc}")
+
+
+@pytest.fixture(params=[False, True], ids=["one block, dense rows", "tiny blocks, sparse"])
+def block_size(request, monkeypatch):
+    """The objective's blocks two ways: all in one block with dense rows, or
+    one or two sequences a block with every attribute sparse."""
+    import skcrf._inference._blocks as blocks
+
+    if request.param:
+        monkeypatch.setattr(blocks, "BLOCK_ELEMENTS", 8)
+        monkeypatch.setattr(blocks, "DENSE_DENOMINATOR", 0)
+    else:
+        monkeypatch.setattr(blocks, "DENSE_DENOMINATOR", 1000)
+    return request.param

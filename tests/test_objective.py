@@ -89,17 +89,6 @@ def brute_force_nll(X, labels, lengths, W, T):
     return total
 
 
-@pytest.fixture(params=[False, True], ids=["one block, dense rows", "tiny blocks, sparse"])
-def block_size(request, monkeypatch):
-    if request.param:
-        # every block holds one or two sequences; every attribute sparse
-        monkeypatch.setattr(skcrf._inference._blocks, "BLOCK_ELEMENTS", 8)
-        monkeypatch.setattr(skcrf._inference._blocks, "DENSE_DENOMINATOR", 0)
-    else:
-        monkeypatch.setattr(skcrf._inference._blocks, "DENSE_DENOMINATOR", 1000)
-    return request.param
-
-
 @pytest.mark.parametrize("seed", range(4))
 def test_drop_zeros_compacts_in_place(seed):
     encoded, labels, classes, attributes = random_problem(seed)

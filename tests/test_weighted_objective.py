@@ -14,7 +14,6 @@ from _reference import labellings
 from scipy.special import logsumexp
 from test_objective import dense_features, dense_weights, random_problem
 
-import skcrf._inference._blocks
 from skcrf._featurize._encoded import Encoded
 from skcrf._featurize._labels import PartialLabels
 from skcrf._inference import _kernels
@@ -60,16 +59,6 @@ def weighted_problem(seed, **kwargs):
     c = rng.uniform(0.2, 3.0, size=len(labels))
     c[rng.random(len(c)) < 0.15] = 0.0
     return encoded, labels, classes, attributes, c
-
-
-@pytest.fixture(params=[False, True], ids=["one block", "tiny blocks, sparse"])
-def block_size(request, monkeypatch):
-    if request.param:
-        monkeypatch.setattr(skcrf._inference._blocks, "BLOCK_ELEMENTS", 8)
-        monkeypatch.setattr(skcrf._inference._blocks, "DENSE_DENOMINATOR", 0)
-    else:
-        monkeypatch.setattr(skcrf._inference._blocks, "DENSE_DENOMINATOR", 1000)
-    return request.param
 
 
 @pytest.mark.parametrize("c2", [0.0, 0.7])
