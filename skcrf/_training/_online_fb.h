@@ -25,16 +25,17 @@
 #define SKCRF_FB_RESTRICT restrict
 #endif
 
+/* The parameters (and arguments) of the body and of each clone's wrapper. */
+#define SKCRF_FB_PARAMS                                                          \
+    Py_ssize_t T, Py_ssize_t L, double log_z, const double* SKCRF_FB_RESTRICT et, \
+    const double* SKCRF_FB_RESTRICT ett, const double* SKCRF_FB_RESTRICT psi,    \
+    double* SKCRF_FB_RESTRICT alpha, double* SKCRF_FB_RESTRICT beta,             \
+    double* SKCRF_FB_RESTRICT scale, double* SKCRF_FB_RESTRICT tmp,              \
+    double* SKCRF_FB_RESTRICT prs
+#define SKCRF_FB_ARGS T, L, log_z, et, ett, psi, alpha, beta, scale, tmp, prs
+
 SKCRF_INLINE_BODY
-double skcrf_l2sgd_fb_body(Py_ssize_t T, Py_ssize_t L, double log_z,
-                           const double* SKCRF_FB_RESTRICT et,
-                           const double* SKCRF_FB_RESTRICT ett,
-                           const double* SKCRF_FB_RESTRICT psi,
-                           double* SKCRF_FB_RESTRICT alpha,
-                           double* SKCRF_FB_RESTRICT beta,
-                           double* SKCRF_FB_RESTRICT scale,
-                           double* SKCRF_FB_RESTRICT tmp,
-                           double* SKCRF_FB_RESTRICT prs) {
+double skcrf_l2sgd_fb_body(SKCRF_FB_PARAMS) {
     Py_ssize_t t, i, j;
     double c, ai, bj;
     /* forward: alpha[t] normalized to sum 1, scale[t] its normalizer */
@@ -100,45 +101,21 @@ double skcrf_l2sgd_fb_body(Py_ssize_t T, Py_ssize_t L, double log_z,
 
 #ifdef SKCRF_AVX2_DISPATCH
 SKCRF_TARGET_AVX2
-static double skcrf_l2sgd_fb_avx2(Py_ssize_t T, Py_ssize_t L, double log_z,
-                                  const double* SKCRF_FB_RESTRICT et,
-                                  const double* SKCRF_FB_RESTRICT ett,
-                                  const double* SKCRF_FB_RESTRICT psi,
-                                  double* SKCRF_FB_RESTRICT alpha,
-                                  double* SKCRF_FB_RESTRICT beta,
-                                  double* SKCRF_FB_RESTRICT scale,
-                                  double* SKCRF_FB_RESTRICT tmp,
-                                  double* SKCRF_FB_RESTRICT prs) {
-    return skcrf_l2sgd_fb_body(T, L, log_z, et, ett, psi, alpha, beta, scale, tmp, prs);
+static double skcrf_l2sgd_fb_avx2(SKCRF_FB_PARAMS) {
+    return skcrf_l2sgd_fb_body(SKCRF_FB_ARGS);
 }
 #endif
 
-static double skcrf_l2sgd_fb_baseline(Py_ssize_t T, Py_ssize_t L, double log_z,
-                                      const double* SKCRF_FB_RESTRICT et,
-                                      const double* SKCRF_FB_RESTRICT ett,
-                                      const double* SKCRF_FB_RESTRICT psi,
-                                      double* SKCRF_FB_RESTRICT alpha,
-                                      double* SKCRF_FB_RESTRICT beta,
-                                      double* SKCRF_FB_RESTRICT scale,
-                                      double* SKCRF_FB_RESTRICT tmp,
-                                      double* SKCRF_FB_RESTRICT prs) {
-    return skcrf_l2sgd_fb_body(T, L, log_z, et, ett, psi, alpha, beta, scale, tmp, prs);
+static double skcrf_l2sgd_fb_baseline(SKCRF_FB_PARAMS) {
+    return skcrf_l2sgd_fb_body(SKCRF_FB_ARGS);
 }
 
-static double skcrf_l2sgd_fb(Py_ssize_t T, Py_ssize_t L, double log_z,
-                             const double* SKCRF_FB_RESTRICT et,
-                             const double* SKCRF_FB_RESTRICT ett,
-                             const double* SKCRF_FB_RESTRICT psi,
-                             double* SKCRF_FB_RESTRICT alpha,
-                             double* SKCRF_FB_RESTRICT beta,
-                             double* SKCRF_FB_RESTRICT scale,
-                             double* SKCRF_FB_RESTRICT tmp,
-                             double* SKCRF_FB_RESTRICT prs) {
+static double skcrf_l2sgd_fb(SKCRF_FB_PARAMS) {
 #ifdef SKCRF_AVX2_DISPATCH
     if (skcrf_use_avx2)
-        return skcrf_l2sgd_fb_avx2(T, L, log_z, et, ett, psi, alpha, beta, scale, tmp, prs);
+        return skcrf_l2sgd_fb_avx2(SKCRF_FB_ARGS);
 #endif
-    return skcrf_l2sgd_fb_baseline(T, L, log_z, et, ett, psi, alpha, beta, scale, tmp, prs);
+    return skcrf_l2sgd_fb_baseline(SKCRF_FB_ARGS);
 }
 
 #endif
