@@ -543,53 +543,16 @@ def test_frequency_order_gives_the_same_bits_as_the_model_order(n_threads, unit,
 
 
 @pytest.mark.parametrize("n", [0, 1, 7, 1000])
-def test_take_and_scatter_in_place_match_numpy(n):
+def test_take_matches_numpy(n):
     rng = np.random.default_rng(n)
     index = rng.permutation(n).astype(np.int32)
     x = rng.normal(size=n)
     out = np.empty(n)
     _kernels.take(x, index, out)
     np.testing.assert_array_equal(out, x[index])
-    expected = np.empty(n)
-    expected[index] = x
-    _kernels.scatter_in_place(x, index)
-    np.testing.assert_array_equal(x, expected)
 
 
-def _permutation(kind, n, rng):
-    if kind == "random":
-        return rng.permutation(n)
-    if kind == "identity":  # n cycles of one
-        return np.arange(n)
-    if kind == "swaps":  # cycles of two
-        index = np.arange(n)
-        even = n - n % 2
-        index[:even] = index[:even].reshape(-1, 2)[:, ::-1].ravel()
-        return index
-    return np.roll(np.arange(n), 1)  # one cycle of n: many segments
-
-
-@pytest.mark.parametrize("n", [0, 1, 2, 1023, 1024, 1025, 20_000])
-@pytest.mark.parametrize("kind", ["random", "identity", "swaps", "one-cycle"])
-def test_scatter_plan_matches_numpy_every_time(n, kind):
-    rng = np.random.default_rng(n)
-    index = _permutation(kind, n, rng).astype(np.int32)
-    plan = _kernels.ScatterPlan(index)
-    for _ in range(2):  # a plan serves many scatters
-        x = rng.normal(size=n)
-        expected = np.empty(n)
-        expected[index] = x
-        plan.scatter(x)
-        np.testing.assert_array_equal(x, expected)
-    with pytest.raises(ValueError, match="one entry per entry"):
-        plan.scatter(np.zeros(n + 1))
-
-
-def test_scatter_in_place_rejects_an_index_that_is_not_a_permutation():
+def test_take_rejects_an_index_out_of_bounds():
     x = np.arange(4.0)
-    for index in ([0, 1, 1, 3], [0, 1, 2, 4], [0, 1, 2, -1]):
-        with pytest.raises(ValueError, match="not a permutation"):
-            _kernels.scatter_in_place(x, np.array(index, dtype=np.int32))
-    np.testing.assert_array_equal(x, np.arange(4.0))  # left as it was
     with pytest.raises(IndexError):
         _kernels.take(x, np.array([0, 4], dtype=np.int32), np.empty(2))

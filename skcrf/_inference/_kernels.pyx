@@ -30,7 +30,7 @@ All kernels release the GIL; the Python wrappers check shapes once.
 """
 
 from libc.math cimport log
-from libc.stdint cimport uint8_t, uint64_t
+from libc.stdint cimport uint64_t
 from libc.stdlib cimport free
 from scipy.linalg.cython_blas cimport dgemm
 
@@ -48,6 +48,26 @@ cdef extern from "_simd.h":
     int skcrf_simd_init(int disable) noexcept
 
 AVX2_PATH = bool(skcrf_simd_init(avx2_disabled()))
+
+# a hint to the cache (a no-op for compilers without GCC's builtin)
+cdef extern from *:
+    """
+    #if defined(__GNUC__)
+    #define SKCRF_PREFETCH(p) __builtin_prefetch((const void*)(p), 0, 3)
+    #else
+    #define SKCRF_PREFETCH(p) ((void)0)
+    #endif
+    """
+    void SKCRF_PREFETCH(const void* p) noexcept nogil
+
+# The state score and expected count loops read, per CSR entry, an
+# attribute's dense row index and feature range, then its features: misses
+# in a dependent chain once the model outgrows the caches. They ask for the
+# first two _AHEAD entries ahead and for the features _AHEAD / 2 ahead
+# (written out in each loop: GCC drops a call to a function that only
+# prefetches).
+cdef enum:
+    _AHEAD = 16
 
 
 cdef inline void _matmul(
@@ -86,9 +106,20 @@ cdef void add_state_scores(
     cdef double v
     cdef double* row
     cdef const double* dense
+    cdef Py_ssize_t last = indptr[out.shape[0]] - 1, b
+    cdef const double* dense_data = &dense_weights[0, 0] if dense_weights.shape[0] else NULL
     for r in range(out.shape[0]):
         row = &out[r, 0]
         for p in range(indptr[r], indptr[r + 1]):
+            b = ids[p + _AHEAD if p + _AHEAD <= last else last]
+            SKCRF_PREFETCH(&dense_row[b])
+            SKCRF_PREFETCH(&state_ptr[b])
+            b = ids[p + _AHEAD // 2 if p + _AHEAD // 2 <= last else last]
+            if dense_row[b] >= 0:
+                SKCRF_PREFETCH(&dense_data[dense_row[b] * n_labels])
+            else:
+                SKCRF_PREFETCH(&state_labels[state_ptr[b]])
+                SKCRF_PREFETCH(&state_weights[state_ptr[b]])
             a = ids[p]
             v = values[p] if values != NULL else 1.0
             d = dense_row[a]
@@ -116,9 +147,20 @@ cdef void add_expected_states(
     cdef double v
     cdef const double* row
     cdef double* dense
+    cdef Py_ssize_t last = indptr[marginals.shape[0]] - 1, b
+    cdef const double* dense_data = &dense_out[0, 0] if dense_out.shape[0] else NULL
     for r in range(marginals.shape[0]):
         row = &marginals[r, 0]
         for p in range(indptr[r], indptr[r + 1]):
+            b = ids[p + _AHEAD if p + _AHEAD <= last else last]
+            SKCRF_PREFETCH(&dense_row[b])
+            SKCRF_PREFETCH(&state_ptr[b])
+            b = ids[p + _AHEAD // 2 if p + _AHEAD // 2 <= last else last]
+            if dense_row[b] >= 0:
+                SKCRF_PREFETCH(&dense_data[dense_row[b] * n_labels])
+            else:
+                SKCRF_PREFETCH(&state_labels[state_ptr[b]])
+                SKCRF_PREFETCH(&out[state_ptr[b]])
             a = ids[p]
             v = values[p] if values != NULL else 1.0
             d = dense_row[a]
@@ -985,103 +1027,3 @@ def take(const double[::1] source, const int[::1] index, double[::1] out):
     with nogil:
         for k in range(n):
             out[k] = source[index[k]]
-
-
-def scatter_in_place(double[::1] x, const int[::1] index):
-    """``x[index[k]] = x[k]`` for every ``k`` at once, in place (``index`` a
-    permutation of ``range(len(x))``): see :class:`ScatterPlan`, which does it
-    for one index many times."""
-    ScatterPlan(index).scatter(x)
-
-
-# ScatterPlan: steps of one walk (a cycle is cut into segments of this many),
-# and walks taken side by side (their cache misses overlap)
-cdef enum:
-    _SEGMENT = 1024
-    _WALKS = 8
-
-
-cdef class ScatterPlan:
-    """``x[index[k]] = x[k]`` in place, for one permutation ``index``, many times.
-
-    The permutation moves each value along its cycle. Following a cycle one
-    step at a time is a chain of dependent cache misses; here every cycle is
-    cut, once, into segments of at most ``_SEGMENT`` steps whose first
-    values are put aside, and ``_WALKS`` segments are walked side by side,
-    their misses overlapping. Each position is written by exactly one walk
-    (the one through its predecessor), after that walk read it, so the walks
-    are independent. No copy of ``x``; the index is checked once, here.
-    """
-
-    cdef const int[::1] index
-    cdef int[::1] starts       # the first position of every segment
-    cdef uint8_t[::1] is_start  # 1 at those positions
-    cdef double[::1] saved     # their values, put aside by each scatter
-
-    def __init__(self, const int[::1] index):
-        cdef Py_ssize_t n = index.shape[0], k, p, steps
-        cdef uint8_t[::1] seen
-        self.index = index
-        seen_array = np.zeros(max(n, 1), dtype=np.uint8)
-        seen = seen_array
-        for k in range(n):
-            if not 0 <= index[k] < n or seen[index[k]]:
-                raise ValueError("index is not a permutation")
-            seen[index[k]] = 1
-        seen[:] = 0
-        starts_list = []
-        is_start = np.zeros(max(n, 1), dtype=np.uint8)
-        self.is_start = is_start
-        # walk every cycle once, marking a start every _SEGMENT steps
-        for k in range(n):
-            if seen[k]:
-                continue
-            p = k
-            steps = 0
-            while not seen[p]:
-                if steps % _SEGMENT == 0:
-                    self.is_start[p] = 1
-                    starts_list.append(p)
-                seen[p] = 1
-                steps += 1
-                p = index[p]
-        self.starts = np.array(starts_list, dtype=np.int32)
-        self.saved = np.empty(len(starts_list))
-
-    def scatter(self, double[::1] x):
-        """Permute ``x`` in place: ``x[index[k]]`` becomes the old ``x[k]``."""
-        cdef Py_ssize_t n = self.index.shape[0], n_segments = self.starts.shape[0]
-        cdef Py_ssize_t s, g, w, live, t
-        cdef Py_ssize_t position[_WALKS]
-        cdef double carry[_WALKS]
-        cdef double displaced
-        if x.shape[0] != n:
-            raise ValueError("x must have one entry per entry of the index")
-        if n == 0:
-            return
-        with nogil:
-            for s in range(n_segments):
-                self.saved[s] = x[self.starts[s]]
-            g = 0
-            while g < n_segments:
-                live = n_segments - g if n_segments - g < _WALKS else _WALKS
-                for w in range(live):
-                    position[w] = self.starts[g + w]
-                    carry[w] = self.saved[g + w]
-                while live:
-                    w = 0
-                    while w < live:
-                        t = self.index[position[w]]
-                        if self.is_start[t]:
-                            # the walk ends where another segment begins
-                            x[t] = carry[w]
-                            live -= 1
-                            position[w] = position[live]
-                            carry[w] = carry[live]
-                            continue
-                        displaced = x[t]
-                        x[t] = carry[w]
-                        carry[w] = displaced
-                        position[w] = t
-                        w += 1
-                g += _WALKS

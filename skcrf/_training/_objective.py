@@ -489,12 +489,8 @@ class FrequencyOrder:
         keep their relative order).
     features : ndarray of int32, shape (n_states,)
         The model position of each internal state feature: the internal
-        weights are ``w[features]``, and internal counts ``e`` go back by
-        ``g[features] = e`` (:func:`~skcrf._inference._kernels.take`,
-        :attr:`scatter`).
-    scatter : ScatterPlan
-        ``scatter.scatter(e)`` does ``e[features] = e`` in place
-        (:class:`~skcrf._inference._kernels.ScatterPlan`, planned once).
+        weights are ``w[features]`` (:func:`~skcrf._inference._kernels.take`),
+        and internal counts ``e`` go back by ``g[features] = e``.
     """
 
     def __init__(self, encoded, state_ptr, state_labels):
@@ -511,7 +507,6 @@ class FrequencyOrder:
         features = np.repeat(state_ptr[:-1][order] - self.state_ptr[:-1], sizes)
         features += np.arange(len(features))
         self.features = features.astype(np.int32)  # n_states < 2**31 (int32 labels)
-        self.scatter = _kernels.ScatterPlan(self.features)
         self.state_labels = np.ascontiguousarray(state_labels[self.features], dtype=np.int32)
 
     def renumber(self, blocks):
@@ -818,7 +813,12 @@ class CRFObjective:
             for shard in self._shards[1:]:
                 expected += shard.expected
                 pairs += shard.pairs
-            self._order.scatter.scatter(expected)  # model order
+            # back to the model's order through the internal weights' buffer,
+            # unread until the next evaluation refills it (no buffer of its own:
+            # fit memory)
+            internal = self._state_weights
+            np.copyto(internal, expected)
+            expected[self._order.features] = internal
             gradient[n_states:n_base] = pairs.ravel()[model.transition_index]
             if self._conditioned is not None:
                 conditioned = gradient[n_base:]
