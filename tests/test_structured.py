@@ -13,7 +13,12 @@ from scipy.special import logsumexp
 
 from skcrf._featurize._encoded import Encoded
 from skcrf._inference import _blocks
-from skcrf._inference._constraints import Constraints, NoValidLabelling, scheme_transitions
+from skcrf._inference._constraints import (
+    Constraints,
+    NoValidLabelling,
+    scheme_transitions,
+    transition_constraints,
+)
 from skcrf._inference._logspace import pair_marginals
 from skcrf._model import CRFModel
 from skcrf._utils._packing import pack
@@ -585,3 +590,30 @@ def test_properties(problem, n):
                 assert all(allowed[a, b] for a, b in zip(y[:-1], y[1:]))
         pairs = _structured.transition_marginals(decoder, encoded, constraints=constraints)
         assert np.all(pairs[:, ~allowed] == 0)
+
+
+def test_allowed_pairs_in_every_form_give_the_same_matrix():
+    # Tuples of plain labels take the index alone; lists, numpy strings,
+    # generators and mixed forms are checked in full: the same matrix.
+    classes = np.array(["B", "I", "O"], dtype=object)
+    pairs = [("B", "I"), ("I", "I"), ("O", "B"), ("B", "O")]
+    expected = np.zeros((3, 3), dtype=bool)
+    for a, b in pairs:
+        expected["BIO".index(a), "BIO".index(b)] = True
+    for form in (
+        pairs,
+        [list(pair) for pair in pairs],
+        [(np.str_(a), b) for a, b in pairs],
+        (pair for pair in pairs),
+        [pairs[0], list(pairs[1]), *pairs[2:]],
+    ):
+        allowed, start, end = transition_constraints(classes, form)
+        np.testing.assert_array_equal(allowed, expected)
+        assert start.all() and end.all()
+    with pytest.raises(TypeError, match="is not a .from_label, to_label. pair"):
+        transition_constraints(classes, [("B", "I"), ("B", "I", "O")])
+    with pytest.raises(ValueError, match="names the label 'X'"):
+        transition_constraints(classes, [("B", "I"), ("X", "O")])
+    numbers = np.array([0, 1, 2], dtype=object)
+    with pytest.raises(ValueError, match="not the same label"):
+        transition_constraints(numbers, [(0, 1), (True, 2)])

@@ -224,13 +224,13 @@ def _label_key(label):
 
 
 #: Label types whose equal values of one type are always the same label.
-_PLAIN_LABEL_TYPES = frozenset({str, int, float, bool})
+PLAIN_LABEL_TYPES = frozenset({str, int, float, bool})
 
 
 def same_label(first, second):
     """Whether two labels equal in Python are also the same label (of one kind)."""
     kind = type(first)
-    if kind is type(second) and kind in _PLAIN_LABEL_TYPES:
+    if kind is type(second) and kind in PLAIN_LABEL_TYPES:
         return True  # equal values of one plain type: the common case, without keys
     return bool(_label_key(first) == _label_key(second))
 
@@ -529,7 +529,7 @@ def _label_position(index, labels, label, name, i, j):
     if k is not None:
         known = labels[k]
         # the same plain type (str, int, ...): the same label; else check the kinds
-        if not (type(known) is type(label) and type(label) in _PLAIN_LABEL_TYPES) and not (
+        if not (type(known) is type(label) and type(label) in PLAIN_LABEL_TYPES) and not (
             same_label(known, label)
         ):
             raise ValueError(

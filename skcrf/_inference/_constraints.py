@@ -39,7 +39,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from .._featurize._labels import check_partial_labels, same_label
+from .._featurize._labels import PLAIN_LABEL_TYPES, check_partial_labels, same_label
 
 __all__ = [
     "SCHEMES",
@@ -272,34 +272,55 @@ def transition_constraints(classes, allowed_transitions):
             f"({', '.join(repr(s) for s in SCHEMES)}) or a collection of "
             f"(from_label, to_label) pairs; got {type(allowed_transitions).__name__}."
         )
-    index = {label: k for k, label in enumerate(classes.tolist())}
+    labels = classes.tolist()
+    index = {label: k for k, label in enumerate(labels)}
     n = len(index)
-    allowed = np.zeros((n, n), dtype=bool)
+    # labels all of one plain type (str, int, ...): a pair of two labels of
+    # that type needs only the index (same_label holds); any other pair is
+    # checked in full
+    kinds = {type(label) for label in labels}
+    plain = kinds.pop() if len(kinds) == 1 and kinds <= PLAIN_LABEL_TYPES else None
+    rows, columns = [], []
     for pair in allowed_transitions:
-        if isinstance(pair, (str, bytes)) or not hasattr(pair, "__len__") or len(pair) != 2:
-            raise TypeError(
-                f"allowed_transitions: {pair!r:.60} is not a (from_label, to_label) pair."
-            )
-        ends = []
-        for label in pair:
-            try:
-                k = index[label]
-            except (KeyError, TypeError):
-                raise ValueError(
-                    f"allowed_transitions: the pair {tuple(pair)!r:.100} names the label "
-                    f"{label!r:.60}, which is not one of the model's labels "
-                    f"{list(classes)!r:.200}."
-                ) from None
-            if not same_label(classes[k], label):
-                raise ValueError(
-                    f"allowed_transitions: the pair {tuple(pair)!r:.100} names the label "
-                    f"{label!r:.60} ({type(label).__name__}), which is equal in Python to "
-                    f"the model's label {classes[k]!r:.60} ({type(classes[k]).__name__}) "
-                    "but not the same label; use the labels of classes_."
-                )
-            ends.append(k)
-        allowed[ends[0], ends[1]] = True
+        if type(pair) is tuple and len(pair) == 2:
+            first, second = pair
+            if type(first) is plain and type(second) is plain:
+                i, j = index.get(first), index.get(second)
+                if i is not None and j is not None:
+                    rows.append(i)
+                    columns.append(j)
+                    continue
+        i, j = _pair_indices(pair, index, classes)
+        rows.append(i)
+        columns.append(j)
+    allowed = np.zeros((n, n), dtype=bool)
+    allowed[rows, columns] = True
     return allowed, np.ones(n, dtype=bool), np.ones(n, dtype=bool)
+
+
+def _pair_indices(pair, index, classes):
+    """The label indices of one ``allowed_transitions`` pair, every check made."""
+    if isinstance(pair, (str, bytes)) or not hasattr(pair, "__len__") or len(pair) != 2:
+        raise TypeError(f"allowed_transitions: {pair!r:.60} is not a (from_label, to_label) pair.")
+    ends = []
+    for label in pair:
+        try:
+            k = index[label]
+        except (KeyError, TypeError):
+            raise ValueError(
+                f"allowed_transitions: the pair {tuple(pair)!r:.100} names the label "
+                f"{label!r:.60}, which is not one of the model's labels "
+                f"{list(classes)!r:.200}."
+            ) from None
+        if not same_label(classes[k], label):
+            raise ValueError(
+                f"allowed_transitions: the pair {tuple(pair)!r:.100} names the label "
+                f"{label!r:.60} ({type(label).__name__}), which is equal in Python to "
+                f"the model's label {classes[k]!r:.60} ({type(classes[k]).__name__}) "
+                "but not the same label; use the labels of classes_."
+            )
+        ends.append(k)
+    return ends[0], ends[1]
 
 
 class Constraints:
