@@ -63,11 +63,31 @@ cdef extern from *:
 # The state score and expected count loops read, per CSR entry, an
 # attribute's dense row index and feature range, then its features: misses
 # in a dependent chain once the model outgrows the caches. They ask for the
-# first two _AHEAD entries ahead and for the features _AHEAD / 2 ahead
-# (written out in each loop: GCC drops a call to a function that only
-# prefetches).
+# first two _AHEAD entries ahead and for the features _AHEAD / 2 ahead.
 cdef enum:
     _AHEAD = 16
+
+
+cdef inline Py_ssize_t _entry_prefetching(
+    const int* ids, Py_ssize_t p, Py_ssize_t last, const int* dense_row,
+    const long long* state_ptr, const int* state_labels, const double* per_feature,
+    const double* per_dense, Py_ssize_t n_labels,
+) noexcept nogil:
+    """The attribute of entry ``p``, once the prefetches for the entries ahead
+    (at most ``last``) are issued: ``per_feature`` and ``per_dense`` are what
+    the loop reads or writes per state feature and per dense row. (It returns
+    the attribute because GCC drops a call whose only effects are prefetches.)
+    """
+    cdef Py_ssize_t a = ids[p + _AHEAD if p + _AHEAD <= last else last]
+    SKCRF_PREFETCH(&dense_row[a])
+    SKCRF_PREFETCH(&state_ptr[a])
+    a = ids[p + _AHEAD // 2 if p + _AHEAD // 2 <= last else last]
+    if dense_row[a] >= 0:
+        SKCRF_PREFETCH(&per_dense[dense_row[a] * n_labels])
+    else:
+        SKCRF_PREFETCH(&state_labels[state_ptr[a]])
+        SKCRF_PREFETCH(&per_feature[state_ptr[a]])
+    return ids[p]
 
 
 cdef inline void _matmul(
@@ -106,21 +126,13 @@ cdef void add_state_scores(
     cdef double v
     cdef double* row
     cdef const double* dense
-    cdef Py_ssize_t last = indptr[out.shape[0]] - 1, b
+    cdef Py_ssize_t last = indptr[out.shape[0]] - 1
     cdef const double* dense_data = &dense_weights[0, 0] if dense_weights.shape[0] else NULL
     for r in range(out.shape[0]):
         row = &out[r, 0]
         for p in range(indptr[r], indptr[r + 1]):
-            b = ids[p + _AHEAD if p + _AHEAD <= last else last]
-            SKCRF_PREFETCH(&dense_row[b])
-            SKCRF_PREFETCH(&state_ptr[b])
-            b = ids[p + _AHEAD // 2 if p + _AHEAD // 2 <= last else last]
-            if dense_row[b] >= 0:
-                SKCRF_PREFETCH(&dense_data[dense_row[b] * n_labels])
-            else:
-                SKCRF_PREFETCH(&state_labels[state_ptr[b]])
-                SKCRF_PREFETCH(&state_weights[state_ptr[b]])
-            a = ids[p]
+            a = _entry_prefetching(&ids[0], p, last, &dense_row[0], &state_ptr[0],
+                                   &state_labels[0], &state_weights[0], dense_data, n_labels)
             v = values[p] if values != NULL else 1.0
             d = dense_row[a]
             if d >= 0:
@@ -147,21 +159,13 @@ cdef void add_expected_states(
     cdef double v
     cdef const double* row
     cdef double* dense
-    cdef Py_ssize_t last = indptr[marginals.shape[0]] - 1, b
+    cdef Py_ssize_t last = indptr[marginals.shape[0]] - 1
     cdef const double* dense_data = &dense_out[0, 0] if dense_out.shape[0] else NULL
     for r in range(marginals.shape[0]):
         row = &marginals[r, 0]
         for p in range(indptr[r], indptr[r + 1]):
-            b = ids[p + _AHEAD if p + _AHEAD <= last else last]
-            SKCRF_PREFETCH(&dense_row[b])
-            SKCRF_PREFETCH(&state_ptr[b])
-            b = ids[p + _AHEAD // 2 if p + _AHEAD // 2 <= last else last]
-            if dense_row[b] >= 0:
-                SKCRF_PREFETCH(&dense_data[dense_row[b] * n_labels])
-            else:
-                SKCRF_PREFETCH(&state_labels[state_ptr[b]])
-                SKCRF_PREFETCH(&out[state_ptr[b]])
-            a = ids[p]
+            a = _entry_prefetching(&ids[0], p, last, &dense_row[0], &state_ptr[0],
+                                   &state_labels[0], &out[0], dense_data, n_labels)
             v = values[p] if values != NULL else 1.0
             d = dense_row[a]
             if d >= 0:
