@@ -62,8 +62,9 @@ cdef extern from *:
 
 # The state score and expected count loops read, per CSR entry, an
 # attribute's dense row index and feature range, then its features: misses
-# in a dependent chain once the model outgrows the caches. They ask for the
-# first two _AHEAD entries ahead and for the features _AHEAD / 2 ahead.
+# in a dependent chain once the model outgrows the caches. At each entry they
+# ask the cache for the row index and range of the entry _AHEAD ahead, and
+# for the features (or dense row) of the entry _AHEAD / 2 ahead.
 cdef enum:
     _AHEAD = 16
 
