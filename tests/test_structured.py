@@ -617,3 +617,33 @@ def test_allowed_pairs_in_every_form_give_the_same_matrix():
     numbers = np.array([0, 1, 2], dtype=object)
     with pytest.raises(ValueError, match="not the same label"):
         transition_constraints(numbers, [(0, 1), (True, 2)])
+
+
+def test_partial_labels_in_every_form_give_the_same_masks():
+    # Labels of the model's one plain type take the index alone; numpy
+    # strings, singleton sets, tuples and arrays are checked in full: the
+    # same token masks.
+    from skcrf._featurize._labels import check_partial_labels
+
+    classes = np.array(["B", "I", "O"], dtype=object)
+    lengths = np.array([3, 2, 1])
+    partial = [["B", None, "O"], None, [None]]
+    expected_index = np.array([0, -1, 1, -1, -1, -1])
+    expected_masks = np.array([[True, False, False], [False, False, True]])
+    for form in (
+        partial,
+        [["B", None, np.str_("O")], None, [None]],
+        [[{"B"}, None, frozenset({"O", "X"})], None, [None]],
+        [("B", None, "O"), None, (None,)],
+        [np.array(["B", None, "O"], dtype=object), None, [None]],
+    ):
+        token_index, token_masks = check_partial_labels(form, lengths, classes)
+        np.testing.assert_array_equal(token_index, expected_index)
+        np.testing.assert_array_equal(token_masks, expected_masks)
+    with pytest.raises(ValueError, match=r"partial_labels\[0\]\[2\]: the label 'X'"):
+        check_partial_labels([["B", None, "X"], None, None], lengths, classes)
+    numbers = np.array([0, 1, 2], dtype=object)
+    with pytest.raises(ValueError, match=r"partial_labels\[2\]\[0\]: the label True"):
+        check_partial_labels([None, [1, 2], [True]], lengths, numbers)
+    token_index, _ = check_partial_labels([None, [1, 2], [0]], lengths, numbers)
+    np.testing.assert_array_equal(token_index, [-1, -1, -1, 0, 1, 2])

@@ -463,6 +463,11 @@ def check_partial_labels(partial_labels, lengths, classes, name="partial_labels"
     labels = classes.tolist()
     index = {label: k for k, label in enumerate(labels)}
     n_labels = len(index)
+    # labels of the model's one plain type are found through the index alone
+    label_types = {type(label) for label in labels}
+    plain_type = label_types.pop() if len(label_types) == 1 else None
+    if plain_type not in PLAIN_LABEL_TYPES:
+        plain_type = None
     rows, known, set_rows, set_masks = [], [], [], []
     offset = 0
     for i, (seq, length) in enumerate(zip(sequences, lengths.tolist())):
@@ -479,9 +484,14 @@ def check_partial_labels(partial_labels, lengths, classes, name="partial_labels"
                     f" but X[{i}] has {_count(length, 'token')}; give one entry (None, a "
                     "label or a set of labels) per token."
                 )
-            for j, value in enumerate(seq):
-                if value is None:
-                    continue
+            for j in [j for j, value in enumerate(seq) if value is not None]:
+                value = seq[j]
+                if type(value) is plain_type:
+                    k = index.get(value)
+                    if k is not None:
+                        rows.append(offset + j)
+                        known.append(k)
+                        continue
                 if isinstance(value, (set, frozenset)):
                     mask = np.zeros(n_labels, dtype=bool)
                     for member in value:
