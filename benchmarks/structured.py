@@ -1,6 +1,9 @@
 """Structured decoding on the Treebank tasks: n-best, constrained decoding, partial labels.
 
-Rows (medians of ``--repeats`` timings, each on the whole test split):
+Rows (each call on the whole test split; the calls alternate, ``--repeats``
+times, so that drifts of the machine hit all of them; the times are medians,
+the ratios the medians of the per-repetition ratios to ``predict``; decoding
+uses ``--n-jobs`` threads, default None: one):
 
 - ``predict``: the unconstrained Viterbi (the reference of the ratios);
 - ``predict_nbest(n=10)``: exact 10-best with log-probabilities, target <= 3x
@@ -15,6 +18,8 @@ Rows (medians of ``--repeats`` timings, each on the whole test split):
   partial-label fit must beat the complete-sentences one).
 
     PYTHONPATH=. python benchmarks/structured.py            # both tasks, ~5 min
+    PYTHONPATH=. python benchmarks/structured.py --n-jobs 2 --skip-training \
+        --output benchmarks/results/structured-n_jobs2.json
     PYTHONPATH=. python benchmarks/structured.py --quick    # smoke test
 
 Prints a table and writes ``benchmarks/results/structured.json``.
@@ -45,13 +50,12 @@ CONSTRAINED_TARGET = 1.2
 MISSING = "<?>"
 
 
-def median_time(fn, repeats):
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times), times
+def timed(fn):
+    start = time.perf_counter()
+    result = fn()
+    seconds = time.perf_counter() - start
+    del result  # freed after the clock stopped (a caller holds the result)
+    return seconds
 
 
 def decoding_rows(tagger, X_test, y_test, repeats, rng):
@@ -70,10 +74,8 @@ def decoding_rows(tagger, X_test, y_test, repeats, rng):
     partial = [
         [tag if (rng.random() < 0.2 and tag in known) else None for tag in seq] for seq in y_test
     ]
-    tagger.predict(X_test)  # warm the caches
-    base, base_all = median_time(lambda: tagger.predict(X_test), repeats)
-    rows = [{"row": "predict", "seconds": base, "all": base_all, "ratio": 1.0, "target": None}]
-    for name, fn, target in [
+    calls = [
+        ("predict", lambda: tagger.predict(X_test), None),
         ("predict_nbest(n=10)", lambda: tagger.predict_nbest(X_test, n=10), NBEST_TARGET),
         (
             "predict, allowed_transitions 50% forbidden",
@@ -87,14 +89,24 @@ def decoding_rows(tagger, X_test, y_test, repeats, rng):
         ),
         ("predict_marginals", lambda: tagger.predict_marginals(X_test), None),
         ("sequence_log_proba (Viterbi path)", lambda: tagger.sequence_log_proba(X_test), None),
-    ]:
-        seconds, all_times = median_time(fn, repeats)
+    ]
+    for _, fn, _ in calls:
+        fn()  # warm the caches
+    # alternated: a drift of the machine hits every call of a repetition
+    times = [[] for _ in calls]
+    for _ in range(repeats):
+        for k, (_, fn, _) in enumerate(calls):
+            times[k].append(timed(fn))
+    rows = []
+    for (name, _, target), all_times in zip(calls, times):
+        ratios = [t / base for t, base in zip(all_times, times[0])]
         rows.append(
             {
                 "row": name,
-                "seconds": seconds,
+                "seconds": statistics.median(all_times),
                 "all": all_times,
-                "ratio": seconds / base,
+                "ratio": statistics.median(ratios),
+                "ratios": ratios,
                 "target": target,
             }
         )
@@ -152,6 +164,7 @@ def main():
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--tasks", default="seed,window")
     parser.add_argument("--skip-training", action="store_true")
+    parser.add_argument("--n-jobs", type=int, default=None)
     parser.add_argument("--output", default=str(HERE / "results" / "structured.json"))
     args = parser.parse_args()
     report = {
@@ -160,6 +173,7 @@ def main():
             "platform": platform.platform(),
             "cpus": os.cpu_count(),
         },
+        "settings": {"repeats": args.repeats, "n_jobs": args.n_jobs, "quick": args.quick},
         "tasks": {},
     }
     for task in args.tasks.split(","):
@@ -169,7 +183,11 @@ def main():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             tagger = CRFTagger(**params).fit(X_train, y_train)
-        print(f"\n## {task}: {n_tokens(X_test)} test tokens, {len(tagger.classes_)} labels")
+        tagger.set_params(n_jobs=args.n_jobs)
+        print(
+            f"\n## {task}: {n_tokens(X_test)} test tokens, {len(tagger.classes_)} labels, "
+            f"n_jobs={args.n_jobs}"
+        )
         rows = decoding_rows(tagger, X_test, y_test, args.repeats, rng)
         print(f"{'row':48} {'median s':>9} {'ratio':>7} {'target':>7}  met")
         for row in rows:
