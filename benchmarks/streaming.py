@@ -1,6 +1,7 @@
-"""Memory of a one-pass streaming fit: the window Treebank task from a generator.
+"""Memory of a one-pass streaming fit: a Treebank task from a generator.
 
-Fits skcrf on the window task (benchmarks/_tasks.py) twice, each in a fresh
+Fits skcrf on the window task (``--task``, or the seed task; benchmarks/_tasks.py)
+with ``--n-jobs`` threads (default 1) twice, each in a fresh
 process, the two alternating for ``--repeats`` repetitions:
 
 - ``list``: the usual way, ``fit(X, y)`` with ``X`` a prebuilt list of token
@@ -15,6 +16,10 @@ issue #15: generator <= 1/3 of list, with the same model (the SHA-256 of the
 weights and the final loss must agree).
 
     PYTHONPATH=. python benchmarks/streaming.py               # 100 iterations, 2 repeats
+    PYTHONPATH=. python benchmarks/streaming.py --n-jobs 2 \
+        --output benchmarks/results/streaming-n_jobs2.json
+    PYTHONPATH=. python benchmarks/streaming.py --task seed \
+        --output benchmarks/results/streaming-seed.json
     PYTHONPATH=. python benchmarks/streaming.py --quick       # smoke test
 
 Writes benchmarks/results/streaming.json (--quick: the temp folder) and prints
@@ -55,7 +60,6 @@ def run_job(job):
     import skcrf
     from skcrf import CRFTagger
 
-    patched = _ensure_streaming_fit(CRFTagger)
     warnings.simplefilter("ignore", ConvergenceWarning)
     token_features = TOKEN_FEATURES[job["task"]]
     import gc
@@ -76,7 +80,7 @@ def run_job(job):
     def tags(sentence):
         return [t for _, t in sentence]
 
-    tagger = CRFTagger(max_iterations=job["iterations"], n_jobs=1, **PARAMS)
+    tagger = CRFTagger(max_iterations=job["iterations"], n_jobs=job["n_jobs"], **PARAMS)
     if job["mode"] == "list":
         X = [features(s) for s in train]
         y = [tags(s) for s in train]
@@ -102,21 +106,8 @@ def run_job(job):
         "n_attributes": len(tagger.attributes_),
         "weights_sha256": hashlib.sha256(weights.tobytes()).hexdigest(),
         "train_sentences": len(train),
-        "fit_patched_from_handoff": patched,
         "skcrf_path": str(Path(skcrf.__file__).parent),
     }
-
-
-def _ensure_streaming_fit(CRFTagger):
-    """Until .handoff/issue15_tagger.md is pasted, run with its methods patched in."""
-    try:
-        CRFTagger(max_iterations=1).fit(iter([[{"a": 1.0}]]), iter([["A"]]))
-        return False
-    except TypeError:
-        sys.path.insert(0, str(ROOT / ".handoff"))
-        import issue15_run_patched  # noqa: F401  (patches CRFTagger)
-
-        return True
 
 
 # -- the driver -------------------------------------------------------------------
@@ -160,6 +151,8 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true", help="300 sentences, 5 iterations")
     parser.add_argument("--iterations", type=int, default=100)
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--task", choices=("window", "seed"), default="window")
+    parser.add_argument("--n-jobs", type=int, default=1)
     parser.add_argument("--output", type=Path, default=None)
     args = parser.parse_args(argv)
     if args.job:
@@ -186,7 +179,8 @@ def main(argv=None):
                 runs[mode].append(
                     child(
                         {
-                            "task": "window",
+                            "task": args.task,
+                            "n_jobs": args.n_jobs,
                             "mode": mode,
                             "split": str(split),
                             "quick": args.quick,
@@ -232,12 +226,14 @@ def main(argv=None):
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     table = "\n".join(lines)
     print(
-        f"Window Treebank task, {iterations} iterations, params {PARAMS}, n_jobs=1, "
+        f"{args.task.capitalize()} Treebank task, {iterations} iterations, params {PARAMS}, "
+        f"n_jobs={args.n_jobs}, "
         f"median of {args.repeats}:\n"
     )
     print(table)
     result = {
-        "task": "window",
+        "task": args.task,
+        "n_jobs": args.n_jobs,
         "iterations": iterations,
         "params": PARAMS,
         "repeats": args.repeats,

@@ -1,5 +1,6 @@
 """CRFTagger: the public API, token formats, labels, logs and warnings."""
 
+import sys
 import threading
 import warnings
 
@@ -455,6 +456,25 @@ def test_single_blas_thread_nests_and_restores():
         assert all(n == 1 for _, n in _blas_threads())  # still limited
     assert skcrf._utils._threads._blas_users == 0
     assert _blas_threads() == before
+
+
+def test_blas_controller_is_kept_until_a_module_is_imported(monkeypatch):
+    # making threadpoolctl's controller scans every loaded library (ms); a
+    # new BLAS comes with a new module, so an import makes it again
+    import types
+
+    from skcrf._utils import _threads
+
+    with _threads._blas_lock:
+        first = _threads._blas_controller()
+        assert _threads._blas_controller() is first
+        monkeypatch.setitem(sys.modules, "skcrf_test_new_module", types.ModuleType("new"))
+        second = _threads._blas_controller()
+        assert second is not first
+        assert _threads._blas_controller() is second
+        assert [lib.filepath for lib in second.lib_controllers] == [
+            lib.filepath for lib in first.lib_controllers
+        ]
 
 
 @pytest.fixture
