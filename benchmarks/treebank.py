@@ -39,7 +39,7 @@ CONVERGENCE_PARAMS = {
 SCALING_TASK = "window"
 SCALING_FACTORS = (1, 2, 4, 8)
 SCALING_ITERATIONS = 10
-SCALING_TOLERANCE = 0.15  # skcrf's time per iteration per token: within ±15% of data ×1
+SCALING_GROWTH = 1.3  # skcrf's time per iteration per token: at most ×1.3 that of data ×1
 
 # The engines of every measurement, in the order they alternate: name -> (engine, n_jobs).
 CONFIGS = {"crfsuite": ("crfsuite", 1), "skcrf_n1": ("skcrf", 1), "skcrf_n2": ("skcrf", 2)}
@@ -47,13 +47,13 @@ SKCRF_CONFIGS = ("skcrf_n1", "skcrf_n2")
 
 # Targets per task: the least speed ratio (crfsuite time ÷ skcrf time).
 FIT_TARGETS = {
-    "seed": {"skcrf_n1": 3.0, "skcrf_n2": 5.5},
+    "seed": {"skcrf_n1": 3.5, "skcrf_n2": 5.5},
     "window": {"skcrf_n1": 2.5, "skcrf_n2": 4.5},
     "universal": {"skcrf_n1": 2.5, "skcrf_n2": 2.5},  # issue 21: >= 2.5x on every task
 }
 PREDICT_FIRST_TARGET = 2.0
 PREDICT_SINGLE_TARGET = 1.0
-MEMORY_TARGET = 1.0  # skcrf ÷ crfsuite, at most
+MEMORY_TARGET = 0.8  # skcrf ÷ crfsuite, at most (issue 21)
 MODEL_SIZE_TARGET = 1.0  # skcrf ÷ crfsuite, at most
 ACCURACY_TOLERANCE = 0.1  # percentage points, either way
 
@@ -346,15 +346,14 @@ def convergence_rows(runs):
     return rows
 
 
-def spread(runs, name):
-    """Max ÷ min over the data sizes of config ``name``'s time per iteration per token,
-    and whether every size is within ±SCALING_TOLERANCE of the first (×1)."""
+def growth(runs, name):
+    """Largest time per iteration per token of config ``name`` over the data
+    sizes ÷ its time at the first size (×1); a time that falls gives < 1."""
     values = [
         median([r["us_per_iteration_per_token"] for r in by_config[name]])
         for by_config in runs.values()
     ]
-    within = all(abs(v / values[0] - 1) <= SCALING_TOLERANCE for v in values)
-    return max(values) / min(values), within
+    return max(values) / values[0]
 
 
 def scaling_rows(scaling):
@@ -372,17 +371,17 @@ def scaling_rows(scaling):
                     "time",
                 )
             )
-    crfsuite_spread, _ = spread(scaling, "crfsuite")
+    crfsuite_growth = growth(scaling, "crfsuite")
     for name in SKCRF_CONFIGS:
-        skcrf_spread, within = spread(scaling, name)
+        skcrf_growth = growth(scaling, name)
         rows.append(
             row(
-                f"max ÷ min over the sizes, skcrf n_jobs={CONFIGS[name][1]}",
+                f"largest size ÷ ×1, skcrf n_jobs={CONFIGS[name][1]}",
                 "",
-                crfsuite_spread,
-                skcrf_spread,
-                target=f"skcrf: each size within ±{100 * SCALING_TOLERANCE:g}% of ×1",
-                met=within,
+                crfsuite_growth,
+                skcrf_growth,
+                target=f"skcrf: ≤ ×{SCALING_GROWTH:g}",
+                met=skcrf_growth <= SCALING_GROWTH,
                 fmt="{:.2f}",
             )
         )
