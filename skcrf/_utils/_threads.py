@@ -36,7 +36,7 @@ def _release_openblas_control():
 
 
 def _blas_controller():
-    """threadpoolctl's controller of the loaded libraries (call under ``_blas_lock``).
+    """The threadpoolctl controller of the loaded libraries (call under ``_blas_lock``).
 
     Making one scans every loaded shared library (4-5 ms with numpy's and
     scipy's OpenBLAS, about a tenth of a whole predict of the Treebank test
