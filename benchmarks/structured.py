@@ -41,6 +41,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from _tasks import load_task, n_tokens  # noqa: E402
+from _worker import timed  # noqa: E402
 
 from skcrf import CRFTagger  # noqa: E402
 
@@ -48,14 +49,6 @@ FIT_PARAMS = {"c1": 0.1, "c2": 0.1, "max_iterations": 100, "all_possible_transit
 NBEST_TARGET = 3.0
 CONSTRAINED_TARGET = 1.2
 MISSING = "<?>"
-
-
-def timed(fn):
-    start = time.perf_counter()
-    result = fn()
-    seconds = time.perf_counter() - start
-    del result  # freed after the clock stopped (a caller holds the result)
-    return seconds
 
 
 def decoding_rows(tagger, X_test, y_test, repeats, rng):
@@ -96,7 +89,7 @@ def decoding_rows(tagger, X_test, y_test, repeats, rng):
     times = [[] for _ in calls]
     for _ in range(repeats):
         for k, (_, fn, _) in enumerate(calls):
-            times[k].append(timed(fn))
+            times[k].append(timed(fn)[1])  # the result freed after the clock stopped
     rows = []
     for (name, _, target), all_times in zip(calls, times):
         ratios = [t / base for t, base in zip(all_times, times[0])]
