@@ -358,6 +358,65 @@ def test_dense_rows_go_to_frequent_attributes(monkeypatch):
     assert out.tolist() == [0] + list(range(2, 12))
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_dense_first_keeps_each_row_and_the_kernels_sums(seed, monkeypatch):
+    # Block.put_dense_first: each row's entries are the same (id, value)
+    # pairs, those with a dense row first, both groups in their old order;
+    # the state scores and expected counts stay the dense products.
+    monkeypatch.setattr(skcrf._inference._blocks, "DENSE_DENOMINATOR", 4)
+    encoded, labels, classes, attributes = random_problem(
+        seed, n_sequences=12, n_attributes=30, n_labels=8, max_length=7
+    )
+    model, _ = select_features(encoded, labels, classes, attributes)
+    layout = StateLayout(model.state_ptr, model.state_labels, model.n_labels)
+    assert 0 < layout.n_dense < len(attributes)
+    sequences = np.arange(len(encoded.lengths))
+    (block,) = skcrf._inference._blocks.make_blocks(encoded, sequences, model.n_labels)
+    before = [
+        list(zip(block.ids[a:b].tolist(), block.values[a:b].tolist()))
+        for a, b in zip(block.indptr[:-1], block.indptr[1:])
+    ]
+    assert any(  # a row that needs reordering
+        (layout.dense_row[[i for i, _ in row]] >= 0).tolist()
+        != sorted((layout.dense_row[[i for i, _ in row]] >= 0).tolist(), reverse=True)
+        for row in before
+    )
+    block.put_dense_first(layout.dense_row)
+    for r, row in enumerate(before):
+        a, b = block.indptr[r], block.indptr[r + 1]
+        after = list(zip(block.ids[a:b].tolist(), block.values[a:b].tolist()))
+        dense = [entry for entry in row if layout.dense_row[entry[0]] >= 0]
+        assert after == dense + [entry for entry in row if layout.dense_row[entry[0]] < 0]
+
+    rng = np.random.default_rng(seed)
+    w = rng.normal(size=model.n_states)
+    X = dense_features(encoded, len(attributes))[block.rows]
+    W = np.zeros((len(attributes), model.n_labels))
+    W[model.state_attributes(), model.state_labels] = w
+    scores = np.full((len(X), model.n_labels), np.nan)
+    arrays = score_arrays(layout, w, np.zeros((model.n_labels, model.n_labels)))
+    state_scores(block.indptr, block.ids, block.values, arrays, scores)
+    np.testing.assert_allclose(scores, X @ W, atol=1e-12)
+    marginals = rng.random((len(X), model.n_labels))
+    expected = np.zeros(model.n_states)
+    dense_expected = np.zeros((layout.n_dense, model.n_labels))
+    _kernels.expected_states(
+        block.indptr,
+        block.ids,
+        block.values,
+        layout.state_ptr,
+        layout.state_labels,
+        marginals,
+        layout.dense_row,
+        expected,
+        dense_expected,
+    )
+    layout.gather(dense_expected, expected)
+    np.testing.assert_allclose(
+        expected, (X.T @ marginals)[model.state_attributes(), model.state_labels], atol=1e-12
+    )
+
+
 def test_vectorized_exp_matches_libm_within_one_ulp():
     rng = np.random.default_rng(0)
     scores = np.concatenate([-rng.random(200_000) * 708, -rng.random(1000) * 1e-6, [0.0]])

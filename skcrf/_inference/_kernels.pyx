@@ -121,9 +121,12 @@ cdef void add_state_scores(
 
     An attribute with a dense row (``dense_row[a] >= 0``) adds that whole
     row of ``dense_weights``: a contiguous loop the compiler vectorizes, for
-    the few frequent attributes that hold features with most labels.
+    the few frequent attributes that hold features with most labels. A row's
+    leading run of such entries is added without the per-entry choice
+    between a dense row and sparse features (``Block.put_dense_first`` puts
+    them first); entries in any order give the same sums.
     """
-    cdef Py_ssize_t r, p, k, a, d, j, n_labels = out.shape[1]
+    cdef Py_ssize_t r, p, end, k, a, d, j, n_labels = out.shape[1]
     cdef double v
     cdef double* row
     cdef const double* dense
@@ -131,7 +134,14 @@ cdef void add_state_scores(
     cdef const double* dense_data = &dense_weights[0, 0] if dense_weights.shape[0] else NULL
     for r in range(out.shape[0]):
         row = &out[r, 0]
-        for p in range(indptr[r], indptr[r + 1]):
+        p, end = indptr[r], indptr[r + 1]
+        while p < end and dense_row[ids[p]] >= 0:  # the leading dense run
+            v = values[p] if values != NULL else 1.0
+            dense = &dense_weights[dense_row[ids[p]], 0]
+            for j in range(n_labels):
+                row[j] += v * dense[j]
+            p += 1
+        for p in range(p, end):
             a = _entry_prefetching(&ids[0], p, last, &dense_row[0], &state_ptr[0],
                                    &state_labels[0], &state_weights[0], dense_data, n_labels)
             v = values[p] if values != NULL else 1.0
@@ -154,9 +164,10 @@ cdef void add_expected_states(
     """out[k] += value * p(label of k) over every token holding k's attribute
     (``values`` NULL: every value is 1).
 
-    Attributes with a dense row accumulate whole rows into ``dense_out``.
+    Attributes with a dense row accumulate whole rows into ``dense_out``; a
+    row's leading run of them as in :func:`add_state_scores`.
     """
-    cdef Py_ssize_t r, p, k, a, d, j, n_labels = marginals.shape[1]
+    cdef Py_ssize_t r, p, end, k, a, d, j, n_labels = marginals.shape[1]
     cdef double v
     cdef const double* row
     cdef double* dense
@@ -164,7 +175,14 @@ cdef void add_expected_states(
     cdef const double* dense_data = &dense_out[0, 0] if dense_out.shape[0] else NULL
     for r in range(marginals.shape[0]):
         row = &marginals[r, 0]
-        for p in range(indptr[r], indptr[r + 1]):
+        p, end = indptr[r], indptr[r + 1]
+        while p < end and dense_row[ids[p]] >= 0:  # the leading dense run
+            v = values[p] if values != NULL else 1.0
+            dense = &dense_out[dense_row[ids[p]], 0]
+            for j in range(n_labels):
+                dense[j] += v * row[j]
+            p += 1
+        for p in range(p, end):
             a = _entry_prefetching(&ids[0], p, last, &dense_row[0], &state_ptr[0],
                                    &state_labels[0], &out[0], dense_data, n_labels)
             v = values[p] if values != NULL else 1.0

@@ -567,6 +567,8 @@ class _Shard:
             labels=labels,
         )
         order.renumber(self.blocks + self.partial_blocks)
+        for block in self.blocks + self.partial_blocks:
+            block.put_dense_first(layout.dense_row)
         self.workspace = Workspace(self.blocks + self.partial_blocks, n_labels)
         dense = getattr(encoded, "dense", None)
         # marginals summed per distinct vector row
