@@ -64,7 +64,8 @@ cdef extern from *:
 # attribute's dense row index and feature range, then its features: misses
 # in a dependent chain once the model outgrows the caches. At each entry they
 # ask the cache for the row index and range of the entry _AHEAD ahead, and
-# for the features (or dense row) of the entry _AHEAD / 2 ahead.
+# for the features of the entry _AHEAD / 2 ahead, without a branch on its
+# kind (the dense rows, of the most frequent attributes, stay cached).
 cdef enum:
     _AHEAD = 16
 
@@ -72,22 +73,18 @@ cdef enum:
 cdef inline Py_ssize_t _entry_prefetching(
     const int* ids, Py_ssize_t p, Py_ssize_t last, const int* dense_row,
     const long long* state_ptr, const int* state_labels, const double* per_feature,
-    const double* per_dense, Py_ssize_t n_labels,
 ) noexcept nogil:
     """The attribute of entry ``p``, once the prefetches for the entries ahead
-    (at most ``last``) are issued: ``per_feature`` and ``per_dense`` are what
-    the loop reads or writes per state feature and per dense row. (It returns
-    the attribute because GCC drops a call whose only effects are prefetches.)
+    (at most ``last``) are issued: ``per_feature`` is what the loop reads or
+    writes per state feature. (It returns the attribute because GCC drops a
+    call whose only effects are prefetches.)
     """
     cdef Py_ssize_t a = ids[p + _AHEAD if p + _AHEAD <= last else last]
     SKCRF_PREFETCH(&dense_row[a])
     SKCRF_PREFETCH(&state_ptr[a])
     a = ids[p + _AHEAD // 2 if p + _AHEAD // 2 <= last else last]
-    if dense_row[a] >= 0:
-        SKCRF_PREFETCH(&per_dense[dense_row[a] * n_labels])
-    else:
-        SKCRF_PREFETCH(&state_labels[state_ptr[a]])
-        SKCRF_PREFETCH(&per_feature[state_ptr[a]])
+    SKCRF_PREFETCH(&state_labels[state_ptr[a]])
+    SKCRF_PREFETCH(&per_feature[state_ptr[a]])
     return ids[p]
 
 
@@ -131,7 +128,6 @@ cdef void add_state_scores(
     cdef double* row
     cdef const double* dense
     cdef Py_ssize_t last = indptr[out.shape[0]] - 1
-    cdef const double* dense_data = &dense_weights[0, 0] if dense_weights.shape[0] else NULL
     for r in range(out.shape[0]):
         row = &out[r, 0]
         p, end = indptr[r], indptr[r + 1]
@@ -143,7 +139,7 @@ cdef void add_state_scores(
             p += 1
         for p in range(p, end):
             a = _entry_prefetching(&ids[0], p, last, &dense_row[0], &state_ptr[0],
-                                   &state_labels[0], &state_weights[0], dense_data, n_labels)
+                                   &state_labels[0], &state_weights[0])
             v = values[p] if values != NULL else 1.0
             d = dense_row[a]
             if d >= 0:
@@ -172,7 +168,6 @@ cdef void add_expected_states(
     cdef const double* row
     cdef double* dense
     cdef Py_ssize_t last = indptr[marginals.shape[0]] - 1
-    cdef const double* dense_data = &dense_out[0, 0] if dense_out.shape[0] else NULL
     for r in range(marginals.shape[0]):
         row = &marginals[r, 0]
         p, end = indptr[r], indptr[r + 1]
@@ -184,7 +179,7 @@ cdef void add_expected_states(
             p += 1
         for p in range(p, end):
             a = _entry_prefetching(&ids[0], p, last, &dense_row[0], &state_ptr[0],
-                                   &state_labels[0], &out[0], dense_data, n_labels)
+                                   &state_labels[0], &out[0])
             v = values[p] if values != NULL else 1.0
             d = dense_row[a]
             if d >= 0:
