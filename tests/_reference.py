@@ -276,3 +276,20 @@ def hashlittle(key, initval=0):
         (a + words[last]) & _U32, (b + words[last + 1]) & _U32, (c + words[last + 2]) & _U32
     )
     return c
+
+
+def two_loop_direction(grad, s_mem, y_mem, ys_mem, newest, n_pairs, gamma):
+    """``-H grad`` of L-BFGS: the two-loop recursion, one numpy pass at a time."""
+    m = len(s_mem)
+    slots = [(newest - i) % m for i in range(n_pairs)]  # newest first
+    d = -grad
+    alpha = np.empty(n_pairs)
+    for i, j in enumerate(slots):
+        alpha[i] = s_mem[j] @ d / ys_mem[j]
+        d = d - alpha[i] * y_mem[j]
+    d = gamma * d
+    for i in reversed(range(n_pairs)):
+        j = slots[i]
+        beta = y_mem[j] @ d / ys_mem[j]
+        d = d + (alpha[i] - beta) * s_mem[j]
+    return d

@@ -2,6 +2,7 @@
 
 import math
 
+import _reference
 import numpy as np
 import pytest
 
@@ -20,6 +21,7 @@ from skcrf._training._lbfgs import (
     pseudo_gradient,
     two_loop_direction,
 )
+from skcrf._training._lbfgs_kernels import two_loop
 
 # quick, run-time dependencies only: tools/build_wheels.py runs these against each wheel
 pytestmark = pytest.mark.wheel
@@ -211,6 +213,33 @@ def test_two_loop_recovers_newton_direction_on_quadratic():
     gamma = ys[3] / (y_mem[3] @ y_mem[3])
     d = two_loop_direction(g, s_mem, y_mem, ys, 3, 4, gamma)
     np.testing.assert_allclose(d, -np.linalg.solve(a, g), rtol=1e-8, atol=1e-10)
+
+
+@pytest.mark.parametrize("n", [1, 3, 4, 5, 1001])
+@pytest.mark.parametrize(("newest", "n_pairs"), [(0, 1), (2, 3), (1, 4), (3, 4)])
+def test_two_loop_kernel_matches_the_numpy_recursion(n, newest, n_pairs):
+    # the compiled passes (remainders of 4 included) against one numpy pass
+    # at a time; the dot products are summed in another order
+    rng = np.random.default_rng(n + 10 * newest + 100 * n_pairs)
+    s_mem, y_mem = rng.standard_normal((2, 4, n))
+    ys = rng.random(4) + 0.5
+    g = rng.standard_normal(n)
+    before = (g.copy(), s_mem.copy(), y_mem.copy(), ys.copy())
+    d = two_loop_direction(g, s_mem, y_mem, ys, newest, n_pairs, 0.7)
+    expected = _reference.two_loop_direction(g, s_mem, y_mem, ys, newest, n_pairs, 0.7)
+    np.testing.assert_allclose(d, expected, rtol=1e-12, atol=1e-12 * np.abs(expected).max())
+    for array, copy in zip((g, s_mem, y_mem, ys), before):
+        np.testing.assert_array_equal(array, copy)  # inputs untouched
+
+
+def test_two_loop_kernel_rejects_bad_slots_and_lengths():
+    s_mem = np.zeros((3, 4))
+    with pytest.raises(ValueError, match="slot out of range"):
+        two_loop(np.ones(4), s_mem, s_mem, np.ones(3), np.array([3], dtype=np.intp), 1.0)
+    with pytest.raises(ValueError, match="at least one pair"):
+        two_loop(np.ones(5), s_mem, s_mem, np.ones(3), np.array([0], dtype=np.intp), 1.0)
+    with pytest.raises(ValueError, match="at least one pair"):
+        two_loop(np.ones(4), s_mem, s_mem, np.ones(3), np.array([], dtype=np.intp), 1.0)
 
 
 def test_interpolation_helpers_find_known_minimizers():

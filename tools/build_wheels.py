@@ -54,6 +54,7 @@ prefix = sys.argv[1]
 assert skcrf.__file__.startswith(prefix), (skcrf.__file__, prefix)
 for name in ["_inference._kernels", "_inference._viterbi", "_inference._nbest",
              "_inference._output", "_featurize._vocabulary", "_training._online",
+             "_training._lbfgs_kernels",
              "_utils._cqdb_index", "_persist._feature_scan"]:
     module = importlib.import_module("skcrf." + name)
     assert module.__file__.startswith(prefix) and module.__file__.endswith(".so"), module

@@ -76,6 +76,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ._lbfgs_kernels import two_loop
+
 __all__ = [
     "IterationInfo",
     "LBFGSResult",
@@ -356,7 +358,7 @@ def project_orthant(x, orthant):
     return x
 
 
-def two_loop_direction(grad, s_mem, y_mem, ys_mem, newest, n_pairs, gamma, work=None):
+def two_loop_direction(grad, s_mem, y_mem, ys_mem, newest, n_pairs, gamma):
     """L-BFGS search direction ``-H grad`` by the two-loop recursion.
 
     Parameters
@@ -375,31 +377,32 @@ def two_loop_direction(grad, s_mem, y_mem, ys_mem, newest, n_pairs, gamma, work=
     gamma : float
         Scale of the initial inverse Hessian ``gamma * I``; L-BFGS uses
         ``y.s / y.y`` of the newest pair.
-    work : ndarray of shape (n,), optional
-        Scratch buffer, to avoid allocating temporaries.
 
     Returns
     -------
     d : ndarray of shape (n,)
         The direction (a new array).
+
+    Notes
+    -----
+    The optimizer's main cost for large ``n``: the compiled
+    :func:`~skcrf._training._lbfgs_kernels.two_loop` updates the direction
+    and takes the next dot product in one pass per pair.
     """
+    if n_pairs == 0:
+        d = np.negative(grad)
+        d *= gamma
+        return d
     m = s_mem.shape[0]
-    if work is None:
-        work = np.empty_like(grad)
-    d = np.negative(grad)
-    alpha = np.empty(n_pairs)
-    slots = [(newest - i) % m for i in range(n_pairs)]  # newest first
-    # This loop is the optimiser's main cost for large n: the updates
-    # d += c * v go through `work` so that no temporary is allocated.
-    for i, j in enumerate(slots):
-        alpha[i] = _dot(s_mem[j], d) / ys_mem[j]
-        d -= np.multiply(y_mem[j], alpha[i], out=work)
-    d *= gamma
-    for i in range(n_pairs - 1, -1, -1):  # oldest first
-        j = slots[i]
-        beta = _dot(y_mem[j], d) / ys_mem[j]
-        d += np.multiply(s_mem[j], alpha[i] - beta, out=work)
-    return d
+    slots = np.array([(newest - i) % m for i in range(n_pairs)], dtype=np.intp)  # newest first
+    return two_loop(
+        np.ascontiguousarray(grad, dtype=np.float64),
+        np.ascontiguousarray(s_mem, dtype=np.float64),
+        np.ascontiguousarray(y_mem, dtype=np.float64),
+        np.ascontiguousarray(ys_mem, dtype=np.float64),
+        slots,
+        float(gamma),
+    )
 
 
 def _dot(a, b):
