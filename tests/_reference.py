@@ -278,8 +278,9 @@ def hashlittle(key, initval=0):
     return c
 
 
-def two_loop_direction(grad, s_mem, y_mem, ys_mem, newest, n_pairs, gamma):
-    """``-H grad`` of L-BFGS: the two-loop recursion, one numpy pass at a time."""
+def two_loop_direction(grad, s_mem, y_mem, ys_mem, newest, n_pairs, gamma, owlqn=False):
+    """``-H grad`` of L-BFGS: the two-loop recursion, one numpy pass at a time
+    (``owlqn``: 0 where it does not move against ``grad``)."""
     m = len(s_mem)
     slots = [(newest - i) % m for i in range(n_pairs)]  # newest first
     d = -grad
@@ -292,4 +293,14 @@ def two_loop_direction(grad, s_mem, y_mem, ys_mem, newest, n_pairs, gamma):
         j = slots[i]
         beta = y_mem[j] @ d / ys_mem[j]
         d = d + (alpha[i] - beta) * s_mem[j]
+    if owlqn:
+        d[d * grad >= 0.0] = 0.0
     return d
+
+
+def owlqn_trial(x0, pg0, d, step):
+    """OWL-QN's projected trial point, ``|x|_1`` and ``(x - x0) . pg0``."""
+    orthant = np.where(x0 != 0.0, x0, -pg0)
+    x = d * step + x0
+    x[x * orthant < 0.0] = 0.0
+    return x, np.abs(x).sum(), (x - x0) @ pg0

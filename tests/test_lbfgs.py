@@ -17,11 +17,10 @@ from skcrf._training._lbfgs import (
     _secant_minimizer,
     _update_trial_interval,
     minimize_lbfgs,
-    project_orthant,
     pseudo_gradient,
     two_loop_direction,
 )
-from skcrf._training._lbfgs_kernels import two_loop
+from skcrf._training._lbfgs_kernels import lbfgs_pair, owlqn_trial, two_loop
 
 # quick, run-time dependencies only: tools/build_wheels.py runs these against each wheel
 pytestmark = pytest.mark.wheel
@@ -184,11 +183,54 @@ def test_pseudo_gradient_cases():
     np.testing.assert_array_equal(pseudo_gradient(x, g, c), expected)
 
 
-def test_project_orthant_zeroes_sign_changes_only():
-    x = np.array([1.0, -1.0, 2.0, -2.0, 5.0])
-    orthant = np.array([1.0, 1.0, -1.0, -3.0, 0.0])
-    out = project_orthant(x, orthant)
-    np.testing.assert_array_equal(out, [1.0, 0.0, 0.0, -2.0, 5.0])
+def test_owlqn_trial_projects_onto_the_orthant():
+    # the orthant is x0's signs, and -pg0's where x0 is 0; a coordinate that
+    # would leave it becomes 0
+    x0 = np.array([1.0, -1.0, 0.0, 0.0, 2.0])
+    pg0 = np.array([0.5, 0.5, 3.0, -3.0, 1.0])
+    d = np.array([-3.0, 0.5, 1.0, 1.0, -1.0])
+    x, l1, decrease = owlqn_trial(x0, pg0, d, 1.0)
+    np.testing.assert_array_equal(x, [0.0, -0.5, 0.0, 1.0, 1.0])
+    assert l1 == 2.5
+    assert decrease == -4.25  # (x - x0) . pg0
+    np.testing.assert_array_equal(x0, [1.0, -1.0, 0.0, 0.0, 2.0])  # input untouched
+
+
+@pytest.mark.parametrize("n", [1, 7, 1001])
+def test_owlqn_trial_matches_numpy(n):
+    rng = np.random.default_rng(n)
+    x0, pg0, d = rng.standard_normal((3, n))
+    x0[rng.random(n) < 0.3] = 0.0
+    x, l1, decrease = owlqn_trial(x0, pg0, d, 0.3)
+    expected = _reference.owlqn_trial(x0, pg0, d, 0.3)
+    np.testing.assert_array_equal(x, expected[0])  # the same arithmetic per element
+    assert l1 == pytest.approx(expected[1], rel=1e-13)
+    assert decrease == pytest.approx(expected[2], rel=1e-12, abs=1e-12)
+
+
+@pytest.mark.parametrize("c1", [0.0, 0.7])
+def test_lbfgs_pair_matches_numpy(c1):
+    # s = x - x_prev, y = -g_prev + g, the pseudo-gradient (zeros of x with
+    # g inside and outside [-c1, c1], -0.0, NaN) and the four dot products
+    rng = np.random.default_rng(3)
+    n = 1003
+    x, x_prev, g, g_prev = rng.standard_normal((4, n))
+    x[rng.random(n) < 0.3] = 0.0
+    x[:3] = [-0.0, 0.0, 0.0]
+    g[:3] = [2.0, -2.0, 0.1]
+    s, y = np.empty(n), -g_prev
+    pg, xx, pgpg, ys, yy = lbfgs_pair(x, x_prev, g, s, y, c1)
+    np.testing.assert_array_equal(s, x - x_prev)
+    np.testing.assert_array_equal(y, -g_prev + g)
+    if c1 == 0.0:
+        assert pg is g
+    else:
+        np.testing.assert_array_equal(pg, pseudo_gradient(x, g, c1))
+    for dot, expected in [(xx, x @ x), (pgpg, pg @ pg), (ys, y @ s), (yy, y @ y)]:
+        assert dot == pytest.approx(expected, rel=1e-12)
+    x[5] = np.nan
+    pg, *_ = lbfgs_pair(x, x_prev, g, s, y, c1)
+    assert np.isnan(pg[5]) == (c1 > 0.0)
 
 
 def test_two_loop_with_no_memory_is_scaled_steepest_descent():
@@ -215,9 +257,10 @@ def test_two_loop_recovers_newton_direction_on_quadratic():
     np.testing.assert_allclose(d, -np.linalg.solve(a, g), rtol=1e-8, atol=1e-10)
 
 
+@pytest.mark.parametrize("owlqn", [False, True])
 @pytest.mark.parametrize("n", [1, 3, 4, 5, 1001])
-@pytest.mark.parametrize(("newest", "n_pairs"), [(0, 1), (2, 3), (1, 4), (3, 4)])
-def test_two_loop_kernel_matches_the_numpy_recursion(n, newest, n_pairs):
+@pytest.mark.parametrize(("newest", "n_pairs"), [(0, 0), (0, 1), (2, 3), (1, 4), (3, 4)])
+def test_two_loop_kernel_matches_the_numpy_recursion(n, newest, n_pairs, owlqn):
     # the compiled passes (remainders of 4 included) against one numpy pass
     # at a time; the dot products are summed in another order
     rng = np.random.default_rng(n + 10 * newest + 100 * n_pairs)
@@ -225,9 +268,12 @@ def test_two_loop_kernel_matches_the_numpy_recursion(n, newest, n_pairs):
     ys = rng.random(4) + 0.5
     g = rng.standard_normal(n)
     before = (g.copy(), s_mem.copy(), y_mem.copy(), ys.copy())
-    d = two_loop_direction(g, s_mem, y_mem, ys, newest, n_pairs, 0.7)
-    expected = _reference.two_loop_direction(g, s_mem, y_mem, ys, newest, n_pairs, 0.7)
+    d = two_loop_direction(g, s_mem, y_mem, ys, newest, n_pairs, 0.7, owlqn)
+    expected = _reference.two_loop_direction(g, s_mem, y_mem, ys, newest, n_pairs, 0.7, owlqn)
     np.testing.assert_allclose(d, expected, rtol=1e-12, atol=1e-12 * np.abs(expected).max())
+    np.testing.assert_array_equal(d == 0.0, expected == 0.0)
+    if owlqn and n > 5 and n_pairs > 0:  # (with no pair, d = -0.7 g moves against g)
+        assert (d == 0.0).any() and (d * g < 0.0).any()  # both kinds of component
     for array, copy in zip((g, s_mem, y_mem, ys), before):
         np.testing.assert_array_equal(array, copy)  # inputs untouched
 

@@ -76,14 +76,13 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._lbfgs_kernels import two_loop
+from ._lbfgs_kernels import lbfgs_pair, owlqn_trial, two_loop
 
 __all__ = [
     "IterationInfo",
     "LBFGSResult",
     "LBFGSStatus",
     "minimize_lbfgs",
-    "project_orthant",
     "pseudo_gradient",
     "two_loop_direction",
 ]
@@ -338,27 +337,7 @@ def pseudo_gradient(x, g, c1):
     return pg
 
 
-def project_orthant(x, orthant):
-    """Zero the coordinates of ``x`` whose sign disagrees with ``orthant``.
-
-    Parameters
-    ----------
-    x : ndarray of shape (n,)
-        Point to project; modified in place and returned.
-    orthant : ndarray of shape (n,)
-        Reference signs. A coordinate with ``x_i * orthant_i < 0`` becomes 0;
-        a coordinate with ``orthant_i == 0`` is left as it is.
-
-    Returns
-    -------
-    x : ndarray of shape (n,)
-        The same array, projected.
-    """
-    x[x * orthant < 0.0] = 0.0
-    return x
-
-
-def two_loop_direction(grad, s_mem, y_mem, ys_mem, newest, n_pairs, gamma):
+def two_loop_direction(grad, s_mem, y_mem, ys_mem, newest, n_pairs, gamma, owlqn=False):
     """L-BFGS search direction ``-H grad`` by the two-loop recursion.
 
     Parameters
@@ -377,6 +356,9 @@ def two_loop_direction(grad, s_mem, y_mem, ys_mem, newest, n_pairs, gamma):
     gamma : float
         Scale of the initial inverse Hessian ``gamma * I``; L-BFGS uses
         ``y.s / y.y`` of the newest pair.
+    owlqn : bool
+        Keep only the components that move against ``grad`` (the others
+        become 0), as OWL-QN does with the pseudo-gradient.
 
     Returns
     -------
@@ -392,6 +374,8 @@ def two_loop_direction(grad, s_mem, y_mem, ys_mem, newest, n_pairs, gamma):
     if n_pairs == 0:
         d = np.negative(grad)
         d *= gamma
+        if owlqn:
+            d[d * grad >= 0.0] = 0.0
         return d
     m = s_mem.shape[0]
     slots = np.array([(newest - i) % m for i in range(n_pairs)], dtype=np.intp)  # newest first
@@ -402,6 +386,7 @@ def two_loop_direction(grad, s_mem, y_mem, ys_mem, newest, n_pairs, gamma):
         np.ascontiguousarray(ys_mem, dtype=np.float64),
         slots,
         float(gamma),
+        owlqn,
     )
 
 
@@ -438,11 +423,16 @@ class _Objective:
         self.n_evals = 0
         self.fresh_gradient = fresh_gradient
 
-    def __call__(self, x, work=None):
-        """``(f, g)`` at ``x``; ``work``: a free buffer of size n for ``|x|``."""
+    def __call__(self, x, l1=None):
+        """``(f, g)`` at ``x``; ``l1``: ``|x|_1`` if the caller has it."""
         f, g = self.loss_gradient(x)
         self.n_evals += 1
-        if not (self.fresh_gradient and isinstance(g, np.ndarray) and g.dtype == np.float64):
+        if not (
+            self.fresh_gradient
+            and isinstance(g, np.ndarray)
+            and g.dtype == np.float64
+            and g.flags.c_contiguous
+        ):
             g = np.array(g, dtype=np.float64)  # a copy
         if g.shape != (self.n,):
             raise ValueError(
@@ -450,7 +440,7 @@ class _Objective:
             )
         f = float(f)
         if self.c1 > 0.0:
-            f += self.c1 * float(np.abs(x, out=work).sum())
+            f += self.c1 * (float(np.abs(x).sum()) if l1 is None else l1)
         return f, g
 
 
@@ -544,7 +534,7 @@ def _backtracking(objective, x0, f0, dg_init, d, step, opts):
         step *= factor
 
 
-def _backtracking_owlqn(objective, x0, f0, pg0, d, step, opts, orthant):
+def _backtracking_owlqn(objective, x0, f0, pg0, d, step, opts):
     """Projected backtracking search of OWL-QN (``c1 > 0``).
 
     Each trial point ``x0 + t d`` is projected onto the orthant of ``x0``
@@ -553,19 +543,17 @@ def _backtracking_owlqn(objective, x0, f0, pg0, d, step, opts, orthant):
     ``F(x) <= F(x0) + ftol * (x - x0).pg0`` (``F`` includes the L1 term) and
     the objective is finite; otherwise the step is halved. The search fails
     after a rejected trial with ``t < min_step``, ``t > max_step`` or
-    ``max_linesearch`` evaluations. ``orthant`` is a buffer of the size of
-    ``x0``, written here (it holds the orthant, then ``x - x0``).
+    ``max_linesearch`` evaluations. Each trial point, its L1 norm and
+    ``(x - x0).pg0`` come from one compiled pass (:func:`owlqn_trial`).
     """
     count = 0
     while True:
         x = g = None  # a rejected trial's vectors go before the next is made
-        # the orthant: x0's signs, and -pg0's where x0 is 0
-        np.copyto(np.negative(pg0, out=orthant), x0, where=x0 != 0.0)
-        x = project_orthant(_trial_point(x0, step, d), orthant)
-        f, g = objective(x, orthant)  # the orthant is rebuilt for the next trial
+        x, l1, decrease = owlqn_trial(x0, pg0, d, step)
+        f, g = objective(x, l1)
         count += 1
         finite = _is_finite(f, g)
-        if finite and f <= f0 + opts.ftol * _dot(np.subtract(x, x0, out=orthant), pg0):
+        if finite and f <= f0 + opts.ftol * decrease:
             return _SearchOutcome(None, x, f, g, step, count)
         if step < opts.min_step:
             return _failure(LBFGSStatus.MINIMUM_STEP, step, count, finite)
@@ -1077,6 +1065,7 @@ def minimize_lbfgs(
     x = np.asarray(x0, dtype=np.float64)
     if x.ndim != 1 or x.size == 0:
         raise ValueError(f"x0 must be a non-empty 1-D array, got shape {x.shape}.")
+    x = np.ascontiguousarray(x)  # the compiled passes read contiguous vectors
     n = x.size
     owlqn = c1 > 0.0
     objective = _Objective(loss_gradient, c1, n, fresh_gradient)
@@ -1111,7 +1100,7 @@ def minimize_lbfgs(
     # Limited memory: a ring buffer of the last m pairs (s, y). While a line
     # search runs, the slot the next pair goes to (the oldest pair, which the
     # direction has used, or an unused one) holds -g, from which y is made
-    # (the gradient itself is freed), and OWL-QN's orthant.
+    # (the gradient itself is freed).
     s_mem = np.zeros((m, n))
     y_mem = np.zeros((m, n))
     ys_mem = np.zeros(m)
@@ -1128,7 +1117,7 @@ def minimize_lbfgs(
         np.negative(g, out=y_mem[slot])
         if owlqn:
             del g
-            out = _backtracking_owlqn(objective, x, f, pg, d, step, opts, s_mem[slot])
+            out = _backtracking_owlqn(objective, x, f, pg, d, step, opts)
         else:
             dg_init = _dot(g, d)
             del g, pg  # pg is g
@@ -1140,18 +1129,17 @@ def minimize_lbfgs(
         x, f, g, step, n_evals = out.x, out.f, out.g, out.step, out.n_evals
         del out
         # The new pair goes to that slot (kept below if the iteration does
-        # not stop): y = g - g_prev is -g_prev + g (the same sum). The
-        # previous point and the old direction are freed before the next
-        # vectors are made.
-        s = np.subtract(x, x_prev, out=s_mem[slot])
-        y = np.add(y_mem[slot], g, out=y_mem[slot])
-        del x_prev, d
+        # not stop): y = g - g_prev is -g_prev + g (the same sum). One pass
+        # makes it, the pseudo-gradient and the dot products below; the old
+        # direction and pseudo-gradient are freed before it makes the new one.
+        del d
         if owlqn:
             del pg
-        pg = pseudo_gradient(x, g, c1) if owlqn else g
+        pg, xx, pgpg, ys, yy = lbfgs_pair(x, x_prev, g, s_mem[slot], y_mem[slot], c1)
+        del x_prev
 
-        xnorm = math.sqrt(_dot(x, x))
-        gnorm = math.sqrt(_dot(pg, pg))
+        xnorm = math.sqrt(xx)
+        gnorm = math.sqrt(pgpg)
         if callback is not None:
             info = IterationInfo(k, x, f, g, xnorm, gnorm, step, n_evals)
             if callback(info):
@@ -1173,18 +1161,15 @@ def minimize_lbfgs(
         # Keep the new pair (in the next slot of the ring buffer: the oldest
         # pair once it is full). A pair whose curvature y.s is not positive
         # is not used; it has overwritten the oldest pair, which is dropped.
-        ys = _dot(y, s)
         if ys > 0.0:
             newest = slot
             ys_mem[slot] = ys
             n_pairs = min(n_pairs + 1, m)
-            gamma = ys / _dot(y, y)
+            gamma = ys / yy
         else:
             n_pairs = min(n_pairs, m - 1)
 
-        d = two_loop_direction(pg, s_mem, y_mem, ys_mem, newest, n_pairs, gamma)
-        if owlqn:
-            # Keep only the components that move against the pseudo-gradient.
-            d[d * pg >= 0.0] = 0.0
+        # OWL-QN keeps only the components that move against the pseudo-gradient
+        d = two_loop_direction(pg, s_mem, y_mem, ys_mem, newest, n_pairs, gamma, owlqn)
         k += 1
         step = 1.0
