@@ -310,23 +310,31 @@ def test_state_score_and_expected_count_kernels_match_dense_products(denominator
     model, _ = select_features(encoded, labels, classes, attributes)
     layout = StateLayout(model.state_ptr, model.state_labels, model.n_labels)
     assert layout.n_dense > 0 if denominator > 1 else True
-    rng = np.random.default_rng(0)
-    w = rng.normal(size=model.n_states)
     X = dense_features(encoded, len(attributes))
-    W = np.zeros((len(attributes), model.n_labels))
+    assert_kernels_give_dense_products(
+        encoded.indptr, encoded.ids, encoded.values, X, model, layout, np.random.default_rng(0)
+    )
+
+
+def assert_kernels_give_dense_products(indptr, ids, values, X, model, layout, rng):
+    """The state scores and expected counts of CSR rows (token features ``X``
+    as a dense matrix) are ``X @ W`` and ``X.T @ marginals`` at random weights
+    and marginals."""
+    w = rng.normal(size=model.n_states)
+    W = np.zeros((X.shape[1], model.n_labels))
     W[model.state_attributes(), model.state_labels] = w
     scores = np.full((len(X), model.n_labels), np.nan)
     arrays = score_arrays(layout, w, np.zeros((model.n_labels, model.n_labels)))
-    state_scores(encoded.indptr, encoded.ids, encoded.values, arrays, scores)
+    state_scores(indptr, ids, values, arrays, scores)
     np.testing.assert_allclose(scores, X @ W, atol=1e-12)
 
     marginals = rng.random((len(X), model.n_labels))
     expected = np.zeros(model.n_states)
     dense_expected = np.zeros((layout.n_dense, model.n_labels))
     _kernels.expected_states(
-        encoded.indptr,
-        encoded.ids,
-        encoded.values,
+        indptr,
+        ids,
+        values,
         layout.state_ptr,
         layout.state_labels,
         marginals,
@@ -335,9 +343,8 @@ def test_state_score_and_expected_count_kernels_match_dense_products(denominator
         dense_expected,
     )
     layout.gather(dense_expected, expected)
-    dense = X.T @ marginals
     np.testing.assert_allclose(
-        expected, dense[model.state_attributes(), model.state_labels], atol=1e-12
+        expected, (X.T @ marginals)[model.state_attributes(), model.state_labels], atol=1e-12
     )
 
 
@@ -388,32 +395,9 @@ def test_dense_first_keeps_each_row_and_the_kernels_sums(seed, monkeypatch):
         dense = [entry for entry in row if layout.dense_row[entry[0]] >= 0]
         assert after == dense + [entry for entry in row if layout.dense_row[entry[0]] < 0]
 
-    rng = np.random.default_rng(seed)
-    w = rng.normal(size=model.n_states)
     X = dense_features(encoded, len(attributes))[block.rows]
-    W = np.zeros((len(attributes), model.n_labels))
-    W[model.state_attributes(), model.state_labels] = w
-    scores = np.full((len(X), model.n_labels), np.nan)
-    arrays = score_arrays(layout, w, np.zeros((model.n_labels, model.n_labels)))
-    state_scores(block.indptr, block.ids, block.values, arrays, scores)
-    np.testing.assert_allclose(scores, X @ W, atol=1e-12)
-    marginals = rng.random((len(X), model.n_labels))
-    expected = np.zeros(model.n_states)
-    dense_expected = np.zeros((layout.n_dense, model.n_labels))
-    _kernels.expected_states(
-        block.indptr,
-        block.ids,
-        block.values,
-        layout.state_ptr,
-        layout.state_labels,
-        marginals,
-        layout.dense_row,
-        expected,
-        dense_expected,
-    )
-    layout.gather(dense_expected, expected)
-    np.testing.assert_allclose(
-        expected, (X.T @ marginals)[model.state_attributes(), model.state_labels], atol=1e-12
+    assert_kernels_give_dense_products(
+        block.indptr, block.ids, block.values, X, model, layout, np.random.default_rng(seed)
     )
 
 
