@@ -1,14 +1,16 @@
-"""The L-BFGS two-loop recursion in fused vector passes.
+"""The vector passes of L-BFGS / OWL-QN, compiled and fused.
 
-The recursion (:func:`skcrf._training._lbfgs.two_loop_direction`) takes, per
-history pair, a dot product with the direction and then updates it. Done
-by numpy, each is its own pass over long vectors (and the update goes
-through a scratch vector): seven vector reads and writes per pair. Here one
-pass updates the direction by one pair and takes the next dot product with
-the updated values: four. Each element gets the same arithmetic as numpy's
-(a product and a sum, never fused on the baseline build); the dot products
-are summed in four interleaved partial sums, so their last bits may differ
-from numpy's.
+Done by numpy, each step of the optimizer is its own pass over long
+vectors. Here one pass does what several did: the two-loop recursion
+(:func:`skcrf._training._lbfgs.two_loop_direction`) updates the direction
+by one history pair and takes the next dot product with the updated values
+(four vector reads and writes per pair instead of seven), and projects
+OWL-QN's direction in its last pass; :func:`owlqn_trial` makes a line
+search's trial point with its projection, L1 norm and decrease term;
+:func:`lbfgs_pair` makes the new pair, the pseudo-gradient and the dot
+products after a step. Each element gets the same arithmetic as numpy's (a
+product and a sum, never fused on the baseline build); dot products are
+summed in another order, so their last bits may differ from numpy's.
 """
 
 import numpy as np
