@@ -65,6 +65,7 @@ from ._featurize._vocabulary import Vocabulary
 from ._model import FittedState
 from ._tagger import CRFTagger
 from ._training import _fit as fit_driver
+from ._training._lbfgs import Handover
 from ._training._monitor import CallbackInfo
 from ._training._weights import check_sample_weight
 from ._typing import LabelSequencesLike, SequencesLike
@@ -453,7 +454,7 @@ class DaskCRFTagger(CRFTagger):
                 )
                 result = fit_driver.minimize(
                     objective,
-                    np.zeros(model.n_features),
+                    Handover(np.zeros(model.n_features)),
                     settings,
                     monitor,
                     owner="DaskCRFTagger",

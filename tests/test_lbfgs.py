@@ -1,12 +1,14 @@
 """Tests of skcrf._training._lbfgs: L-BFGS / OWL-QN with libLBFGS (CRFsuite) semantics."""
 
 import math
+import weakref
 
 import _reference
 import numpy as np
 import pytest
 
 from skcrf._training._lbfgs import (
+    Handover,
     IterationInfo,
     LBFGSResult,
     LBFGSStatus,
@@ -901,6 +903,66 @@ def test_fresh_gradient_changes_nothing_but_the_copies(c1):
     np.testing.assert_array_equal(runs[0].x, runs[1].x)
     np.testing.assert_array_equal(runs[0].grad, runs[1].grad)
     assert (runs[0].fun, runs[0].n_evals) == (runs[1].fun, runs[1].n_evals)
+
+
+@pytest.mark.parametrize("c1", [0.0, 0.5])
+def test_no_gradient_is_held_while_the_next_point_is_evaluated(c1):
+    # the y slot keeps -g: an accepted gradient (also the one the callback
+    # saw) must be gone before the line search evaluates the next trial
+    # point, or a large model holds one vector too many at fit's peak
+    fun, _ = make_quadratic(30)
+    returned = []
+
+    def tracked(x):
+        alive = sum(ref() is not None for ref in returned)
+        assert alive == 0, f"{alive} earlier gradient(s) still held"
+        f, g = fun(x)
+        returned.append(weakref.ref(g))
+        return f, g
+
+    res = minimize_lbfgs(
+        tracked,
+        np.zeros(30),
+        c1=c1,
+        max_iterations=10,
+        callback=lambda info: False,
+        fresh_gradient=True,
+    )
+    assert res.n_iter == 10 and len(returned) > 10
+
+
+@pytest.mark.parametrize("c1", [0.0, 0.5])
+def test_a_handed_over_start_is_freed_after_the_first_iteration(c1):
+    fun, _ = make_quadratic(30)
+    start = np.linspace(-1.0, 1.0, 30)
+    plain = minimize_lbfgs(fun, start, c1=c1, max_iterations=8)
+    calls = []
+
+    def tracked(x):
+        calls.append(handed_start() is not None)
+        return fun(x)
+
+    handover = Handover(start.copy())
+    handed_start = weakref.ref(handover.array)
+    res = minimize_lbfgs(tracked, handover, c1=c1, max_iterations=8, callback=lambda info: False)
+    assert handover.array is None and handed_start() is None
+    n_first = calls.index(False)  # the start, then the first line search's trials
+    assert n_first >= 2 and not any(calls[n_first:])
+    # the same run, bit for bit
+    np.testing.assert_array_equal(res.x, plain.x)
+    assert (res.fun, res.n_iter, res.n_evals) == (plain.fun, plain.n_iter, plain.n_evals)
+
+
+def test_a_handed_over_start_is_the_result_of_a_failed_first_search():
+    def fun(x):
+        return x @ x, -2.0 * x  # an ascent direction: every trial fails
+
+    x0 = np.array([1.0, 2.0])
+    handover = Handover(x0)
+    assert len(handover) == 2
+    res = minimize_lbfgs(fun, handover, linesearch="MoreThuente", max_linesearch=3)
+    assert res.n_iter == 0 and res.x is x0  # given away: no copy needed
+    assert handover.array is None
 
 
 def test_a_failed_first_search_returns_a_copy_of_x0_and_its_gradient():

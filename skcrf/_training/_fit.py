@@ -47,7 +47,7 @@ from .._inference._constraints import Constraints, transition_constraints
 from .._inference._decode import Decoder
 from .._model import merge_features
 from .._utils._threads import effective_n_threads
-from ._lbfgs import LBFGSResult, LBFGSStatus, minimize_lbfgs
+from ._lbfgs import Handover, LBFGSResult, LBFGSStatus, minimize_lbfgs
 from ._monitor import TrainingMonitor
 from ._objective import CRFObjective, drop_zeros, select_features
 from ._online_train import DEFAULTS as ONLINE_DEFAULTS
@@ -576,8 +576,10 @@ def minimize(
 ):
     """L-BFGS / OWL-QN on ``loss_gradient`` (CRFsuite's 'lbfgs').
 
-    ``stacklevel`` is the caller's, for the warning of a fit that stopped
-    before converging (it names the weights that are kept);
+    ``x0``: an array or a :class:`~skcrf._training._lbfgs.Handover` (see
+    :func:`minimize_lbfgs`); ``stacklevel`` is the caller's, for the warning
+    of a fit that stopped before converging (it names the weights that are
+    kept);
     ``fresh_gradient``: ``loss_gradient`` returns a new gradient array at
     every call, kept without a copy (:func:`minimize_lbfgs`).
     """
@@ -758,7 +760,7 @@ def fit(
             with objective:
                 result = minimize(
                     objective.loss_gradient,
-                    model.weights,
+                    Handover(model.weights),  # freed after the first iteration
                     settings,
                     monitor,
                     stacklevel=stacklevel + 1,

@@ -79,6 +79,7 @@ import numpy as np
 from ._lbfgs_kernels import lbfgs_pair, owlqn_trial, two_loop
 
 __all__ = [
+    "Handover",
     "IterationInfo",
     "LBFGSResult",
     "LBFGSStatus",
@@ -292,6 +293,29 @@ class LBFGSResult:
     n_iter: int
     n_evals: int
     message: str
+
+
+class Handover:
+    """A start point given away to :func:`minimize_lbfgs`.
+
+    The caller keeps no other reference to ``array``: the optimizer takes it
+    out and drops it after the first iteration, one vector of ``n`` less
+    for the rest of the run (a large model's fit peak). ``len()`` is the
+    array's.
+    """
+
+    __slots__ = ("array",)
+
+    def __init__(self, array):
+        self.array = array
+
+    def __len__(self):
+        return len(self.array)
+
+    def take(self):
+        """The array, which this object no longer holds."""
+        array, self.array = self.array, None
+        return array
 
 
 # ---------------------------------------------------------------------------
@@ -944,8 +968,10 @@ def minimize_lbfgs(
         its gradient (an array of the same shape as ``x``). It must not modify
         ``x``; it may reuse its output buffer (the gradient is copied).
         Exceptions, ``KeyboardInterrupt`` included, propagate.
-    x0 : array-like of shape (n,)
+    x0 : array-like of shape (n,) or Handover
         Start point (not modified). ``f`` and ``g`` must be finite there.
+        A :class:`Handover` gives the array away: it is freed once the
+        first iteration no longer needs it.
     c1 : float, default=0.0
         L1 coefficient, ``c1 >= 0``. When positive the optimiser adds
         ``c1 * ||x||_1`` over all coordinates and runs OWL-QN with its
@@ -1061,11 +1087,17 @@ def minimize_lbfgs(
         callback,
     )
 
+    handed_over = isinstance(x0, Handover)
+    if handed_over:
+        x0 = x0.take()
     # x0 is never modified (nor x: every point is a new array), so no copy
     x = np.asarray(x0, dtype=np.float64)
     if x.ndim != 1 or x.size == 0:
         raise ValueError(f"x0 must be a non-empty 1-D array, got shape {x.shape}.")
     x = np.ascontiguousarray(x)  # the compiled passes read contiguous vectors
+    # the result must not be the caller's own array (a copy if the start is)
+    start_is_callers = x is x0 and not handed_over
+    del x0
     n = x.size
     owlqn = c1 > 0.0
     objective = _Objective(loss_gradient, c1, n, fresh_gradient)
@@ -1076,8 +1108,9 @@ def minimize_lbfgs(
     pg = pseudo_gradient(x, g, c1) if owlqn else g
 
     def finish(status, n_iter):
+        # x is the start point exactly when no iteration was accepted
         return LBFGSResult(
-            x=x.copy() if x is x0 else x,
+            x=x.copy() if n_iter == 0 and start_is_callers else x,
             fun=f,
             grad=g,
             status=status,
@@ -1141,8 +1174,8 @@ def minimize_lbfgs(
         xnorm = math.sqrt(xx)
         gnorm = math.sqrt(pgpg)
         if callback is not None:
-            info = IterationInfo(k, x, f, g, xnorm, gnorm, step, n_evals)
-            if callback(info):
+            stop = callback(IterationInfo(k, x, f, g, xnorm, gnorm, step, n_evals))
+            if stop:
                 return finish(LBFGSStatus.CALLBACK_STOP, k)
 
         if gnorm / max(1.0, xnorm) <= epsilon:
