@@ -1,7 +1,7 @@
 """The AVX2 and the baseline code of the compiled kernels give the same bits.
 
-The vectorized exp and l2sgd's forward-backward have an AVX2 version chosen
-at import when the CPU has AVX2 (skcrf/_utils/_simd.h); SKCRF_DISABLE_AVX2=1
+The vectorized exp, l2sgd's forward-backward and the Viterbi max-plus sweep
+(Viterbi, n-best) have an AVX2 version chosen at import when the CPU has AVX2 (skcrf/_utils/_simd.h); SKCRF_DISABLE_AVX2=1
 forces the baseline, the code a CPU without AVX2 runs. The same fits and
 predictions run in two fresh interpreters, one per path, and must agree bit
 for bit (both paths claim the same bits: no FMA, the same order of sums).
@@ -15,7 +15,7 @@ import sys
 import numpy as np
 import pytest
 
-from skcrf._inference import _kernels
+from skcrf._inference import _kernels, _nbest, _viterbi
 from skcrf._training import _online
 
 pytestmark = pytest.mark.wheel
@@ -28,7 +28,7 @@ import warnings
 import numpy as np
 import skcrf
 warnings.simplefilter("ignore")  # max_iterations reached: on purpose
-from skcrf._inference import _kernels
+from skcrf._inference import _kernels, _nbest, _viterbi
 from skcrf._training import _online
 
 rng = np.random.RandomState(0)
@@ -46,7 +46,10 @@ for _ in range(40):
                "bias": 1.0} for _ in range(n)])
     y.append([labels[rng.randint(9)] for _ in range(n)])
 out = {"exp": scores, "maxima": maxima,
-       "avx2": np.array([_kernels.AVX2_PATH, _online.AVX2_PATH])}
+       "avx2": np.array([_kernels.AVX2_PATH, _online.AVX2_PATH, _viterbi.AVX2_PATH,
+                         _nbest.AVX2_PATH])}
+# every other pair forbidden: full max-plus sweeps (9 labels: a remainder)
+allowed = [(a, b) for a in labels for b in labels if (int(a[1:]) + int(b[1:])) % 3 != 1]
 for algorithm in ("lbfgs", "l2sgd"):
     tagger = skcrf.CRFTagger(algorithm=algorithm, max_iterations=30, c2=0.1, random_state=0)
     tagger.fit(X, y)
@@ -57,6 +60,18 @@ for algorithm in ("lbfgs", "l2sgd"):
         [m[c] for seq in marginals for m in seq for c in tagger.classes_]
     )
     out[algorithm + "_log_proba"] = np.asarray(tagger.sequence_log_proba(X, y))
+    out[algorithm + "_paths"] = np.array(
+        [labels.index(t) for predicted in (tagger.predict(X),
+                                           tagger.predict(X, allowed_transitions=allowed))
+         for seq in predicted for t in seq]
+    )
+    nbest = tagger.predict_nbest(X, n=3, allowed_transitions=allowed)
+    out[algorithm + "_nbest"] = np.array(
+        [labels.index(t) for pairs in nbest for path, _ in pairs for t in path]
+    )
+    out[algorithm + "_nbest_log_proba"] = np.array(
+        [log_proba for pairs in nbest for _, log_proba in pairs]
+    )
 np.savez(sys.argv[1], **out)
 """
 
@@ -83,22 +98,23 @@ def run_script(tmp_path, name, disable):
 
 def test_path_reported_and_hook_read_at_import(tmp_path):
     # this process: the default choice (unless the variable is set by the caller)
-    assert _kernels.AVX2_PATH == _online.AVX2_PATH
+    assert _kernels.AVX2_PATH == _online.AVX2_PATH == _viterbi.AVX2_PATH == _nbest.AVX2_PATH
     if os.environ.get("SKCRF_DISABLE_AVX2", "") in ("", "0"):
         is_gcc_linux_x86 = sys.platform == "linux" and platform.machine() == "x86_64"
         if is_gcc_linux_x86 and cpu_has_avx2() is not None:
             assert _kernels.AVX2_PATH == cpu_has_avx2()
     code = (
-        "from skcrf._inference import _kernels; from skcrf._training import _online; "
-        "print(_kernels.AVX2_PATH, _online.AVX2_PATH)"
+        "from skcrf._inference import _kernels, _nbest, _viterbi; "
+        "from skcrf._training import _online; "
+        "print(_kernels.AVX2_PATH, _online.AVX2_PATH, _viterbi.AVX2_PATH, _nbest.AVX2_PATH)"
     )
-    for value, expected in (("1", "False False"), ("0", None)):
+    for value, expected in (("1", "False False False False"), ("0", None)):
         env = dict(os.environ, SKCRF_DISABLE_AVX2=value)
         out = subprocess.run(
             [sys.executable, "-c", code], env=env, check=True, capture_output=True, text=True
         ).stdout.strip()
         if expected is None:  # "0" leaves the default choice
-            expected = f"{_kernels.AVX2_PATH} {_kernels.AVX2_PATH}"
+            expected = " ".join([str(_kernels.AVX2_PATH)] * 4)
             if os.environ.get("SKCRF_DISABLE_AVX2", "") not in ("", "0"):
                 continue
         assert out == expected

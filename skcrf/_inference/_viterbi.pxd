@@ -95,6 +95,7 @@ cdef int viterbi_packed_c(const double* emissions, const double* transitions,
 cdef extern from *:
     """
     #include <stdint.h>
+    #include "_simd.h"
     #if defined(__SSE2__) || defined(_M_X64) || (defined(_M_IX86_FP) && _M_IX86_FP >= 2)
     #include <emmintrin.h>
     #define SKCRF_VITERBI_SSE2 1
@@ -115,10 +116,13 @@ cdef extern from *:
     /* cur[j], bp[j] = p + trow[j], i  where  p + trow[j] > cur[j]  (strict:
        an equal score keeps the earlier, lower label), for j < n. The
        scalar loop compiles to branches, which the data mispredict; SSE2 is
-       part of the x86-64 baseline (no -march needed). */
-    static inline void skcrf_maxplus_update(double *cur, int32_t *bp, const double *trow,
-                                            double p, int32_t i, Py_ssize_t n) {
-        Py_ssize_t j = 0;
+       part of the x86-64 baseline (no -march needed), AVX2 is chosen at run
+       time (_simd.h). Every path takes the same sums and comparisons (a NaN
+       or equal score never replaces), so all give the same bits. */
+    static inline void skcrf_maxplus_update_baseline(double *cur, int32_t *bp,
+                                                     const double *trow, double p,
+                                                     int32_t i, Py_ssize_t j,
+                                                     Py_ssize_t n) {
     #if SKCRF_VITERBI_SSE2
         const __m128d vp = _mm_set1_pd(p);
         const __m128i vi = _mm_set1_epi32(i);
@@ -141,6 +145,42 @@ cdef extern from *:
                 bp[j] = i;
             }
         }
+    }
+
+    #ifdef SKCRF_AVX2_DISPATCH
+    #include <immintrin.h>
+    /* four labels per step, the rest (n % 4) by the baseline */
+    SKCRF_TARGET_AVX2
+    static void skcrf_maxplus_update_avx2(double *cur, int32_t *bp, const double *trow,
+                                          double p, int32_t i, Py_ssize_t n) {
+        Py_ssize_t j = 0;
+        const __m256d vp = _mm256_set1_pd(p);
+        const __m128i vi = _mm_set1_epi32(i);
+        for (; j + 4 <= n; j += 4) {
+            __m256d v = _mm256_add_pd(vp, _mm256_loadu_pd(trow + j));
+            __m256d s = _mm256_loadu_pd(cur + j);
+            /* four 64-bit lane masks -> four 32-bit masks (their low halves) */
+            __m256 gt = _mm256_castpd_ps(_mm256_cmp_pd(v, s, _CMP_GT_OQ));
+            __m128i m = _mm_castps_si128(_mm_shuffle_ps(_mm256_castps256_ps128(gt),
+                                                        _mm256_extractf128_ps(gt, 1),
+                                                        _MM_SHUFFLE(2, 0, 2, 0)));
+            __m128i b = _mm_loadu_si128((const __m128i *)(bp + j));
+            _mm256_storeu_pd(cur + j, _mm256_max_pd(v, s));  /* v > s ? v : s */
+            _mm_storeu_si128((__m128i *)(bp + j), _mm_blendv_epi8(b, vi, m));
+        }
+        skcrf_maxplus_update_baseline(cur, bp, trow, p, i, j, n);
+    }
+    #endif
+
+    static inline void skcrf_maxplus_update(double *cur, int32_t *bp, const double *trow,
+                                            double p, int32_t i, Py_ssize_t n) {
+    #ifdef SKCRF_AVX2_DISPATCH
+        if (skcrf_use_avx2) {
+            skcrf_maxplus_update_avx2(cur, bp, trow, p, i, n);
+            return;
+        }
+    #endif
+        skcrf_maxplus_update_baseline(cur, bp, trow, p, i, 0, n);
     }
     """
     # the relative rounding margin of the pruning (see ViterbiWork.margin)

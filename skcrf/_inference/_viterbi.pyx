@@ -13,7 +13,7 @@ forward pass of the lazy k-best in :mod:`skcrf._inference._nbest`) is a
 max-plus product ``best[j] = max_i prev[i] + T[i, j]`` computed as a sweep
 over the previous labels ``i`` (in increasing order, with a strict ``>`` so
 the lowest label keeps a tie) of the contiguous row ``T[i, :]``, vectorized
-across ``j`` (SSE2).
+across ``j`` (SSE2, or AVX2 where the CPU has it: the same bits).
 
 Exact pruning: with ``spread = max T - min T``, a previous label ``i`` with
 ``prev[i] < max(prev) - spread`` can neither win nor tie at any ``j``, since
@@ -31,9 +31,18 @@ from libc.math cimport INFINITY, fabs
 from libc.stdint cimport int32_t, INT32_MAX
 from libc.stdlib cimport free, malloc
 
+from skcrf._utils._simd import avx2_disabled
+
 cimport numpy as cnp
 
 cnp.import_array()
+
+# the max-plus sweep's AVX2 or baseline code (_viterbi.pxd), chosen once at
+# import (SKCRF_DISABLE_AVX2=1: baseline)
+cdef extern from "_simd.h":
+    int skcrf_simd_init(int disable) noexcept
+
+AVX2_PATH = bool(skcrf_simd_init(avx2_disabled()))
 
 
 cdef extern from *:

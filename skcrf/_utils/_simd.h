@@ -1,5 +1,6 @@
 /* The run-time choice between the AVX2 and the baseline code of the kernels
-   (skcrf/_utils/_vector_exp.h, skcrf/_training/_online_fb.h).
+   (skcrf/_utils/_vector_exp.h, skcrf/_training/_online_fb.h, the Viterbi
+   max-plus sweep of skcrf/_inference/_viterbi.pxd).
 
    No -march flag is given to the compiler: every file is compiled for the
    baseline of the architecture (x86-64: SSE2), and only the functions marked
