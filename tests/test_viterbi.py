@@ -577,3 +577,45 @@ def test_shared_pruning_gives_the_same_paths(n_labels):
             np.testing.assert_array_equal(got[1], expected[1])
     with pytest.raises(ValueError, match="other transitions"):
         viterbi_packed(packed_em, tr.copy(), layout.batch_sizes, got[0], pruning=pruning)
+
+
+@pytest.mark.parametrize("forbid", [False, True])
+def test_shared_pruning_builds_its_bound_once_it_pays(forbid):
+    # the per-label bound is built by the batch that brings the tokens decoded
+    # with this pruning to 8 per label, then kept (not one per block); with
+    # 8 threads decoding at once, every path is the unshared one
+    rng = np.random.default_rng(5)
+    n_labels = 20
+    transitions = rng.normal(size=(n_labels, n_labels))
+    if forbid:
+        transitions[rng.random(transitions.shape) < 0.5] = -np.inf
+    pruning = _viterbi.TransitionPruning(transitions)
+    batches = []
+    for _ in range(30):  # about 400 tokens: the bound pays at 160
+        lengths = [int(k) for k in rng.integers(1, 9, size=3)]
+        em = peaked(rng, sum(lengths), n_labels, scale=1.0, bonus=3.0)
+        layout = pack(np.asarray(lengths))
+        batches.append((np.ascontiguousarray(em[layout.flat_index]), layout.batch_sizes))
+
+    def decode(batch, shared):
+        em, batch_sizes = batch
+        out = [np.empty(len(em), dtype=np.intp), np.empty(batch_sizes[0])]
+        viterbi_packed(em, transitions, batch_sizes, *out, pruning=shared)
+        return out
+
+    seen = 0
+    for batch in batches:
+        got, expected = decode(batch, pruning), decode(batch, None)
+        np.testing.assert_array_equal(got[0], expected[0])
+        np.testing.assert_array_equal(got[1], expected[1])
+        seen += len(batch[0])
+        assert pruning.has_tight_bound is _viterbi.uses_tight_bound(n_labels, seen)
+    assert pruning.has_tight_bound
+    fresh = _viterbi.TransitionPruning(transitions)
+    with ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(lambda b: decode(b, fresh), batches * 2))
+    for batch, got in zip(batches * 2, results):
+        expected = decode(batch, None)
+        np.testing.assert_array_equal(got[0], expected[0])
+        np.testing.assert_array_equal(got[1], expected[1])
+    assert fresh.has_tight_bound

@@ -78,12 +78,14 @@ cdef double viterbi_sequence(ViterbiWork* work, const double* emissions,
 # packed row and ``best_score`` (may be NULL) one score per sequence, in
 # packed order. ``model``: NULL, or a work of the same transitions made by
 # viterbi_work_init (read only: its spread and margin, so that the batch
-# does not scan the n_labels ** 2 transitions again). Returns 0, or -1 when
+# does not scan the n_labels ** 2 transitions again); ``bound``: NULL, or
+# ``model``'s per-label bound (read only, not freed: see viterbi_bound_new),
+# else the batch builds its own when tight_bound_pays. Returns 0, or -1 when
 # out of memory.
 cdef int viterbi_packed_c(const double* emissions, const double* transitions,
                           intp n_labels, const intp* batch_sizes, intp max_length,
                           intp* path, double* best_score,
-                          const ViterbiWork* model) noexcept nogil
+                          const ViterbiWork* model, const double* bound) noexcept nogil
 
 
 # -- one step of the recursion, shared by every Viterbi pass -----------------

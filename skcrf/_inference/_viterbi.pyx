@@ -263,12 +263,12 @@ cdef inline intp offsets_total(const intp* batch_sizes, intp max_length) noexcep
 cdef int viterbi_packed_c(const double* emissions, const double* transitions,
                           intp n_labels, const intp* batch_sizes, intp max_length,
                           intp* path, double* best_score,
-                          const ViterbiWork* model) noexcept nogil:
+                          const ViterbiWork* model, const double* bound) noexcept nogil:
     cdef ViterbiWork work
     cdef intp* offsets
     cdef intp t, column, length, n_sequences
     cdef double score
-    cdef double* bound = NULL
+    cdef double* own_bound = NULL
     cdef bint tight
     if max_length <= 0:
         return 0
@@ -282,10 +282,12 @@ cdef int viterbi_packed_c(const double* emissions, const double* transitions,
             free(offsets)
             return -1
     else:
-        if tight:
-            bound = viterbi_bound_new(model)  # NULL (none possible, no memory): spread alone
+        if bound == NULL and tight:
+            # NULL (none possible, no memory): spread alone
+            own_bound = viterbi_bound_new(model)
+            bound = own_bound
         if viterbi_work_share(&work, model, bound, max_length) != 0:
-            free(bound)
+            free(own_bound)
             free(offsets)
             return -1
     offsets[0] = 0
@@ -301,7 +303,7 @@ cdef int viterbi_packed_c(const double* emissions, const double* transitions,
         if best_score != NULL:
             best_score[column] = score
     viterbi_work_free(&work)
-    free(bound)
+    free(own_bound)
     free(offsets)
     return 0
 
@@ -315,14 +317,25 @@ cdef class TransitionPruning:
     of the work. A decoder makes one of these per model (or per call for
     constrained transitions) and passes it to every block: read-only, shared
     by threads. Holds a reference to ``transitions``, which must not change.
+    The per-label bound (O(n_labels ** 3)) is built once, by the first
+    batch that brings the tokens decoded with this object to where it pays
+    (``tight_bound_pays``), and kept for the later ones.
     """
 
     cdef const double[:, ::1] transitions
     cdef ViterbiWork work
     cdef bint ready
+    # the per-label bound, NULL until built (then read-only until freed) and
+    # what decides to build it, changed only with the GIL held
+    cdef double* bound
+    cdef intp tokens_seen
+    cdef bint building
 
     def __cinit__(self, const double[:, ::1] transitions):
         self.ready = False
+        self.bound = NULL
+        self.tokens_seen = 0
+        self.building = False
         if transitions.shape[0] != transitions.shape[1]:
             raise ValueError("transitions must be square")
         if transitions.shape[0] > INT32_MAX:
@@ -337,6 +350,12 @@ cdef class TransitionPruning:
     def __dealloc__(self):
         if self.ready:
             viterbi_work_free(&self.work)
+        free(self.bound)
+
+    @property
+    def has_tight_bound(self):
+        """Whether the per-label pruning bound has been built."""
+        return self.bound != NULL
 
     cdef const ViterbiWork* model_for(self, const double[:, ::1] transitions) except NULL:
         """The work, if ``transitions`` is the array this was made for."""
@@ -387,6 +406,9 @@ def viterbi_packed(const double[:, ::1] emissions, const double[:, ::1] transiti
     cdef int status
     cdef double* score_ptr = NULL
     cdef const ViterbiWork* model = NULL
+    cdef const double* bound = NULL
+    cdef double* new_bound = NULL
+    cdef bint build = False
     _check_transitions(n_labels, transitions)
     if pruning is not None:
         model = pruning.model_for(transitions)
@@ -409,10 +431,25 @@ def viterbi_packed(const double[:, ::1] emissions, const double[:, ::1] transiti
         return None
     if n_labels == 0:
         raise ValueError("cannot decode with 0 labels")
+    if pruning is not None:
+        # with the GIL: one thread takes the build of the shared bound; the
+        # others meanwhile decode as without it (a bound of their own if it pays)
+        pruning.tokens_seen += n_tokens
+        bound = pruning.bound
+        build = (bound == NULL and not pruning.building
+                 and tight_bound_pays(n_labels, pruning.tokens_seen))
+        if build:
+            pruning.building = True
     with nogil:
+        if build:
+            new_bound = viterbi_bound_new(model)
+            bound = new_bound
         status = viterbi_packed_c(&emissions[0, 0], &transitions[0, 0], n_labels,
                                   &batch_sizes[0], max_length, &path_out[0], score_ptr,
-                                  model)
+                                  model, bound)
+    if build:
+        # published once; NULL (no bound possible, or no memory) is final
+        pruning.bound = new_bound
     if status != 0:
         raise MemoryError()
     return None
