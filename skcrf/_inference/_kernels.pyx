@@ -677,8 +677,9 @@ from libc.stdlib cimport free, malloc
 cimport numpy as cnp
 from skcrf._utils._typedefs cimport intp
 from skcrf._inference._viterbi cimport (
+    SharedBound,
     ViterbiWork,
-    tight_bound_pays,
+    shared_bound_claim,
     viterbi_bound_new,
     viterbi_sequence,
     viterbi_work_free,
@@ -721,16 +722,12 @@ cdef class SequenceDecoder:
     cdef Py_ssize_t n_labels
     cdef ViterbiWork model       # transitions, spread and margin (its scratch is unused)
     cdef bint has_model
-    # Touched only with the GIL held: the bound (NULL until built, then
-    # read-only until the decoder is freed) and what decides to build it.
-    cdef double* bound
-    cdef Py_ssize_t tokens_seen
-    cdef bint building
+    cdef SharedBound shared      # the per-label bound, built once it pays
 
     def __cinit__(self, const long long[::1] state_ptr, const int[::1] state_labels,
                   const double[::1] state_weights, const double[:, ::1] transitions):
         self.has_model = False
-        self.bound = NULL
+        self.shared = SharedBound(NULL, 0, False)
         if state_labels.shape[0] != state_weights.shape[0] or state_ptr.shape[0] == 0:
             raise ValueError("inconsistent state feature arrays")
         if transitions.shape[0] != transitions.shape[1]:
@@ -740,8 +737,6 @@ cdef class SequenceDecoder:
         self.state_weights = state_weights
         self.transitions = transitions
         self.n_labels = transitions.shape[0]
-        self.tokens_seen = 0
-        self.building = False
         if viterbi_work_init(&self.model, &self.transitions[0, 0] if self.n_labels else NULL,
                              self.n_labels, 1, False) != 0:
             raise MemoryError()
@@ -750,12 +745,12 @@ cdef class SequenceDecoder:
     def __dealloc__(self):
         if self.has_model:
             viterbi_work_free(&self.model)
-        free(self.bound)
+        free(self.shared.bound)
 
     @property
     def has_tight_bound(self):
         """Whether the per-label pruning bound has been built."""
-        return self.bound != NULL
+        return self.shared.bound != NULL
 
     def decode(self, indptr, ids, values):
         """Label index of each token of one encoded sequence.
@@ -803,12 +798,8 @@ cdef class SequenceDecoder:
         if length <= 0 or n_labels == 0:
             return path
         # with the GIL: one thread takes the build, the others go on without
-        self.tokens_seen += length
-        bound = self.bound
-        build = (bound == NULL and not self.building
-                 and tight_bound_pays(n_labels, self.tokens_seen))
-        if build:
-            self.building = True
+        build = shared_bound_claim(&self.shared, n_labels, length)
+        bound = self.shared.bound
         with nogil:
             scores = <double*> malloc(length * n_labels * sizeof(double))
             if scores == NULL or viterbi_work_share(&work, &self.model, bound, length) != 0:
@@ -837,7 +828,7 @@ cdef class SequenceDecoder:
                 new_bound = viterbi_bound_new(&self.model)
         if build:
             # published once; NULL (no bound possible, or no memory) is final
-            self.bound = new_bound
+            self.shared.bound = new_bound
         if status != 0:
             raise MemoryError()
         if bad >= 0:

@@ -201,6 +201,32 @@ cdef inline bint tight_bound_pays(intp n_labels, intp n_tokens) noexcept nogil:
     return 0 < n_labels <= TIGHT_BOUND_MAX_LABELS and n_tokens >= 8 * n_labels
 
 
+# The per-label bound one set of transitions shares between calls and threads
+# (a model's single-sequence decoder, a TransitionPruning): built once, by the
+# call that brings the tokens decoded with it to where it pays. Touched only
+# with the GIL held; ``bound`` is NULL until built, then read-only until the
+# owner frees it. NULL published after a build (none possible, or no memory)
+# is final.
+cdef struct SharedBound:
+    double* bound
+    intp tokens_seen
+    bint building
+
+
+cdef inline bint shared_bound_claim(SharedBound* shared, intp n_labels,
+                                    intp n_tokens) noexcept:
+    """With the GIL held: count ``n_tokens`` more decoded; True when this
+    caller is to build the bound (viterbi_bound_new) and publish it in
+    ``shared.bound``, False when it goes on with ``shared.bound`` as it is
+    (NULL while another thread builds it)."""
+    shared.tokens_seen += n_tokens
+    if (shared.bound != NULL or shared.building
+            or not tight_bound_pays(n_labels, shared.tokens_seen)):
+        return False
+    shared.building = True
+    return True
+
+
 cdef inline intp packed_row(const intp* offsets, intp column, intp t) noexcept nogil:
     """Row of token ``t`` of sequence ``column``: ``offsets[t] + column``
     (``offsets == NULL``: row ``t``)."""

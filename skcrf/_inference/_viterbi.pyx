@@ -325,17 +325,11 @@ cdef class TransitionPruning:
     cdef const double[:, ::1] transitions
     cdef ViterbiWork work
     cdef bint ready
-    # the per-label bound, NULL until built (then read-only until freed) and
-    # what decides to build it, changed only with the GIL held
-    cdef double* bound
-    cdef intp tokens_seen
-    cdef bint building
+    cdef SharedBound shared
 
     def __cinit__(self, const double[:, ::1] transitions):
         self.ready = False
-        self.bound = NULL
-        self.tokens_seen = 0
-        self.building = False
+        self.shared = SharedBound(NULL, 0, False)
         if transitions.shape[0] != transitions.shape[1]:
             raise ValueError("transitions must be square")
         if transitions.shape[0] > INT32_MAX:
@@ -350,12 +344,12 @@ cdef class TransitionPruning:
     def __dealloc__(self):
         if self.ready:
             viterbi_work_free(&self.work)
-        free(self.bound)
+        free(self.shared.bound)
 
     @property
     def has_tight_bound(self):
         """Whether the per-label pruning bound has been built."""
-        return self.bound != NULL
+        return self.shared.bound != NULL
 
     cdef const ViterbiWork* model_for(self, const double[:, ::1] transitions) except NULL:
         """The work, if ``transitions`` is the array this was made for."""
@@ -432,14 +426,9 @@ def viterbi_packed(const double[:, ::1] emissions, const double[:, ::1] transiti
     if n_labels == 0:
         raise ValueError("cannot decode with 0 labels")
     if pruning is not None:
-        # with the GIL: one thread takes the build of the shared bound; the
-        # others meanwhile decode as without it (a bound of their own if it pays)
-        pruning.tokens_seen += n_tokens
-        bound = pruning.bound
-        build = (bound == NULL and not pruning.building
-                 and tight_bound_pays(n_labels, pruning.tokens_seen))
-        if build:
-            pruning.building = True
+        # meanwhile other threads decode without it (a bound of their own if it pays)
+        build = shared_bound_claim(&pruning.shared, n_labels, n_tokens)
+        bound = pruning.shared.bound
     with nogil:
         if build:
             new_bound = viterbi_bound_new(model)
@@ -449,7 +438,7 @@ def viterbi_packed(const double[:, ::1] emissions, const double[:, ::1] transiti
                                   model, bound)
     if build:
         # published once; NULL (no bound possible, or no memory) is final
-        pruning.bound = new_bound
+        pruning.shared.bound = new_bound
     if status != 0:
         raise MemoryError()
     return None
