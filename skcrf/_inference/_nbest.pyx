@@ -35,13 +35,6 @@ cimport numpy as cnp
 
 cnp.import_array()
 
-# the max-plus sweep's AVX2 or baseline code (_viterbi.pxd), chosen once at
-# import (SKCRF_DISABLE_AVX2=1: baseline)
-cdef extern from "_simd.h":
-    int skcrf_simd_init(int disable) noexcept
-
-AVX2_PATH = bool(skcrf_simd_init(avx2_disabled()))
-
 from skcrf._inference._kernels cimport forward_scaled
 from skcrf._inference._viterbi cimport (
     ViterbiWork,
@@ -52,6 +45,13 @@ from skcrf._inference._viterbi cimport (
     viterbi_work_free,
     viterbi_work_init,
 )
+
+# the max-plus sweep's AVX2 or baseline code (_viterbi.pxd), chosen once at
+# import (SKCRF_DISABLE_AVX2=1: baseline)
+cdef extern from "_simd.h":
+    int skcrf_simd_init(int disable) noexcept
+
+AVX2_PATH = bool(skcrf_simd_init(avx2_disabled()))
 
 
 # -- lazy k-best ----------------------------------------------------------------

@@ -1174,8 +1174,8 @@ def minimize_lbfgs(
         xnorm = math.sqrt(xx)
         gnorm = math.sqrt(pgpg)
         if callback is not None:
-            stop = callback(IterationInfo(k, x, f, g, xnorm, gnorm, step, n_evals))
-            if stop:
+            # no local keeps the info: g must go before the next line search
+            if callback(IterationInfo(k, x, f, g, xnorm, gnorm, step, n_evals)):
                 return finish(LBFGSStatus.CALLBACK_STOP, k)
 
         if gnorm / max(1.0, xnorm) <= epsilon:
