@@ -531,22 +531,34 @@ def test_training_blocks_keep_no_values_when_every_value_is_one():
     assert all(block.values is None for block in unit_blocks)
 
 
-def test_frequency_order_numbers_attributes_by_decreasing_count():
+def test_frequency_order_numbers_dense_rows_first_then_by_decreasing_count(monkeypatch):
+    # DENSE_DENOMINATOR 4, 4 labels: an attribute with a feature is dense
+    # when it has one label; 2: when it has 2 of the 4
+    monkeypatch.setattr(skcrf._inference._blocks, "DENSE_DENOMINATOR", 2)
     encoded, labels, classes, attributes = random_problem(
         4, n_sequences=30, n_attributes=12, max_length=8
     )
-    model, _ = select_features(encoded, labels, classes, attributes, all_possible_states=True)
-    order = FrequencyOrder(encoded, model.state_ptr, model.state_labels)
+    model, _ = select_features(encoded, labels, classes, attributes)
+    order = FrequencyOrder(encoded, model.state_ptr, model.state_labels, model.n_labels)
     counts = np.bincount(encoded.ids, minlength=len(attributes))
+    dense = np.diff(model.state_ptr) * 2 >= model.n_labels
+    n_dense = int(dense.sum())
+    assert 0 < n_dense < len(attributes)
     assert sorted(order.rank.tolist()) == list(range(len(attributes)))
+    assert (order.rank[dense] < n_dense).all()  # dense rows first
     by_rank = np.empty_like(counts)
     by_rank[order.rank] = counts
-    assert (np.diff(by_rank) <= 0).all()  # most frequent first
+    # then most frequent first, in each group
+    assert (np.diff(by_rank[:n_dense]) <= 0).all()
+    assert (np.diff(by_rank[n_dense:]) <= 0).all()
     # ties keep the model's order
     for a in range(len(attributes)):
         for b in range(a + 1, len(attributes)):
-            if counts[a] == counts[b]:
+            if counts[a] == counts[b] and dense[a] == dense[b]:
                 assert order.rank[a] < order.rank[b]
+    layout = StateLayout(order.state_ptr, order.state_labels, model.n_labels)
+    assert layout.dense_first and layout.n_dense == n_dense
+    assert layout.dense_row.tolist() == list(range(n_dense)) + [-1] * (len(attributes) - n_dense)
     # each internal attribute holds its model attribute's features, in order
     for a in range(len(attributes)):
         internal = order.features[
@@ -570,16 +582,25 @@ def test_frequency_order_gives_the_same_bits_as_the_model_order(n_threads, unit,
     w = np.random.default_rng(1).normal(size=model.n_features)
     with CRFObjective(encoded, model, observed, c2=0.3, n_threads=n_threads) as objective:
         assert not (objective._order.rank == np.arange(len(attributes))).all()
+        # the kernels tell dense rows by their number (dense_row unread)
+        assert objective._layout.dense_first and objective._layout.n_dense > 0
         reordered = objective.loss_gradient(w)
 
-    def identity(self, encoded, state_ptr, state_labels):
+    def identity(self, encoded, state_ptr, state_labels, n_labels):
         no_ids = encoded._replace(ids=np.zeros(0, dtype=np.int32))  # every count 0
-        original(self, no_ids, state_ptr, state_labels)
+        original(self, no_ids, state_ptr, state_labels, n_labels)
 
     original = FrequencyOrder.__init__
     monkeypatch.setattr(FrequencyOrder, "__init__", identity)
+    # no attribute put first for its dense row either
+    monkeypatch.setattr(
+        skcrf._training._objective,
+        "has_dense_row",
+        lambda state_ptr, n_labels: np.zeros(len(state_ptr) - 1, dtype=bool),
+    )
     with CRFObjective(encoded, model, observed, c2=0.3, n_threads=n_threads) as objective:
         assert (objective._order.rank == np.arange(len(attributes))).all()
+        objective._layout.dense_first = False  # the kernels read dense_row (always valid)
         in_model_order = objective.loss_gradient(w)
     assert reordered[0] == in_model_order[0]
     np.testing.assert_array_equal(reordered[1], in_model_order[1])

@@ -247,6 +247,15 @@ class StateLayout:
     state_ptr, state_labels : ndarray
         The state features (CSR by attribute).
     n_labels : int
+
+    Attributes
+    ----------
+    dense_row : ndarray of int32, shape (n_attributes,)
+        The dense row of each attribute, or -1.
+    dense_first : bool
+        Whether the attributes with a dense row are exactly the first
+        ``n_dense`` (as the training objective numbers them): the kernels
+        then tell them by their number, without reading ``dense_row``.
     """
 
     def __init__(self, state_ptr, state_labels, n_labels):
@@ -254,8 +263,9 @@ class StateLayout:
         self.state_labels = np.ascontiguousarray(state_labels, dtype=np.int32)
         self.n_labels = n_labels
         counts = np.diff(self.state_ptr)
-        dense = counts * DENSE_DENOMINATOR >= max(n_labels, 1)
+        dense = has_dense_row(self.state_ptr, n_labels)
         self.n_dense = int(np.count_nonzero(dense))
+        self.dense_first = bool(dense[: self.n_dense].all())
         self.dense_row = np.full(len(counts), -1, dtype=np.int32)
         self.dense_row[dense] = np.arange(self.n_dense, dtype=np.int32)
         in_dense = np.repeat(dense, counts)
@@ -279,6 +289,11 @@ class StateLayout:
 #: An attribute with features for at least 1 / DENSE_DENOMINATOR of the
 #: labels is read as a dense row.
 DENSE_DENOMINATOR = 2
+
+
+def has_dense_row(state_ptr, n_labels):
+    """Which attributes :class:`StateLayout` reads as dense rows (bool array)."""
+    return np.diff(state_ptr) * DENSE_DENOMINATOR >= max(n_labels, 1)
 
 
 class ScoreArrays(NamedTuple):
@@ -348,6 +363,7 @@ def state_scores(indptr, ids, values, arrays, out):
         layout.dense_row,
         arrays.dense_weights,
         out,
+        dense_first=layout.dense_first,
     )
 
 

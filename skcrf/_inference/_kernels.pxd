@@ -5,7 +5,7 @@
 cdef void add_state_scores(
     const long long[::1] indptr, const int[::1] ids, const double* values,
     const long long[::1] state_ptr, const int[::1] state_labels,
-    const double[::1] state_weights, const int[::1] dense_row,
+    const double[::1] state_weights, const int[::1] dense_row, bint dense_first,
     const double[:, ::1] dense_weights, double[:, ::1] out,
 ) noexcept nogil
 
@@ -35,6 +35,6 @@ cdef void backward_marginals(
 cdef void add_expected_states(
     const long long[::1] indptr, const int[::1] ids, const double* values,
     const long long[::1] state_ptr, const int[::1] state_labels,
-    const double[:, ::1] marginals, const int[::1] dense_row,
+    const double[:, ::1] marginals, const int[::1] dense_row, bint dense_first,
     double[::1] out, double[:, ::1] dense_out,
 ) noexcept nogil

@@ -68,6 +68,7 @@ from .._inference._blocks import (
     Workspace,
     block_marginals,
     gather_rows,
+    has_dense_row,
     make_blocks,
     masked_block_marginals,
     score_arrays,
@@ -471,7 +472,12 @@ _CHUNK = 1 << 16
 
 
 class FrequencyOrder:
-    """The objective's own numbering of attributes: most frequent first.
+    """The objective's own numbering of attributes: dense rows first, then most frequent first.
+
+    The attributes that :class:`StateLayout` reads as dense rows come first
+    (the kernels then tell them by their number: ``StateLayout.dense_first``),
+    the others by decreasing frequency in ``encoded`` (the frequent ones
+    share cache lines); ties keep the model order.
 
     Parameters
     ----------
@@ -479,6 +485,7 @@ class FrequencyOrder:
         Token features of the training data.
     state_ptr, state_labels : ndarray
         The model's state features (CSR by attribute, model order).
+    n_labels : int
 
     Attributes
     ----------
@@ -493,12 +500,13 @@ class FrequencyOrder:
         and internal counts ``e`` go back by ``g[features] = e``.
     """
 
-    def __init__(self, encoded, state_ptr, state_labels):
+    def __init__(self, encoded, state_ptr, state_labels, n_labels):
         n_attributes = len(state_ptr) - 1
         counts = np.zeros(n_attributes, dtype=np.int64)
         for start in range(0, len(encoded.ids), _CHUNK):  # no intp copy of every id
             counts += np.bincount(encoded.ids[start : start + _CHUNK], minlength=n_attributes)
-        order = np.argsort(-counts, kind="stable")  # internal -> model attribute
+        sparse = ~has_dense_row(state_ptr, n_labels)
+        order = np.lexsort((-counts, sparse))  # internal -> model attribute (stable)
         self.rank = np.empty(n_attributes, dtype=np.int32)
         self.rank[order] = np.arange(n_attributes, dtype=np.int32)
         sizes = np.diff(state_ptr)[order]
@@ -618,6 +626,7 @@ class _Shard:
                 layout.dense_row,
                 expected,
                 self.dense_expected,
+                dense_first=layout.dense_first,
             )
             if self.vector_expected is not None:
                 _kernels.scatter_rows(
@@ -648,6 +657,7 @@ class _Shard:
                 layout.dense_row,
                 expected,
                 self.dense_expected,
+                dense_first=layout.dense_first,
             )
             marginals, block_log_z_c = masked_block_marginals(
                 block,
@@ -667,6 +677,7 @@ class _Shard:
                 layout.dense_row,
                 self.c_expected,
                 self.c_dense_expected,
+                dense_first=layout.dense_first,
             )
         expected -= self.c_expected
         self.dense_expected -= self.c_dense_expected
@@ -739,7 +750,7 @@ class CRFObjective:
             self._vectors = vector_feature_index(
                 model.state_ptr, model.state_labels, dense.columns
             ) + (dense.values,)
-        self._order = FrequencyOrder(encoded, model.state_ptr, model.state_labels)
+        self._order = FrequencyOrder(encoded, model.state_ptr, model.state_labels, model.n_labels)
         self._layout = StateLayout(self._order.state_ptr, self._order.state_labels, model.n_labels)
         self._state_weights = np.empty(model.n_states)  # in the internal order
         self._shards = [
