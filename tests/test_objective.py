@@ -620,3 +620,25 @@ def test_take_rejects_an_index_out_of_bounds():
     x = np.arange(4.0)
     with pytest.raises(IndexError):
         _kernels.take(x, np.array([0, 4], dtype=np.int32), np.empty(2))
+
+
+@pytest.mark.parametrize("n", [0, 1, 7, 1000])
+def test_put_matches_numpy(n):
+    rng = np.random.default_rng(n)
+    index = rng.permutation(n).astype(np.int32)
+    x = rng.normal(size=n)
+    out, expected = np.full(n, np.nan), np.full(n, np.nan)
+    _kernels.put(x, index, out)
+    expected[index] = x
+    np.testing.assert_array_equal(out, expected)
+
+
+def test_put_rejects_bad_indices_and_lengths():
+    out = np.zeros(4)
+    with pytest.raises(IndexError, match="index 4 is out of bounds for 4"):
+        _kernels.put(np.ones(2), np.array([0, 4], dtype=np.int32), out)
+    with pytest.raises(IndexError, match="index -1"):
+        _kernels.put(np.ones(2), np.array([0, -1], dtype=np.int32), out)
+    with pytest.raises(ValueError, match="one entry per index"):
+        _kernels.put(np.ones(3), np.array([0, 1], dtype=np.int32), out)
+    assert (out == 0).all()  # nothing written before the checks

@@ -831,7 +831,7 @@ class CRFObjective:
             # fit memory)
             internal = self._state_weights
             np.copyto(internal, expected)
-            expected[self._order.features] = internal
+            _kernels.put(internal, self._order.features, expected)
             gradient[n_states:n_base] = pairs.ravel()[model.transition_index]
             if self._conditioned is not None:
                 conditioned = gradient[n_base:]
