@@ -668,11 +668,15 @@ def test_an_unseen_pair_added_later_through_another_form_is_found():
 
 
 def _rest_data():
-    """Tokens of every cached kind: short and long string values, keys holding
-    the separator, lists of names, numbers, and unseen values at predict time."""
+    """Tokens of every cached kind: short and long string values (15 and 16
+    characters: the longest kept in an entry, and one more), values and keys
+    beyond Latin-1, keys holding the separator, lists of names, numbers, and
+    unseen values at predict time."""
     train = [
         [{"w": "the", "long": "a-value-longer-than-fifteen", "n": 2.5}, ["bias", "x:y"]],
         [{"w": "dog", "k:ey": "v", "long": "another-very-long-value"}, {"w": "the"}],
+        [{"w": "fifteen-chars-x", "v": "sixteen-chars-xy", "é": "café", "ж": "dog"}],
+        [{"w": "\u4e2d\u6587", "k": "", "w2": "the"}],
     ]
     test = [
         [{"w": "dog", "long": "a-value-longer-than-fifteen"}, ["bias", "unseen-name"]],

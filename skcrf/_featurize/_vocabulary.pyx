@@ -195,30 +195,40 @@ cdef inline uint64_t _slot_hash(Py_hash_t value_hash, int32_t tag):
 
 cdef inline void _pack(str value, _Value *packed):
     """``packed`` describes ``value``: its bytes when short, else the str."""
-    cdef Py_ssize_t length
-    cdef uint64_t words[2]
-    cdef uint64_t x
     cdef PyObject *pointer
-    if PyUnicode_IS_READY(value) and PyUnicode_KIND(value) == PyUnicode_1BYTE_KIND:
-        length = PyUnicode_GET_LENGTH(value)
-        if length <= _INLINE:
-            words[0] = 0
-            words[1] = 0
-            memcpy(words, PyUnicode_DATA(value), length)
-            (<uint8_t *> words)[15] = <uint8_t> length
-            packed.w0 = words[0]
-            packed.w1 = words[1]
-            x = (words[0] ^ _SEED0) * 0x9E3779B97F4A7C15ULL
-            x ^= ((words[1] ^ _SEED1) * 0xC2B2AE3D27D4EB4FULL)
-            x ^= x >> 31
-            x *= 0xBF58476D1CE4E5B9ULL
-            x ^= x >> 29
-            packed.hash = <Py_hash_t> x
-            return
+    if _pack_tail(value, 0, packed):
+        return
     pointer = <PyObject *> value
     packed.w0 = <uint64_t> pointer
     packed.w1 = _LONG
     packed.hash = PyObject_Hash(value)  # (cannot fail for a str)
+
+
+cdef inline bint _pack_tail(str name, Py_ssize_t skip, _Value *packed):
+    """``_pack(name[skip:])`` without making that str, when it is short and of
+    1-byte characters (returns True); False (``packed`` untouched) otherwise.
+    (A part of a 1-byte str is a 1-byte str.)"""
+    cdef Py_ssize_t length
+    cdef uint64_t words[2]
+    cdef uint64_t x
+    if not (PyUnicode_IS_READY(name) and PyUnicode_KIND(name) == PyUnicode_1BYTE_KIND):
+        return False
+    length = PyUnicode_GET_LENGTH(name) - skip
+    if not 0 <= length <= _INLINE:
+        return False
+    words[0] = 0
+    words[1] = 0
+    memcpy(words, <const uint8_t *> PyUnicode_DATA(name) + skip, length)
+    (<uint8_t *> words)[15] = <uint8_t> length
+    packed.w0 = words[0]
+    packed.w1 = words[1]
+    x = (words[0] ^ _SEED0) * 0x9E3779B97F4A7C15ULL
+    x ^= ((words[1] ^ _SEED1) * 0xC2B2AE3D27D4EB4FULL)
+    x ^= x >> 31
+    x *= 0xBF58476D1CE4E5B9ULL
+    x ^= x >> 29
+    packed.hash = <Py_hash_t> x
+    return True
 
 
 cdef inline bint _entry_holds(_Entry *entry, _Value *packed, int32_t tag, str value):
@@ -483,18 +493,20 @@ cdef class Vocabulary:
         packed.hash = 0
         try:
             ids = dict(zip(self._names, range(len(self._names))))
-            keys = {number + 1: key for key, number in self._key_numbers.items()}
+            # the length of "key" + separator before the value, by tag
+            skips = [0] * (len(self._key_numbers) + 1)
+            for key, number in self._key_numbers.items():
+                skips[number + 1] = len(key) + len(self._separator)
             for i in range(self._n_rested):
                 tag = self._rested[2 * i + 1]
                 name = self._names[self._rested[2 * i]]
-                if tag == _NAMES_TAG:
-                    value = name
-                else:
-                    skip = len(keys[tag]) + len(self._separator)
+                skip = 0 if tag == _NAMES_TAG else skips[tag]
+                # the value's str is made only when the entry keeps it (long)
+                if not _pack_tail(<str> name, skip, &packed):
                     value = name[skip:]
-                _pack(<str> value, &packed)
-                if packed.w1 == _LONG:
-                    self._long_values.append(value)  # keeps it alive
+                    _pack(<str> value, &packed)
+                    if packed.w1 == _LONG:
+                        self._long_values.append(value)  # keeps it alive
                 slot = <Py_ssize_t> (_slot_hash(packed.hash, tag) & <uint64_t> mask)
                 while table[slot].tag != 0:
                     slot = (slot + 1) & mask
