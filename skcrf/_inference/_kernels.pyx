@@ -1055,28 +1055,33 @@ def drop_zeros_in_place(long long[::1] indptr, int[::1] ids, double[::1] values)
     return kept
 
 
-def take(const double[::1] source, const int[::1] index, double[::1] out):
-    """``out[k] = source[index[k]]`` (an int32 index: no intp copy of it)."""
-    cdef Py_ssize_t k, n = index.shape[0], size = source.shape[0]
-    if out.shape[0] != n:
-        raise ValueError("out must have one entry per index")
-    for k in range(n):
+cdef int _check_index(const int[::1] index, Py_ssize_t size, Py_ssize_t n_values,
+                      str values) except -1:
+    """The errors of :func:`take` and :func:`put`: ``values`` (named) must
+    have one entry per index, and every index be in ``[0, size)``."""
+    cdef Py_ssize_t k
+    if n_values != index.shape[0]:
+        raise ValueError(f"{values} must have one entry per index")
+    for k in range(index.shape[0]):
         if not 0 <= index[k] < size:
             raise IndexError(f"index {index[k]} is out of bounds for {size} entries")
+    return 0
+
+
+def take(const double[::1] source, const int[::1] index, double[::1] out):
+    """``out[k] = source[index[k]]`` (an int32 index: no intp copy of it)."""
+    cdef Py_ssize_t k
+    _check_index(index, source.shape[0], out.shape[0], "out")
     with nogil:
-        for k in range(n):
+        for k in range(index.shape[0]):
             out[k] = source[index[k]]
 
 
 def put(const double[::1] source, const int[::1] index, double[::1] out):
     """``out[index[k]] = source[k]`` (an int32 index: no intp copy of it;
     numpy's fancy assignment takes about twice as long)."""
-    cdef Py_ssize_t k, n = index.shape[0], size = out.shape[0]
-    if source.shape[0] != n:
-        raise ValueError("source must have one entry per index")
-    for k in range(n):
-        if not 0 <= index[k] < size:
-            raise IndexError(f"index {index[k]} is out of bounds for {size} entries")
+    cdef Py_ssize_t k
+    _check_index(index, out.shape[0], source.shape[0], "source")
     with nogil:
-        for k in range(n):
+        for k in range(index.shape[0]):
             out[index[k]] = source[k]
