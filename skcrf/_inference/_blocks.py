@@ -367,6 +367,26 @@ def state_scores(indptr, ids, values, arrays, out):
     )
 
 
+def expected_states(block, marginals, layout, out, dense_out):
+    """Add a block's expected state counts under ``marginals`` to the accumulators.
+
+    ``out``: one per state feature, in ``layout``'s order; ``dense_out``: the
+    dense rows' (:class:`StateLayout`).
+    """
+    _kernels.expected_states(
+        block.indptr,
+        block.ids,
+        block.values,
+        layout.state_ptr,
+        layout.state_labels,
+        marginals,
+        layout.dense_row,
+        out,
+        dense_out,
+        dense_first=layout.dense_first,
+    )
+
+
 def block_state_scores(block, arrays, out):
     """Overwrite ``out`` with the state scores of a block's rows.
 

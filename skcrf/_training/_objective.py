@@ -67,6 +67,7 @@ from .._inference._blocks import (
     StateLayout,
     Workspace,
     block_marginals,
+    expected_states,
     gather_rows,
     has_dense_row,
     make_blocks,
@@ -616,18 +617,7 @@ class _Shard:
                 want_conditioned=self.conditioned_expected,
             )
             log_z += block_log_z
-            _kernels.expected_states(
-                block.indptr,
-                block.ids,
-                block.values,
-                layout.state_ptr,
-                layout.state_labels,
-                marginals,
-                layout.dense_row,
-                expected,
-                self.dense_expected,
-                dense_first=layout.dense_first,
-            )
+            expected_states(block, marginals, layout, expected, self.dense_expected)
             if self.vector_expected is not None:
                 _kernels.scatter_rows(
                     np.ascontiguousarray(marginals), block.vector_rows, self.vector_expected
@@ -647,18 +637,7 @@ class _Shard:
         for block in self.partial_blocks:
             marginals, block_log_z = block_marginals(block, self.workspace, arrays, self.pairs)
             log_z += block_log_z
-            _kernels.expected_states(
-                block.indptr,
-                block.ids,
-                block.values,
-                layout.state_ptr,
-                layout.state_labels,
-                marginals,
-                layout.dense_row,
-                expected,
-                self.dense_expected,
-                dense_first=layout.dense_first,
-            )
+            expected_states(block, marginals, layout, expected, self.dense_expected)
             marginals, block_log_z_c = masked_block_marginals(
                 block,
                 self.workspace,
@@ -667,17 +646,12 @@ class _Shard:
                 self.c_pairs,
             )
             log_z -= float(block_log_z_c.sum())
-            _kernels.expected_states(
-                block.indptr,
-                block.ids,
-                block.values,
-                layout.state_ptr,
-                layout.state_labels,
+            expected_states(
+                block,
                 np.ascontiguousarray(marginals),
-                layout.dense_row,
+                layout,
                 self.c_expected,
                 self.c_dense_expected,
-                dense_first=layout.dense_first,
             )
         expected -= self.c_expected
         self.dense_expected -= self.c_dense_expected
