@@ -401,6 +401,96 @@ def test_dense_first_keeps_each_row_and_the_kernels_sums(seed, monkeypatch):
     )
 
 
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("dense_run", [True, False], ids=["dense-run", "mixed"])
+def test_packed_blocks_give_the_same_sums_bit_for_bit(seed, dense_run, monkeypatch):
+    # Block.pack_features: each entry names its features' start and count (or
+    # its dense row); the state scores and expected counts are those of the
+    # attribute ids to the bit, and the dense products. min_freq leaves some
+    # attributes without features: their entries go.
+    monkeypatch.setattr(skcrf._inference._blocks, "DENSE_DENOMINATOR", 4)
+    encoded, labels, classes, attributes = random_problem(
+        seed, n_sequences=12, n_attributes=30, n_labels=8, max_length=7
+    )
+    model, _ = select_features(encoded, labels, classes, attributes, min_freq=1.5)
+    counts = np.diff(model.state_ptr)
+    layout = StateLayout(model.state_ptr, model.state_labels, model.n_labels)
+    assert 0 < layout.n_dense < len(attributes)
+    sequences = np.arange(len(encoded.lengths))
+    (block,) = skcrf._inference._blocks.make_blocks(encoded, sequences, model.n_labels)
+    featureless = counts[block.ids] == 0
+    assert featureless.any() and not featureless.all()
+    if dense_run:  # each row's dense entries lead: the kernels' first loop
+        block.put_dense_first(layout.dense_row)
+    plain = (block.indptr.copy(), block.ids.copy(), block.values.copy())
+    assert block.pack_features(layout) and block.packed
+    assert len(block.ids) == len(plain[1]) - np.count_nonzero(featureless)
+    rng = np.random.default_rng(seed)
+    w = rng.normal(size=model.n_states)
+    arrays = score_arrays(layout, w, np.zeros((model.n_labels, model.n_labels)))
+    n_rows = len(block.indptr) - 1
+    scores = np.empty((2, n_rows, model.n_labels))
+    state_scores(*plain, arrays, scores[0])
+    skcrf._inference._blocks.block_state_scores(block, arrays, scores[1])
+    np.testing.assert_array_equal(scores[1], scores[0])
+    X = dense_features(encoded, len(attributes))[block.rows]
+    W = np.zeros((X.shape[1], model.n_labels))
+    W[model.state_attributes(), model.state_labels] = w
+    np.testing.assert_allclose(scores[1], X @ W, atol=1e-12)
+
+    marginals = rng.random((n_rows, model.n_labels))
+    sums = []
+    for packed in (False, True):
+        out, dense_out = np.zeros(model.n_states), np.zeros((layout.n_dense, model.n_labels))
+        if packed:
+            skcrf._inference._blocks.expected_states(block, marginals, layout, out, dense_out)
+        else:
+            _kernels.expected_states(
+                *plain,
+                layout.state_ptr,
+                layout.state_labels,
+                marginals,
+                layout.dense_row,
+                out,
+                dense_out,
+            )
+        layout.gather(dense_out, out)
+        sums.append(out)
+    np.testing.assert_array_equal(sums[1], sums[0])
+    np.testing.assert_allclose(
+        sums[1], (X.T @ marginals)[model.state_attributes(), model.state_labels], atol=1e-12
+    )
+
+
+def test_blocks_stay_unpacked_where_an_entry_cannot_hold_the_features(monkeypatch):
+    # more features than a packed start reaches, or an attribute with more
+    # sparse features than a packed count: the block keeps its attribute ids
+    encoded, labels, classes, attributes = random_problem(1, n_sequences=10, n_labels=6)
+    model, _ = select_features(encoded, labels, classes, attributes)
+    layout = StateLayout(model.state_ptr, model.state_labels, model.n_labels)
+    sequences = np.arange(len(encoded.lengths))
+    sparse_counts = np.diff(model.state_ptr)[layout.dense_row < 0]
+    for name, limit in [
+        ("PACKED_STARTS", model.n_states - 1),
+        ("PACKED_MAX_COUNT", int(sparse_counts.max()) - 1),
+    ]:
+        with monkeypatch.context() as patch:
+            patch.setattr(_kernels, name, limit)
+            (block,) = skcrf._inference._blocks.make_blocks(encoded, sequences, model.n_labels)
+            ids = block.ids.copy()
+            assert not block.pack_features(layout)
+            assert not block.packed and np.array_equal(block.ids, ids)
+    (block,) = skcrf._inference._blocks.make_blocks(encoded, sequences, model.n_labels)
+    assert block.pack_features(layout)
+
+
+def test_training_blocks_are_packed():
+    encoded, labels, classes, attributes = random_problem(2, n_sequences=10)
+    model, observed = select_features(encoded, labels, classes, attributes)
+    objective = CRFObjective(encoded, model, observed, c2=0.1)
+    assert all(block.packed for shard in objective._shards for block in shard.blocks)
+
+
 def test_vectorized_exp_matches_libm_within_one_ulp():
     rng = np.random.default_rng(0)
     scores = np.concatenate([-rng.random(200_000) * 708, -rng.random(1000) * 1e-6, [0.0]])

@@ -74,6 +74,7 @@ class Block:
         # the sequence of each packed column (empty sequences own none)
         self.sequences = np.asarray(sequences)[layout.order[: self.n_sequences]]
         self._columns = None
+        self.packed = False  # ids are attribute ids (see pack_features)
 
     def put_dense_first(self, dense_row):
         """Put each row's entries with a dense row first (stably).
@@ -89,6 +90,46 @@ class Block:
         self.ids = self.ids[order]
         if self.values is not None:
             self.values = self.values[order]
+
+    def pack_features(self, layout):
+        """Replace the attribute ids by where their features are in ``layout``.
+
+        Each entry becomes ``count << 24 | start`` (the kernels' packed
+        entries, :mod:`skcrf._inference._kernels`): the attribute's ``count``
+        features from ``start`` on in the layout's order, or, with ``count``
+        0, its dense row ``start``. The state kernels then read neither
+        ``state_ptr`` nor ``dense_row``, and the block takes no more memory.
+        Entries of attributes without features are dropped (they add
+        nothing). For training blocks, whose layout is fixed for the fit:
+        the block no longer holds attribute ids.
+
+        Returns False, changing nothing, when the layout does not fit in a
+        packed entry (``PACKED_STARTS`` features or more, or an attribute
+        with more than ``PACKED_MAX_COUNT`` sparse features).
+        """
+        if self.packed:
+            return True
+        if len(layout.state_labels) > _kernels.PACKED_STARTS:
+            return False
+        ids = self.ids
+        dense = layout.dense_row[ids]
+        starts = layout.state_ptr[ids]
+        counts = layout.state_ptr[ids + 1] - starts
+        counts[dense >= 0] = 0
+        if len(counts) and counts.max() > _kernels.PACKED_MAX_COUNT:
+            return False
+        keep = (dense >= 0) | (counts > 0)
+        if not keep.all():
+            rows = np.repeat(np.arange(len(self.indptr) - 1), np.diff(self.indptr))
+            per_row = np.bincount(rows[keep], minlength=len(self.indptr) - 1)
+            self.indptr = np.concatenate(([0], np.cumsum(per_row))).astype(np.int64)
+            if self.values is not None:
+                self.values = np.ascontiguousarray(self.values[keep])
+            dense, starts, counts = dense[keep], starts[keep], counts[keep]
+        entries = np.where(dense >= 0, dense, starts) | (counts << 24)
+        self.ids = entries.astype(np.uint32).view(np.int32)
+        self.packed = True
+        return True
 
     @property
     def columns(self):
@@ -350,8 +391,11 @@ def masked_score_arrays(arrays, transitions):
     )
 
 
-def state_scores(indptr, ids, values, arrays, out):
-    """Overwrite ``out`` with the state scores of the CSR rows."""
+def state_scores(indptr, ids, values, arrays, out, packed=False):
+    """Overwrite ``out`` with the state scores of the CSR rows.
+
+    ``packed``: ``ids`` are packed entries (:meth:`Block.pack_features`).
+    """
     layout = arrays.layout
     _kernels.state_scores(
         indptr,
@@ -364,6 +408,7 @@ def state_scores(indptr, ids, values, arrays, out):
         arrays.dense_weights,
         out,
         dense_first=layout.dense_first,
+        packed=packed,
     )
 
 
@@ -384,6 +429,7 @@ def expected_states(block, marginals, layout, out, dense_out):
         out,
         dense_out,
         dense_first=layout.dense_first,
+        packed=block.packed,
     )
 
 
@@ -393,7 +439,7 @@ def block_state_scores(block, arrays, out):
     The CSR entries, plus the vector features' BLAS product when the block
     has them.
     """
-    state_scores(block.indptr, block.ids, block.values, arrays, out)
+    state_scores(block.indptr, block.ids, block.values, arrays, out, block.packed)
     vector_rows = getattr(block, "vector_rows", None)
     if vector_rows is not None and arrays.vector_scores is not None:
         _kernels.add_rows(arrays.vector_scores, vector_rows, out)

@@ -6,7 +6,7 @@ cdef void add_state_scores(
     const long long[::1] indptr, const int[::1] ids, const double* values,
     const long long[::1] state_ptr, const int[::1] state_labels,
     const double[::1] state_weights, const int[::1] dense_row, bint dense_first,
-    const double[:, ::1] dense_weights, double[:, ::1] out,
+    const double[:, ::1] dense_weights, double[:, ::1] out, bint packed,
 ) noexcept nogil
 
 # Input-conditioned transitions of a block (see forward_backward): row r's
@@ -36,5 +36,5 @@ cdef void add_expected_states(
     const long long[::1] indptr, const int[::1] ids, const double* values,
     const long long[::1] state_ptr, const int[::1] state_labels,
     const double[:, ::1] marginals, const int[::1] dense_row, bint dense_first,
-    double[::1] out, double[:, ::1] dense_out,
+    double[::1] out, double[:, ::1] dense_out, bint packed,
 ) noexcept nogil

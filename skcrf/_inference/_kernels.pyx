@@ -14,6 +14,12 @@ Conventions
   ``a`` has the features ``state_ptr[a]:state_ptr[a + 1]`` with labels
   ``state_labels[k]``. Scores and expected counts touch only these, never a
   dense attributes x labels array.
+- ``packed``: the state kernels' ``ids`` hold, instead of attribute ids,
+  where each entry's features are (:meth:`skcrf._inference._blocks.Block.pack_features`): an entry
+  ``e`` (read as unsigned) is ``count << 24 | start``, the ``count``
+  features from ``start`` on, or with ``count`` 0 the dense row ``start``.
+  The kernels then read neither ``state_ptr`` nor ``dense_row``: one cache
+  miss less per entry once the model outgrows the caches.
 - Forward-backward works on one block of sequences in the packed time-major
   layout of :mod:`skcrf._utils._packing`: step ``t`` is ``batch_sizes[t]``
   consecutive rows, and the sequences still active at ``t + 1`` are the first
@@ -89,6 +95,29 @@ cdef inline Py_ssize_t _entry_prefetching(
     return ids[p]
 
 
+cdef enum:
+    _START_BITS = 24
+    _START_MASK = (1 << 24) - 1
+
+#: Packed entries (see the conventions): starts below this, counts up to the other.
+PACKED_STARTS = _START_MASK + 1
+PACKED_MAX_COUNT = (1 << (32 - _START_BITS)) - 1
+
+
+cdef inline Py_ssize_t _packed_prefetching(
+    const int* ids, Py_ssize_t p, Py_ssize_t last, const int* state_labels,
+    const double* per_feature,
+) noexcept nogil:
+    """The packed entry ``p`` (see the module's conventions), once the
+    prefetches for the features of the entry ``_AHEAD / 2`` ahead (at most
+    ``last``) are issued."""
+    cdef Py_ssize_t ahead = p + _AHEAD // 2 if p + _AHEAD // 2 <= last else last
+    cdef Py_ssize_t k = (<unsigned int> ids[ahead]) & _START_MASK
+    SKCRF_PREFETCH(&state_labels[k])
+    SKCRF_PREFETCH(&per_feature[k])
+    return <unsigned int> ids[p]
+
+
 cdef inline Py_ssize_t _dense_row_of(Py_ssize_t a, const int* dense_row,
                                      Py_ssize_t n_dense) noexcept nogil:
     """The dense row of attribute ``a``, or -1 (``dense_row`` NULL: the
@@ -121,7 +150,7 @@ cdef void add_state_scores(
     const long long[::1] indptr, const int[::1] ids, const double* values,
     const long long[::1] state_ptr, const int[::1] state_labels,
     const double[::1] state_weights, const int[::1] dense_row, bint dense_first,
-    const double[:, ::1] dense_weights, double[:, ::1] out,
+    const double[:, ::1] dense_weights, double[:, ::1] out, bint packed,
 ) noexcept nogil:
     """out[r, label] += value * weight over the features of each token's attributes
     (``values`` NULL: every value is 1).
@@ -136,7 +165,8 @@ cdef void add_state_scores(
     ``dense_first``: the attributes with a dense row are exactly the first
     ones, attribute ``a < len(dense_weights)`` having row ``a``
     (``StateLayout.dense_first``); ``dense_row`` is then not read: one
-    cache miss less per entry.
+    cache miss less per entry. ``packed``: ``ids`` are packed entries (see
+    the module's conventions); ``state_ptr`` and ``dense_row`` are not read.
     """
     cdef Py_ssize_t r, p, end, k, a, d, j, n_labels = out.shape[1]
     cdef Py_ssize_t n_dense = dense_weights.shape[0]
@@ -145,6 +175,10 @@ cdef void add_state_scores(
     cdef const double* dense
     cdef const int* rows_of = NULL
     cdef Py_ssize_t last = indptr[out.shape[0]] - 1
+    if packed:
+        _add_packed_state_scores(indptr, ids, values, state_labels, state_weights,
+                                 dense_weights, out)
+        return
     if not dense_first:
         rows_of = &dense_row[0]
     for r in range(out.shape[0]):
@@ -173,17 +207,50 @@ cdef void add_state_scores(
                     row[state_labels[k]] += v * state_weights[k]
 
 
+cdef void _add_packed_state_scores(
+    const long long[::1] indptr, const int[::1] ids, const double* values,
+    const int[::1] state_labels, const double[::1] state_weights,
+    const double[:, ::1] dense_weights, double[:, ::1] out,
+) noexcept nogil:
+    """:func:`add_state_scores` of packed entries."""
+    cdef Py_ssize_t r, p, end, k, e, count, j, n_labels = out.shape[1]
+    cdef double v
+    cdef double* row
+    cdef const double* dense
+    cdef Py_ssize_t last = indptr[out.shape[0]] - 1
+    for r in range(out.shape[0]):
+        row = &out[r, 0]
+        p, end = indptr[r], indptr[r + 1]
+        while p < end and (<unsigned int> ids[p]) >> _START_BITS == 0:  # dense run
+            v = values[p] if values != NULL else 1.0
+            dense = &dense_weights[ids[p], 0]
+            for j in range(n_labels):
+                row[j] += v * dense[j]
+            p += 1
+        for p in range(p, end):
+            e = _packed_prefetching(&ids[0], p, last, &state_labels[0], &state_weights[0])
+            v = values[p] if values != NULL else 1.0
+            k, count = e & _START_MASK, e >> _START_BITS
+            if count == 0:
+                dense = &dense_weights[k, 0]
+                for j in range(n_labels):
+                    row[j] += v * dense[j]
+            else:
+                for k in range(k, k + count):
+                    row[state_labels[k]] += v * state_weights[k]
+
+
 cdef void add_expected_states(
     const long long[::1] indptr, const int[::1] ids, const double* values,
     const long long[::1] state_ptr, const int[::1] state_labels,
     const double[:, ::1] marginals, const int[::1] dense_row, bint dense_first,
-    double[::1] out, double[:, ::1] dense_out,
+    double[::1] out, double[:, ::1] dense_out, bint packed,
 ) noexcept nogil:
     """out[k] += value * p(label of k) over every token holding k's attribute
     (``values`` NULL: every value is 1).
 
     Attributes with a dense row accumulate whole rows into ``dense_out``; a
-    row's leading run of them, and ``dense_first``, as in
+    row's leading run of them, ``dense_first`` and ``packed``, as in
     :func:`add_state_scores`.
     """
     cdef Py_ssize_t r, p, end, k, a, d, j, n_labels = marginals.shape[1]
@@ -193,6 +260,10 @@ cdef void add_expected_states(
     cdef double* dense
     cdef const int* rows_of = NULL
     cdef Py_ssize_t last = indptr[marginals.shape[0]] - 1
+    if packed:
+        _add_packed_expected_states(indptr, ids, values, state_labels, marginals, out,
+                                    dense_out)
+        return
     if not dense_first:
         rows_of = &dense_row[0]
     for r in range(marginals.shape[0]):
@@ -218,6 +289,39 @@ cdef void add_expected_states(
                     dense[j] += v * row[j]
             else:
                 for k in range(state_ptr[a], state_ptr[a + 1]):
+                    out[k] += v * row[state_labels[k]]
+
+
+cdef void _add_packed_expected_states(
+    const long long[::1] indptr, const int[::1] ids, const double* values,
+    const int[::1] state_labels, const double[:, ::1] marginals,
+    double[::1] out, double[:, ::1] dense_out,
+) noexcept nogil:
+    """:func:`add_expected_states` of packed entries."""
+    cdef Py_ssize_t r, p, end, k, e, count, j, n_labels = marginals.shape[1]
+    cdef double v
+    cdef const double* row
+    cdef double* dense
+    cdef Py_ssize_t last = indptr[marginals.shape[0]] - 1
+    for r in range(marginals.shape[0]):
+        row = &marginals[r, 0]
+        p, end = indptr[r], indptr[r + 1]
+        while p < end and (<unsigned int> ids[p]) >> _START_BITS == 0:  # dense run
+            v = values[p] if values != NULL else 1.0
+            dense = &dense_out[ids[p], 0]
+            for j in range(n_labels):
+                dense[j] += v * row[j]
+            p += 1
+        for p in range(p, end):
+            e = _packed_prefetching(&ids[0], p, last, &state_labels[0], &out[0])
+            v = values[p] if values != NULL else 1.0
+            k, count = e & _START_MASK, e >> _START_BITS
+            if count == 0:
+                dense = &dense_out[k, 0]
+                for j in range(n_labels):
+                    dense[j] += v * row[j]
+            else:
+                for k in range(k, k + count):
                     out[k] += v * row[state_labels[k]]
 
 
@@ -419,16 +523,18 @@ def state_scores(
     const long long[::1] state_ptr, const int[::1] state_labels,
     const double[::1] state_weights, const int[::1] dense_row,
     const double[:, ::1] dense_weights, double[:, ::1] out, bint dense_first=False,
+    bint packed=False,
 ):
     """Overwrite ``out`` (n_tokens x n_labels) with the tokens' state scores
-    (``values`` None: every value is 1; ``dense_first`` as in add_state_scores)."""
+    (``values`` None: every value is 1; ``dense_first`` and ``packed`` as in
+    add_state_scores)."""
     _check_state_arrays(indptr, out.shape[0], state_ptr, state_labels.shape[0],
                         state_weights.shape[0], dense_row, dense_weights, out.shape[1])
     cdef const double* value_data = _value_data(values, ids)
     with nogil:
         out[:, :] = 0.0
         add_state_scores(indptr, ids, value_data, state_ptr, state_labels, state_weights,
-                         dense_row, dense_first, dense_weights, out)
+                         dense_row, dense_first, dense_weights, out, packed)
 
 
 def expected_states(
@@ -436,16 +542,17 @@ def expected_states(
     const long long[::1] state_ptr, const int[::1] state_labels,
     const double[:, ::1] marginals, const int[::1] dense_row,
     double[::1] out, double[:, ::1] dense_out, bint dense_first=False,
+    bint packed=False,
 ):
     """Add each state feature's expected value sum under ``marginals`` to ``out``
     (to ``dense_out`` for the attributes with a dense row; ``values`` None:
-    every value is 1; ``dense_first`` as in add_state_scores)."""
+    every value is 1; ``dense_first`` and ``packed`` as in add_state_scores)."""
     _check_state_arrays(indptr, marginals.shape[0], state_ptr, state_labels.shape[0],
                         out.shape[0], dense_row, dense_out, marginals.shape[1])
     cdef const double* value_data = _value_data(values, ids)
     with nogil:
         add_expected_states(indptr, ids, value_data, state_ptr, state_labels, marginals,
-                            dense_row, dense_first, out, dense_out)
+                            dense_row, dense_first, out, dense_out, packed)
 
 
 cdef double _NO_VALUE = 0.0

@@ -578,6 +578,7 @@ class _Shard:
         order.renumber(self.blocks + self.partial_blocks)
         for block in self.blocks + self.partial_blocks:
             block.put_dense_first(layout.dense_row)
+            block.pack_features(layout)
         self.workspace = Workspace(self.blocks + self.partial_blocks, n_labels)
         dense = getattr(encoded, "dense", None)
         # marginals summed per distinct vector row
