@@ -462,26 +462,32 @@ def test_packed_blocks_give_the_same_sums_bit_for_bit(seed, dense_run, monkeypat
     )
 
 
-def test_blocks_stay_unpacked_where_an_entry_cannot_hold_the_features(monkeypatch):
-    # more features than a packed start reaches, or an attribute with more
-    # sparse features than a packed count: the block keeps its attribute ids
-    encoded, labels, classes, attributes = random_problem(1, n_sequences=10, n_labels=6)
-    model, _ = select_features(encoded, labels, classes, attributes)
-    layout = StateLayout(model.state_ptr, model.state_labels, model.n_labels)
-    sequences = np.arange(len(encoded.lengths))
-    sparse_counts = np.diff(model.state_ptr)[layout.dense_row < 0]
-    for name, limit in [
-        ("PACKED_STARTS", model.n_states - 1),
-        ("PACKED_MAX_COUNT", int(sparse_counts.max()) - 1),
-    ]:
-        with monkeypatch.context() as patch:
-            patch.setattr(_kernels, name, limit)
-            (block,) = skcrf._inference._blocks.make_blocks(encoded, sequences, model.n_labels)
-            ids = block.ids.copy()
-            assert not block.pack_features(layout)
-            assert not block.packed and np.array_equal(block.ids, ids)
-    (block,) = skcrf._inference._blocks.make_blocks(encoded, sequences, model.n_labels)
-    assert block.pack_features(layout)
+def test_pack_entries_in_place_and_refusals():
+    # attribute 0: a dense row (2); 1: no features; 2: features 3..5
+    state_ptr = np.array([0, 3, 3, 6], dtype=np.int64)
+    dense_row = np.array([2, -1, -1], dtype=np.int32)
+    indptr = np.array([0, 3, 4, 6], dtype=np.int64)
+    ids = np.array([0, 1, 2, 1, 2, 0], dtype=np.int32)
+    values = np.arange(6, dtype=float) + 1
+    assert _kernels.pack_entries(indptr, ids, values, state_ptr, dense_row) == 4
+    assert indptr.tolist() == [0, 2, 2, 4]
+    assert ids[:4].view(np.uint32).tolist() == [2, 3 << 24 | 3, 3 << 24 | 3, 2]
+    assert values[:4].tolist() == [1, 3, 5, 6]
+    # a sparse attribute with more features than a count holds, or a start
+    # beyond 24 bits: -1, nothing changed
+    for ptr in ([0, 1, 2 + _kernels.PACKED_MAX_COUNT], [0, 1 << 24, (1 << 24) + 1]):
+        indptr, ids = np.array([0, 2], dtype=np.int64), np.array([0, 1], dtype=np.int32)
+        rows = np.array([-1, -1], dtype=np.int32)
+        assert _kernels.pack_entries(indptr, ids, None, np.array(ptr), rows) == -1
+        assert indptr.tolist() == [0, 2] and ids.tolist() == [0, 1]
+    with pytest.raises(IndexError):
+        _kernels.pack_entries(
+            np.array([0, 1], dtype=np.int64),
+            np.array([3], dtype=np.int32),
+            None,
+            state_ptr,
+            dense_row,
+        )
 
 
 def test_training_blocks_are_packed():

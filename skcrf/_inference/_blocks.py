@@ -95,40 +95,28 @@ class Block:
         """Replace the attribute ids by where their features are in ``layout``.
 
         Each entry becomes ``count << 24 | start`` (the kernels' packed
-        entries, :mod:`skcrf._inference._kernels`): the attribute's ``count``
-        features from ``start`` on in the layout's order, or, with ``count``
-        0, its dense row ``start``. The state kernels then read neither
-        ``state_ptr`` nor ``dense_row``, and the block takes no more memory.
-        Entries of attributes without features are dropped (they add
-        nothing). For training blocks, whose layout is fixed for the fit:
-        the block no longer holds attribute ids.
+        entries, :func:`~skcrf._inference._kernels.pack_entries`): the
+        attribute's ``count`` features from ``start`` on in the layout's
+        order, or, with ``count`` 0, its dense row ``start``. The state kernels
+        then read neither ``state_ptr`` nor ``dense_row``. Done in place (the
+        block takes no more memory); entries of attributes without features
+        are dropped (they add nothing). For training blocks, whose layout is
+        fixed for the fit: the block no longer holds attribute ids.
 
-        Returns False, changing nothing, when the layout does not fit in a
-        packed entry (``PACKED_STARTS`` features or more, or an attribute
-        with more than ``PACKED_MAX_COUNT`` sparse features).
+        Returns False, changing nothing, when an entry cannot hold the
+        features (see ``pack_entries``).
         """
-        if self.packed:
-            return True
-        if len(layout.state_labels) > _kernels.PACKED_STARTS:
-            return False
-        ids = self.ids
-        dense = layout.dense_row[ids]
-        starts = layout.state_ptr[ids]
-        counts = layout.state_ptr[ids + 1] - starts
-        counts[dense >= 0] = 0
-        if len(counts) and counts.max() > _kernels.PACKED_MAX_COUNT:
-            return False
-        keep = (dense >= 0) | (counts > 0)
-        if not keep.all():
-            rows = np.repeat(np.arange(len(self.indptr) - 1), np.diff(self.indptr))
-            per_row = np.bincount(rows[keep], minlength=len(self.indptr) - 1)
-            self.indptr = np.concatenate(([0], np.cumsum(per_row))).astype(np.int64)
-            if self.values is not None:
-                self.values = np.ascontiguousarray(self.values[keep])
-            dense, starts, counts = dense[keep], starts[keep], counts[keep]
-        entries = np.where(dense >= 0, dense, starts) | (counts << 24)
-        self.ids = entries.astype(np.uint32).view(np.int32)
-        self.packed = True
+        if not self.packed:
+            kept = _kernels.pack_entries(
+                self.indptr, self.ids, self.values, layout.state_ptr, layout.dense_row
+            )
+            if kept < 0:
+                return False
+            if kept < len(self.ids):
+                self.ids = self.ids[:kept].copy()
+                if self.values is not None:
+                    self.values = self.values[:kept].copy()
+            self.packed = True
         return True
 
     @property

@@ -15,7 +15,7 @@ Conventions
   ``state_labels[k]``. Scores and expected counts touch only these, never a
   dense attributes x labels array.
 - ``packed``: the state kernels' ``ids`` hold, instead of attribute ids,
-  where each entry's features are (:meth:`skcrf._inference._blocks.Block.pack_features`): an entry
+  where each entry's features are (:func:`pack_entries`): an entry
   ``e`` (read as unsigned) is ``count << 24 | start``, the ``count``
   features from ``start`` on, or with ``count`` 0 the dense row ``start``.
   The kernels then read neither ``state_ptr`` nor ``dense_row``: one cache
@@ -98,10 +98,11 @@ cdef inline Py_ssize_t _entry_prefetching(
 cdef enum:
     _START_BITS = 24
     _START_MASK = (1 << 24) - 1
+    _MAX_COUNT = 255
 
 #: Packed entries (see the conventions): starts below this, counts up to the other.
 PACKED_STARTS = _START_MASK + 1
-PACKED_MAX_COUNT = (1 << (32 - _START_BITS)) - 1
+PACKED_MAX_COUNT = _MAX_COUNT
 
 
 cdef inline Py_ssize_t _packed_prefetching(
@@ -1173,6 +1174,60 @@ cdef int _check_index(const int[::1] index, Py_ssize_t size, Py_ssize_t n_values
         if not 0 <= index[k] < size:
             raise IndexError(f"index {index[k]} is out of bounds for {size} entries")
     return 0
+
+
+cdef Py_ssize_t _pack_entries(
+    long long[::1] indptr, int[::1] ids, double* values,
+    const long long[::1] state_ptr, const int[::1] dense_row,
+) noexcept nogil:
+    """:func:`pack_entries` once its arguments are checked."""
+    cdef Py_ssize_t r, p, kept = 0, start = 0, n_rows = indptr.shape[0] - 1
+    cdef long long a, count
+    for p in range(ids.shape[0]):  # first whether every entry fits
+        a = ids[p]
+        if dense_row[a] >= 0:
+            if dense_row[a] > _START_MASK:
+                return -1
+        elif state_ptr[a + 1] - state_ptr[a] > _MAX_COUNT or state_ptr[a] > _START_MASK:
+            return -1
+    for r in range(n_rows):
+        for p in range(start, indptr[r + 1]):
+            a = ids[p]
+            count = 0 if dense_row[a] >= 0 else state_ptr[a + 1] - state_ptr[a]
+            if dense_row[a] < 0 and count == 0:
+                continue
+            ids[kept] = <int> <unsigned int> (
+                (count << _START_BITS) | (dense_row[a] if count == 0 else state_ptr[a])
+            )
+            if values != NULL:
+                values[kept] = values[p]
+            kept += 1
+        start = indptr[r + 1]
+        indptr[r + 1] = kept
+    return kept
+
+
+def pack_entries(long long[::1] indptr, int[::1] ids, double[::1] values,
+                 const long long[::1] state_ptr, const int[::1] dense_row):
+    """Turn the attribute ids of CSR rows into packed entries, in place.
+
+    See the module's conventions. The entries of attributes without features
+    are dropped, ``indptr`` and ``values`` (None: every value is 1) following
+    in place; nothing else is allocated. Returns the number of entries kept
+    (the first ones of ``ids`` and ``values``), or -1, having changed nothing,
+    when an entry does not fit: a start or dense row of ``PACKED_STARTS`` or
+    more, or an attribute with more than ``PACKED_MAX_COUNT`` sparse features.
+    """
+    cdef Py_ssize_t kept, n_rows = indptr.shape[0] - 1
+    if n_rows < 0 or state_ptr.shape[0] != dense_row.shape[0] + 1:
+        raise ValueError("inconsistent CSR rows or state feature arrays")
+    if indptr[n_rows] != ids.shape[0]:
+        raise ValueError("indptr must end at the number of ids")
+    cdef double* value_data = <double*> _value_data(values, ids)
+    _check_index(ids, dense_row.shape[0], ids.shape[0], "ids")
+    with nogil:
+        kept = _pack_entries(indptr, ids, value_data, state_ptr, dense_row)
+    return kept
 
 
 def take(const double[::1] source, const int[::1] index, double[::1] out):
