@@ -16,27 +16,24 @@ from sklearn.feature_extraction import DictVectorizer
 from sklearn.utils import check_random_state
 
 from ._compat import Interval, StrOptions, _fit_context
-from ._featurize._labels import check_distinct_labels, check_labels, encode_labels
-from ._featurize._stream import encode_data
-from ._featurize._transitions import TRANSITION_KEY, split_transitions, with_transitions
-from ._featurize._validation import check_reusable, is_item_sequence
+from ._featurize._validation import check_single_sequence
 from ._featurize._vocabulary import Vocabulary
-from ._inference._constraints import Constraints, scheme_roles
 from ._inference._decode import Decoder
-from ._inference._explain import conditioned_contributions, state_contributions, strongest
-from ._inference._spans import RoleMasks, span_log_proba
-from ._inference._structured import nbest, sequence_scores, transition_marginals
 from ._model import FittedState
 from ._persist._crfsuite_file import crfsuite_bytes, read_crfsuite, write_crfsuite
+from ._persist._estimator_files import (
+    check_crfsuite_model,
+    check_model_filename,
+    sklearn_crfsuite_model,
+    write_model_filename,
+)
 from ._persist._npz import load_state, save_state
+from ._predictor import Decoding, Predictor
 from ._tagger_view import CRFsuiteTagger
 from ._training import _fit as fit_driver
-from ._training._fit import ALGORITHM_DEFAULTS, FEATURE_DEFAULTS, TRAINER_PARAMETERS
+from ._training._fit import ALGORITHM_DEFAULTS
 from ._training._monitor import CallbackInfo
-from ._training._weights import check_sample_weight
 from ._typing import LabelSequencesLike, SequenceLike, SequencesLike
-from ._utils._threads import effective_n_threads
-from .metrics import _chunks_from_parsed as label_chunks
 from .metrics import get_scorer
 
 # Guards the creation of ``tagger_``'s view, which threads share.
@@ -560,68 +557,51 @@ calibration_candidates, calibration_max_trials : default=None
         self : CRFTagger
         """
         algorithm, settings = self._settings()
-        self._check_model_filename_writable()
-        if (X_dev is None) != (y_dev is None):
-            raise ValueError("X_dev and y_dev must be given together.")
-        if callback is not None and not callable(callback):
-            raise TypeError(f"callback must be callable; got {type(callback).__name__}.")
-        if X_dev is not None:
-            # read at every iteration: a generator would be empty after the first
-            check_reusable(X_dev, "X_dev", "it is scored at every iteration")
-            check_reusable(
-                y_dev, "y_dev", "it is scored at every iteration", what="a list of label sequences"
-            )
-        validation = None
-        if self.early_stopping and X_dev is None:
-            reason = (
-                "early_stopping without X_dev holds out a random part of X as "
-                "validation data (or give X_dev and y_dev)"
-            )
-            check_reusable(X, "X", reason)
-            check_reusable(y, "y", reason, what="a list of label sequences")
-            split = fit_driver.split_validation(
-                X,
-                y,
-                self.validation_fraction,
-                check_random_state(self.random_state),
-                self.missing_label,
-                sample_weight=sample_weight,
-            )
-            if sample_weight is None:
-                X, y, validation = split
-            else:
-                X, y, sample_weight, validation = split
-        elif self.early_stopping:
-            validation = (X_dev, y_dev)
-        previous = self.__dict__.get("_model") if self.warm_start else None
-        settings["all_possible_conditioned_transitions"] = (
-            self.all_possible_conditioned_transitions
+        check_model_filename(self.model_filename)
+        X, y, sample_weight, validation = fit_driver.held_out_data(
+            X,
+            y,
+            X_dev,
+            y_dev,
+            sample_weight,
+            early_stopping=self.early_stopping,
+            fraction=self.validation_fraction,
+            random_state=check_random_state(self.random_state),
+            missing_label=self.missing_label,
         )
+        previous = self.__dict__.get("_model") if self.warm_start else None
         fitted = fit_driver.fit(
             X,
             y,
             algorithm,
             settings,
-            # new: an interrupted fit must leave the old vocabulary as it was
-            Vocabulary() if previous is None else self._vocabulary_copy(),
-            n_jobs=self.n_jobs,
-            random_state=check_random_state(self.random_state),
+            self._new_vocabulary(previous is not None),
             monitor_options=self._monitor_options(X_dev, y_dev, validation, callback),
             previous=previous,
-            previous_trainer_state=self.__dict__.get("_trainer_state"),
-            missing_label=self.missing_label,
-            allowed_transitions=self.allowed_transitions,
-            stacklevel=3,  # past _fit_context's wrapper
             sample_weight=sample_weight,
-            class_weight=self.class_weight,
-            model_filename=self.model_filename,
+            stacklevel=3,  # past _fit_context's wrapper
+            **self._fit_options(),
         )
         self._store_fit(fitted)
         self.__dict__.pop("_partial_fit_rng", None)
         return self
 
+    def _fit_options(self):
+        """The fit driver's options that the estimator's parameters and state give."""
+        return {
+            "n_jobs": self.n_jobs,
+            "random_state": check_random_state(self.random_state),
+            "previous_trainer_state": self.__dict__.get("_trainer_state"),
+            "missing_label": self.missing_label,
+            "allowed_transitions": self.allowed_transitions,
+            "class_weight": self.class_weight,
+            "model_filename": self.model_filename,
+        }
+
     def _monitor_options(self, X_dev, y_dev, validation, callback):
         """The fit driver's monitor options (held-out data, early stopping)."""
+        if callback is not None and not callable(callback):
+            raise TypeError(f"callback must be callable; got {type(callback).__name__}.")
         return {
             "verbose": self.verbose,
             "dev": None if X_dev is None else (X_dev, y_dev),
@@ -651,7 +631,13 @@ calibration_candidates, calibration_max_trials : default=None
 
         return score
 
-    def _vocabulary_copy(self):
+    def _new_vocabulary(self, continued):
+        """The vocabulary a fit grows: a copy of the fitted one when it continues.
+
+        A copy: an interrupted fit must leave the old vocabulary as it was.
+        """
+        if not continued:
+            return Vocabulary()
         return Vocabulary(self._model.attributes, self._model.value_separator)
 
     @_fit_context(prefer_skip_nested_validation=True)
@@ -700,12 +686,12 @@ calibration_candidates, calibration_max_trials : default=None
         apply: each call is one epoch.
         """
         algorithm, settings = self._settings()
-        self._check_model_filename_writable()
+        check_model_filename(self.model_filename)
         previous = None
         if self.__dict__.get("_model") is not None:
             previous = fit_driver.FitResult(
                 self._model,
-                self._vocabulary,
+                self._predictor.vocabulary,
                 self.n_iter_,
                 self.status_,
                 self.training_log_,
@@ -718,8 +704,7 @@ calibration_candidates, calibration_max_trials : default=None
             y,
             algorithm,
             settings,
-            # new: an interrupted call must leave the old vocabulary as it was
-            Vocabulary() if previous is None else self._vocabulary_copy(),
+            self._new_vocabulary(previous is not None),
             classes,
             random_state=rng,
             verbose=self.verbose,
@@ -745,24 +730,11 @@ calibration_candidates, calibration_max_trials : default=None
     # -- fitted state ------------------------------------------------------
 
     def _set_fitted(
-        self,
-        model,
-        n_iter,
-        status,
-        log,
-        vocabulary=None,
-        trainer_state=None,
-        best_iteration=None,
-        decoder=None,
+        self, model, n_iter, status, log, vocabulary=None, trainer_state=None, **extra
     ):
-        if vocabulary is None:
-            vocabulary = Vocabulary(model.attributes, model.value_separator)
-        if decoder is None:
-            decoder = Decoder(model)
+        """Store a fitted model and its fit's outcome (``extra``: best_iteration, decoder)."""
+        self._predictor = Predictor(model, vocabulary, extra.get("decoder"))
         self._model = model
-        self._vocabulary = vocabulary
-        self._decoder = decoder
-        self._transition_vocabulary = _transition_vocabulary(model)
         self._trainer_state = trainer_state
         self.classes_ = model.classes
         if isinstance(model.attributes, list):
@@ -773,7 +745,7 @@ calibration_candidates, calibration_max_trials : default=None
         self.n_iter_ = n_iter
         self.status_ = status
         self.training_log_ = log
-        self.best_iteration_ = best_iteration
+        self.best_iteration_ = extra.get("best_iteration")
 
     def _store_fit(self, result):
         """Write ``model_filename`` from a fit's result, then store the result.
@@ -789,7 +761,7 @@ calibration_candidates, calibration_max_trials : default=None
         result : FitResult
         """
         decoder = Decoder(result.model)
-        self._write_model_file(result.model)
+        write_model_filename(result.model, self.model_filename)
         self._set_fitted(
             result.model,
             result.n_iter,
@@ -821,25 +793,27 @@ calibration_candidates, calibration_max_trials : default=None
         """
         names = cls._get_param_names()
         tagger = cls(**{k: v for k, v in state.params.items() if k in names})
-        tagger._set_fitted(
-            state.model,
-            state.n_iter,
-            state.status,
-            state.training_log,
-            best_iteration=state.extra.get("best_iteration"),
-        )
+        tagger._set_fitted_state(state)
         return tagger
+
+    def _set_fitted_state(self, state):
+        """Store the model of a :class:`FittedState` (read from a file)."""
+        extra = {"best_iteration": state.extra.get("best_iteration")}
+        self._set_fitted(state.model, state.n_iter, state.status, state.training_log, **extra)
 
     def _fitted_model(self):
         """The fitted model; read from ``model_filename`` on first use."""
-        model = self.__dict__.get("_model")
-        if model is not None:
-            return model
+        return self._fitted().model
+
+    def _fitted(self):
+        """The fitted model's :class:`Predictor`; read from ``model_filename`` on first use."""
+        predictor = self.__dict__.get("_predictor")
+        if predictor is not None:
+            return predictor
         path = self.__dict__.get("model_filename")
         if isinstance(path, (str, os.PathLike)) and os.path.exists(path):
-            state = read_crfsuite(path, lazy_attributes=True)
-            self._set_fitted(state.model, state.n_iter, state.status, state.training_log)
-            return self._model
+            self._set_fitted_state(read_crfsuite(path, lazy_attributes=True))
+            return self._predictor
         missing = f" (model_filename={path!r} does not exist yet)" if path is not None else ""
         raise NotFittedError(
             f"This {type(self).__name__} instance is not fitted yet{missing}. Call "
@@ -848,7 +822,7 @@ calibration_candidates, calibration_max_trials : default=None
 
     def __sklearn_is_fitted__(self):
         try:
-            self._fitted_model()
+            self._fitted()
         except NotFittedError:
             return False
         return True
@@ -867,47 +841,10 @@ calibration_candidates, calibration_max_trials : default=None
             return self.__dict__[name]
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
-    def _check_model_filename_writable(self):
-        """Fail before training, not after, when the model file cannot be written."""
-        if self.model_filename is None:
-            return
-        folder = os.path.dirname(os.path.abspath(self.model_filename))
-        if not os.path.isdir(folder):
-            raise FileNotFoundError(
-                f"model_filename={self.model_filename!r}: the folder {folder!r} does "
-                "not exist, so the trained model could not be written there."
-            )
-        if os.path.isdir(self.model_filename):
-            raise IsADirectoryError(
-                f"model_filename={self.model_filename!r} is a folder; give the path "
-                "of a file for the trained model."
-            )
-        if not os.access(folder, os.W_OK | os.X_OK):
-            raise PermissionError(
-                f"model_filename={self.model_filename!r}: the folder {folder!r} is not "
-                "writable, so the trained model could not be written there."
-            )
-
-    def _write_model_file(self, model):
-        """Write ``model`` to ``model_filename`` (atomically), if it is set."""
-        if self.model_filename is None:
-            return
-        try:
-            write_crfsuite(model.without_zeros(), self.model_filename)
-        except OSError as exc:
-            raise OSError(
-                exc.errno,
-                f"model_filename={self.model_filename!r}: the trained model could not "
-                f"be written ({exc.strerror or exc}); the estimator and the file keep "
-                "their previous state",
-            ) from exc
-
     def __getstate__(self):
         state = dict(super().__getstate__())  # a copy: it may be our __dict__
         # The encoder's caches and the decoder's arrays are rebuilt on load.
-        state.pop("_vocabulary", None)
-        state.pop("_transition_vocabulary", None)
-        state.pop("_decoder", None)
+        state.pop("_predictor", None)
         state.pop("_tagger_view", None)
         return state
 
@@ -921,9 +858,7 @@ calibration_candidates, calibration_max_trials : default=None
         self.__dict__.setdefault("decoding", "viterbi")
         model = self.__dict__.get("_model")
         if model is not None:
-            self._vocabulary = Vocabulary(model.attributes, model.value_separator)
-            self._transition_vocabulary = _transition_vocabulary(model)
-            self._decoder = Decoder(model)
+            self._predictor = Predictor(model)
 
     @property
     def coef_(self) -> sp.csr_matrix:
@@ -986,14 +921,7 @@ calibration_candidates, calibration_max_trials : default=None
 
     def _crfsuite_model(self, what):
         """The fitted model, which must be one a CRFsuite file can hold."""
-        model = self._fitted_model()
-        if model.conditioned is not None:
-            raise ValueError(
-                f"{what}: this model has input-conditioned transitions (trained on "
-                f"tokens with the key {TRANSITION_KEY!r}), which CRFsuite model files "
-                "cannot hold. Use save() / CRFTagger.load() (npz)."
-            )
-        return model
+        return check_crfsuite_model(self._fitted_model(), what)
 
     @classmethod
     def from_crfsuite(cls, source: Any) -> "CRFTagger":
@@ -1024,71 +952,16 @@ calibration_candidates, calibration_max_trials : default=None
         params = {}
         if not isinstance(source, (str, bytes, os.PathLike)):
             names = set(cls._get_param_names()) - {"model_filename", "trainer_cls"}
-            source, params = _sklearn_crfsuite_model(source, names)
+            source, params = sklearn_crfsuite_model(source, names)
         state = read_crfsuite(source, lazy_attributes=True)
-        tagger = cls(**params)
-        tagger._set_fitted(state.model, state.n_iter, state.status, state.training_log)
-        return tagger
+        state.params.update(params)
+        return cls._from_fitted_state(state)
 
     # -- prediction --------------------------------------------------------
 
-    def _encode(self, X, name="X", y=None):
-        """``X`` encoded for prediction (and ``y`` as a list, when given)."""
-        model = self._fitted_model()
-        parts = None
-        if model.conditioned is not None:
-            X, parts = split_transitions(X, name=name)
-        # any iterable: a generator is encoded sequence by sequence
-        if y is None:
-            encoded = encode_data(
-                self._vocabulary, X, grow=False, name=name, single_hint=name == "X"
-            )
-        else:
-            encoded, y = encode_data(self._vocabulary, X, y, grow=False, name=name)
-        if model.conditioned is not None:
-            encoded = with_transitions(
-                encoded, parts, self._transition_vocabulary, grow=False, name=name
-            )
-        return encoded if y is None else (encoded, y)
-
-    def _encode_single(self, xseq):
-        """One sequence (checked by ``_single_tokens``) encoded for prediction."""
-        if self._fitted_model().conditioned is not None:
-            return self._encode([xseq], name="xseq")
-        return self._vocabulary.encode([xseq], grow=False, name="xseq")
-
-    @staticmethod
-    def _split(flat, lengths):
-        """Split a flat per-token list into one list per sequence."""
-        bounds = np.concatenate([[0], np.cumsum(lengths)]).tolist()
-        return [flat[start:stop] for start, stop in zip(bounds[:-1], bounds[1:])]
-
-    def _constraints(self, lengths, allowed_transitions, partial_labels, scheme=None):
-        """The :class:`Constraints` of a decoding call (None when there are none)."""
-        if allowed_transitions is None:
-            allowed_transitions = self.allowed_transitions
-        if allowed_transitions is None and partial_labels is None and scheme is None:
-            return None
-        return Constraints.build(
-            self.classes_, lengths, allowed_transitions, partial_labels, scheme=scheme
-        )
-
-    def _decoding_method(self):
-        """The decoder's method of ``decoding`` (checked: set_params does not validate)."""
-        if self.decoding == "viterbi":
-            return self._decoder.viterbi
-        if self.decoding == "posterior":
-            return self._decoder.posterior
-        raise ValueError(
-            f"The 'decoding' parameter of CRFTagger must be 'viterbi' or 'posterior'; "
-            f"got {self.decoding!r:.60}."
-        )
-
-    def _path(self, encoded, constraints, name="X", n_threads=None):
-        """Label index of every token (flat order) under ``decoding``."""
-        if n_threads is None:
-            n_threads = effective_n_threads(self.n_jobs)
-        return self._decoding_method()(encoded, n_threads, name=name, constraints=constraints)
+    def _decoding(self):
+        """The decoding parameters a prediction uses."""
+        return Decoding(self.decoding, self.allowed_transitions, self.n_jobs)
 
     def predict(
         self, X: SequencesLike, *, allowed_transitions: Any = None, partial_labels: Any = None
@@ -1121,10 +994,8 @@ calibration_candidates, calibration_max_trials : default=None
             When the constraints leave a sequence no allowed labelling (the
             message names it).
         """
-        encoded = self._encode(X)
-        constraints = self._constraints(encoded.lengths, allowed_transitions, partial_labels)
-        path = self._path(encoded, constraints)
-        return self._split(self.classes_[path].tolist(), encoded.lengths)
+        predictor = self._fitted()
+        return predictor.predict(X, self._decoding(), allowed_transitions, partial_labels)
 
     def predict_single(
         self, xseq: SequenceLike, *, allowed_transitions: Any = None, partial_labels: Any = None
@@ -1134,23 +1005,10 @@ calibration_candidates, calibration_max_trials : default=None
         ``allowed_transitions`` as in :meth:`predict`; ``partial_labels`` is
         one list with an entry per token.
         """
-        self._fitted_model()  # cheaper than check_is_fitted: this path is per sentence
-        xseq = _single_tokens(xseq)
-        encoded = self._encode_single(xseq)
-        if (
-            allowed_transitions is None
-            and self.allowed_transitions is None
-            and (partial_labels is None)
-            and self.decoding == "viterbi"
-        ):
-            return self.classes_[self._decoder.viterbi_single(encoded, name="xseq")].tolist()
-        constraints = self._constraints(
-            encoded.lengths,
-            allowed_transitions,
-            None if partial_labels is None else [partial_labels],
+        predictor = self._fitted()  # cheaper than check_is_fitted: this path is per sentence
+        return predictor.predict_single(
+            check_single_sequence(xseq), self._decoding(), allowed_transitions, partial_labels
         )
-        path = self._path(encoded, constraints, name="xseq", n_threads=1)
-        return self.classes_[path].tolist()
 
     def predict_marginals(
         self, X: SequencesLike, *, allowed_transitions: Any = None, partial_labels: Any = None
@@ -1169,14 +1027,8 @@ calibration_candidates, calibration_max_trials : default=None
         list of list of dict
             ``result[i][t][label]`` is ``p(y_t = label | x_i)``.
         """
-        encoded = self._encode(X)
-        constraints = self._constraints(encoded.lengths, allowed_transitions, partial_labels)
-        return self._decoder.marginal_dicts(
-            encoded,
-            self.classes_.tolist(),
-            effective_n_threads(self.n_jobs),
-            constraints=constraints,
-        )
+        predictor = self._fitted()
+        return predictor.marginals(X, self._decoding(), allowed_transitions, partial_labels)
 
     def predict_marginals_single(
         self, xseq: SequenceLike, *, allowed_transitions: Any = None, partial_labels: Any = None
@@ -1185,7 +1037,7 @@ calibration_candidates, calibration_max_trials : default=None
 
         Constraints as in :meth:`predict_single`.
         """
-        xseq = _single_tokens(xseq)
+        xseq = check_single_sequence(xseq)
         return self.predict_marginals(
             [xseq],
             allowed_transitions=allowed_transitions,
@@ -1221,27 +1073,9 @@ calibration_candidates, calibration_max_trials : default=None
             ``classes_`` order first, then the lower label before it, and so
             on. An empty sequence has one, ``([], 0.0)``.
         """
-        if isinstance(n, (bool, np.bool_)) or not isinstance(n, Integral) or n < 1:
-            raise ValueError(f"n must be an integer >= 1; got {n!r}.")
-        encoded = self._encode(X)
-        constraints = self._constraints(encoded.lengths, allowed_transitions, partial_labels)
-        paths, log_proba, found = nbest(
-            self._decoder,
-            encoded,
-            int(n),
-            effective_n_threads(self.n_jobs),
-            constraints=constraints,
-        )
-        lengths = np.asarray(encoded.lengths)
-        bounds = np.concatenate([[0], np.cumsum(lengths)]).tolist()
-        labels = [self.classes_[row].tolist() for row in paths[: int(found.max(initial=1))]]
-        log_proba = log_proba.tolist()
-        return [
-            [(labels[q][start:stop], log_proba[i][q]) for q in range(found_i)]
-            for i, (start, stop, found_i) in enumerate(
-                zip(bounds[:-1], bounds[1:], found.tolist())
-            )
-        ]
+        n = _check_count(n)
+        predictor = self._fitted()
+        return predictor.nbest(X, n, self._decoding(), allowed_transitions, partial_labels)
 
     def sequence_log_proba(
         self,
@@ -1270,26 +1104,9 @@ calibration_candidates, calibration_max_trials : default=None
         ndarray of shape (n_sequences,)
             0 for an empty sequence.
         """
-        if y is None:
-            encoded = self._encode(X)
-        else:
-            encoded, y = self._encode(X, y=y)
-        constraints = self._constraints(encoded.lengths, allowed_transitions, partial_labels)
-        n_threads = effective_n_threads(self.n_jobs)
-        if y is None and self.decoding == "viterbi":
-            _, log_proba, _ = nbest(self._decoder, encoded, 1, n_threads, constraints=constraints)
-            return log_proba[:, 0]
-        if y is None:
-            label_index = self._path(encoded, constraints, n_threads=n_threads)
-            return sequence_scores(
-                self._decoder, encoded, label_index, n_threads, constraints=constraints
-            )
-        labels = check_labels(y, encoded.lengths, name="y")
-        label_index, _ = encode_labels(
-            labels, self.classes_, name="y", lengths=encoded.lengths, classes_name="classes_"
-        )
-        return sequence_scores(
-            self._decoder, encoded, label_index, n_threads, constraints=constraints
+        predictor = self._fitted()
+        return predictor.sequence_log_proba(
+            X, y, self._decoding(), allowed_transitions, partial_labels
         )
 
     def predict_transition_marginals(
@@ -1311,15 +1128,10 @@ calibration_candidates, calibration_max_trials : default=None
             classes_[j] | x)``. Summed over ``j`` it gives the marginals of
             token ``t``, over ``i`` those of token ``t + 1``.
         """
-        encoded = self._encode(X)
-        constraints = self._constraints(encoded.lengths, allowed_transitions, partial_labels)
-        pairs = transition_marginals(
-            self._decoder, encoded, effective_n_threads(self.n_jobs), constraints=constraints
+        predictor = self._fitted()
+        return predictor.transition_marginals(
+            X, self._decoding(), allowed_transitions, partial_labels
         )
-        bounds = np.concatenate([[0], np.cumsum(encoded.lengths)]).tolist()
-        return [
-            pairs[start : max(stop - 1, start)] for start, stop in zip(bounds[:-1], bounds[1:])
-        ]
 
     def predict_entities(
         self,
@@ -1368,34 +1180,8 @@ calibration_candidates, calibration_max_trials : default=None
             On an unknown scheme or a label that does not follow it (named),
             or when the constraints leave a sequence no labelling (named).
         """
-        self._fitted_model()
-        name, roles = scheme_roles(self.classes_.tolist(), scheme, context="scheme")
-        encoded = self._encode(X)
-        constraints = self._constraints(
-            encoded.lengths, allowed_transitions, partial_labels, scheme=scheme
-        )
-        n_threads = effective_n_threads(self.n_jobs)
-        path = self._path(encoded, constraints, n_threads=n_threads)
-        parsed = [roles[k] for k in path.tolist()]
-        spans = [
-            [(start, end, kind) for kind, start, end in label_chunks(seq)]
-            for seq in self._split(parsed, encoded.lengths)
-        ]
-        log_proba = span_log_proba(
-            self._decoder,
-            encoded,
-            spans,
-            RoleMasks(name, roles),
-            n_threads,
-            constraints=constraints,
-        )
-        return [
-            [
-                (start, end, kind, float(np.exp(lp)))
-                for (start, end, kind), lp in zip(seq, seq_log_proba.tolist())
-            ]
-            for seq, seq_log_proba in zip(spans, log_proba)
-        ]
+        predictor = self._fitted()
+        return predictor.entities(X, scheme, self._decoding(), allowed_transitions, partial_labels)
 
     def explain(self, xseq: SequenceLike, *, as_frame: bool = False) -> Any:
         """Why each token gets its label: the feature terms of the scores.
@@ -1448,78 +1234,8 @@ calibration_candidates, calibration_max_trials : default=None
             ``from_label`` (None for a state term), ``label``,
             ``contribution``.
         """
-        model = self._fitted_model()
-        xseq = _single_tokens(xseq)
-        labels = self.predict_single(xseq)
-        marginals = self.predict_marginals_single(xseq)
-        encoded = self._encode_single(xseq)
-        classes = self.classes_.tolist()
-        index = {label: k for k, label in enumerate(classes)}
-        predicted = [index[label] for label in labels]
-        runner_up = []
-        for token, k in zip(marginals, predicted):
-            others = [(-token[c], j) for j, c in enumerate(classes) if j != k]
-            runner_up.append(min(others)[1] if others else -1)
-        names = model.attributes
-        transitions = model.transition_matrix()
-
-        def terms(indices):
-            out = []
-            for token_terms, k in zip(state_contributions(model, encoded, indices), indices):
-                listed = [(names[a], classes[k], w * v) for a, w, v in token_terms]
-                listed.sort(key=lambda term: -abs(term[2]))
-                out.append(listed)
-            return out
-
-        states, runner_states = terms(predicted), terms(runner_up)
-        conditioned: list[list[tuple[str, Any, Any, float]]] = [[] for _ in predicted]
-        if model.conditioned is not None:
-            conditioned_names = model.conditioned.attributes
-            conditioned = [
-                sorted(
-                    (
-                        (conditioned_names[a], classes[predicted[t - 1]], classes[k], w * v)
-                        for a, w, v in token_terms
-                    ),
-                    key=lambda term: -abs(term[3]),
-                )
-                for t, (token_terms, k) in enumerate(
-                    zip(conditioned_contributions(model, encoded, predicted), predicted)
-                )
-            ]
-        result: list[dict[str, Any]] = []
-        for t, (k, j) in enumerate(zip(predicted, runner_up)):
-            previous = predicted[t - 1] if t else None
-            result.append(
-                {
-                    "position": t,
-                    "label": classes[k],
-                    "probability": float(marginals[t][classes[k]]),
-                    "state": states[t],
-                    "runner_up": classes[j] if j >= 0 else None,
-                    "runner_up_probability": float(marginals[t][classes[j]]) if j >= 0 else 0.0,
-                    "runner_up_state": runner_states[t],
-                    "transition": None
-                    if previous is None
-                    else (classes[previous], classes[k], float(transitions[previous, k])),
-                    "conditioned": conditioned[t],
-                }
-            )
-        if not as_frame:
-            return result
-        rows = []
-        for entry in result:
-            position = entry["position"]
-            for candidate, key in (("predicted", "state"), ("runner_up", "runner_up_state")):
-                for attribute, label, term in entry[key]:
-                    rows.append((position, candidate, "state", attribute, None, label, term))
-            if entry["transition"] is not None:
-                source, label, weight = entry["transition"]
-                rows.append((position, "predicted", "transition", None, source, label, weight))
-            for attribute, source, label, term in entry["conditioned"]:
-                rows.append((position, "predicted", "conditioned", attribute, source, label, term))
-        columns = ["position", "candidate", "kind", "attribute", "from_label", "label"]
-        return _data_frame(rows, [*columns, "contribution"], "explain")
+        predictor = self._fitted()
+        return predictor.explain(check_single_sequence(xseq), self._decoding(), as_frame)
 
     def top_features(self, n: int = 10, *, as_frame: bool = False) -> Any:
         """The ``n`` strongest state features and transitions (largest ``|weight|``).
@@ -1543,31 +1259,8 @@ calibration_candidates, calibration_max_trials : default=None
             transition), ``from_label`` (None for a state feature),
             ``label``, ``weight``.
         """
-        if isinstance(n, (bool, np.bool_)) or not isinstance(n, Integral) or n < 1:
-            raise ValueError(f"n must be an integer >= 1; got {n!r}.")
-        model = self._fitted_model()
-        classes = self.classes_.tolist()
-        names = model.attributes
-        attribute_of = model.state_attributes()
-        state = [
-            (names[int(attribute_of[f])], classes[int(model.state_labels[f])], float(w))
-            for f, w in (
-                (f, model.state_weights[f]) for f in strongest(model.state_weights, int(n))
-            )
-        ]
-        matrix = model.transition_matrix()
-        n_labels = len(classes)
-        transition = [
-            (classes[p // n_labels], classes[p % n_labels], float(matrix.flat[p]))
-            for p in strongest(matrix.ravel(), int(n)).tolist()
-        ]
-        if not as_frame:
-            return {"state": state, "transition": transition}
-        rows = [("state", a, None, label, w) for a, label, w in state]
-        rows += [("transition", None, source, label, w) for source, label, w in transition]
-        return _data_frame(
-            rows, ["kind", "attribute", "from_label", "label", "weight"], "top_features"
-        )
+        n = _check_count(n)
+        return self._fitted().top_features(n, as_frame)
 
     def score(
         self, X: SequencesLike, y: LabelSequencesLike, sample_weight: ArrayLike | None = None
@@ -1588,25 +1281,7 @@ calibration_candidates, calibration_max_trials : default=None
         -------
         float
         """
-        weights = check_sample_weight(sample_weight)
-        encoded, y = self._encode(X, y=y)
-        if weights is not None:
-            weights = check_sample_weight(weights, len(encoded.lengths))
-        true = check_labels(y, encoded.lengths, name="y")
-        if not true:
-            raise ValueError("score needs at least one token; all sequences are empty.")
-        check_distinct_labels(
-            true, "y", classes=self.classes_, lengths=encoded.lengths, classes_name="classes_"
-        )
-        path = self._path(encoded, self._constraints(encoded.lengths, None, None))
-        predicted = self.classes_[path].tolist()
-        correct = [a == b for a, b in zip(true, predicted)]
-        if weights is not None:
-            token_weights = np.repeat(weights, encoded.lengths)
-            if not token_weights.sum() > 0:
-                raise ValueError("score: sample_weight is 0 for every token.")
-            return float(np.average(correct, weights=token_weights))
-        return float(np.mean(correct))
+        return self._fitted().accuracy(X, y, self._decoding(), sample_weight)
 
     # -- inspection --------------------------------------------------------
 
@@ -1618,7 +1293,7 @@ calibration_candidates, calibration_max_trials : default=None
             view = self.__dict__.get("_tagger_view")
             if view is None or view.model is not model:
                 # kept: users call tagger_.set(x), then tagger_.marginal(...)
-                view = CRFsuiteTagger(model, self._vocabulary, self._decoder)
+                view = CRFsuiteTagger(model, self._predictor.vocabulary, self._predictor.decoder)
                 self._tagger_view = view
         return view
 
@@ -1668,89 +1343,8 @@ def _token_accuracy(estimator, X, y, sample_weight=None):
     return estimator.score(X, y, sample_weight=sample_weight)
 
 
-def _data_frame(rows, columns, method):
-    """``pandas.DataFrame(rows, columns=columns)``; a clear error without pandas."""
-    try:
-        import pandas as pd
-    except ImportError:
-        raise ImportError(
-            f"{method}(as_frame=True) needs pandas, which is not installed; "
-            "install it or use as_frame=False (plain lists)."
-        ) from None
-    return pd.DataFrame(rows, columns=columns)
-
-
-def _single_tokens(xseq):
-    """The tokens of one sequence (an ``ItemSequence``'s items).
-
-    Rejects a list of sequences passed where one sequence is expected.
-    """
-    if is_item_sequence(xseq):
-        return xseq.items()
-    if isinstance(xseq, (str, bytes, Mapping)) or not hasattr(xseq, "__len__"):
-        raise TypeError(
-            f"xseq must be one sequence (a list of tokens); got {type(xseq).__name__}."
-        )
-    # A list of sequences shows in its first token (the encoder checks the rest).
-    if len(xseq) and type(xseq[0]) is not dict:
-        token = xseq[0]
-        if isinstance(token, (list, tuple)) and token and isinstance(token[0], dict):
-            raise TypeError(
-                "xseq[0] is a list of dicts: xseq must be one sequence of tokens. "
-                "For several sequences use predict / predict_marginals."
-            )
-    return xseq
-
-
-#: The parameters of ``sklearn_crfsuite.CRF`` that CRFTagger has too, which
-#: ``from_crfsuite`` copies (``model_filename`` and ``trainer_cls`` are not).
-_SKLEARN_CRFSUITE_PARAMETERS = (
-    "algorithm",
-    *FEATURE_DEFAULTS,
-    *sorted(TRAINER_PARAMETERS),
-    "verbose",
-    "keep_tempfiles",
-)
-
-
-def _sklearn_crfsuite_model(crf, names):
-    """The model file of a fitted ``sklearn_crfsuite.CRF`` and its parameters in ``names``.
-
-    Read attribute by attribute, never through ``get_params``: a CRF
-    unpickled from an older sklearn-crfsuite (before 0.4) lacks the
-    attributes of later parameters (``keep_tempfiles``, ``model_filename``,
-    kept in its ``modelfile`` then), and ``get_params`` fails on it. A
-    parameter it does not have keeps CRFTagger's default.
-    """
-    modelfile = getattr(crf, "modelfile", None)
-    if modelfile is None or not hasattr(modelfile, "name"):
-        raise TypeError(
-            "from_crfsuite takes the path of a CRFsuite model file, its content "
-            f"(bytes) or a fitted sklearn_crfsuite.CRF; got {type(crf).__name__}."
-        )
-    path = modelfile.name
-    if path is None or not os.path.exists(path):
-        raise NotFittedError(
-            f"the {type(crf).__name__} given has no model file"
-            f"{'' if path is None else f' ({path!r} does not exist)'}: fit it first."
-        )
-    params = {}
-    for name in _SKLEARN_CRFSUITE_PARAMETERS:
-        if name not in names:
-            continue
-        value = getattr(crf, name, _MISSING)
-        if value is _MISSING and name == "keep_tempfiles":  # before 0.4
-            value = getattr(modelfile, name, _MISSING)
-        if value is not _MISSING:
-            params[name] = value
-    return path, params
-
-
-_MISSING = object()
-
-
-def _transition_vocabulary(model):
-    """The vocabulary of a model's transition attributes (None without them)."""
-    if model.conditioned is None:
-        return None
-    return Vocabulary(model.conditioned.attributes, model.value_separator)
+def _check_count(n):
+    """``n`` of ``predict_nbest`` and ``top_features``: an integer >= 1."""
+    if isinstance(n, (bool, np.bool_)) or not isinstance(n, Integral) or n < 1:
+        raise ValueError(f"n must be an integer >= 1; got {n!r}.")
+    return int(n)

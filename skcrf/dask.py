@@ -63,6 +63,7 @@ from ._dask import _tasks as tasks
 from ._dask._conll import PathsLike, conll_blocks, iter_conll, read_blocks
 from ._featurize._vocabulary import Vocabulary
 from ._model import FittedState
+from ._persist._estimator_files import check_model_filename
 from ._tagger import CRFTagger
 from ._training import _fit as fit_driver
 from ._training._lbfgs import Handover
@@ -434,7 +435,7 @@ class DaskCRFTagger(CRFTagger):
             )
         if callback is not None and not callable(callback):
             raise TypeError(f"callback must be callable; got {type(callback).__name__}.")
-        self._check_model_filename_writable()
+        check_model_filename(self.model_filename)
         _, _, distributed = _distributed()
         client, own_client = self._connect(distributed)
         try:

@@ -479,4 +479,5 @@ def _view(estimator):
     except AttributeError:  # an skcrf without CRFTagger.tagger_
         from ._tagger_view import CRFsuiteTagger
 
-        return CRFsuiteTagger(estimator._model, estimator._vocabulary, estimator._decoder)
+        predictor = estimator._predictor
+        return CRFsuiteTagger(predictor.model, predictor.vocabulary, predictor.decoder)

@@ -156,8 +156,8 @@ def _fit_random(seed, **params):
 def _tagger_brute(tagger, xseq):
     """All labellings of one sequence with their log-probabilities, by enumeration."""
     stripped, parts = split_transitions([xseq])
-    encoded = tagger._vocabulary.encode(list(stripped), grow=False)
-    encoded = with_transitions(encoded, parts, tagger._transition_vocabulary, grow=False)
+    encoded = tagger._predictor.vocabulary.encode(list(stripped), grow=False)
+    encoded = with_transitions(encoded, parts, tagger._predictor.transition_vocabulary, grow=False)
     emissions, transitions = _sequence_scores(encoded, tagger._model, 0)
     paths = list(itertools.product(range(len(tagger.classes_)), repeat=len(xseq)))
     scores = np.array([_path_score(emissions, transitions, p) for p in paths])
@@ -224,13 +224,13 @@ def test_constraints_apply_to_conditioned_models():
 def test_compiled_pass_matches_the_log_domain_reference():
     tagger, X, _ = _fit_random(4)
     stripped, parts = split_transitions(X)
-    encoded = tagger._vocabulary.encode(list(stripped), grow=False)
-    encoded = with_transitions(encoded, parts, tagger._transition_vocabulary, grow=False)
+    encoded = tagger._predictor.vocabulary.encode(list(stripped), grow=False)
+    encoded = with_transitions(encoded, parts, tagger._predictor.transition_vocabulary, grow=False)
     from skcrf._inference._blocks import make_blocks
 
     model = tagger._model
     block = make_blocks(encoded, np.arange(len(X)), model.n_labels)[0]
-    decoder = tagger._decoder
+    decoder = tagger._predictor.decoder
     emissions = np.zeros((block.n_rows, model.n_labels))
     decoder._emissions(block.indptr, block.ids, block.values, emissions)
     conditioned = model.conditioned.arrays()

@@ -213,7 +213,7 @@ def test_a_fit_that_fails_to_write_model_filename_leaves_the_estimator_and_the_f
 def test_a_partial_fit_that_fails_late_leaves_the_log_and_random_stream(tmp_path, monkeypatch):
     import errno
 
-    import skcrf._tagger
+    import skcrf._persist._estimator_files
 
     X, y = [DAYS, DAYS[::-1], DAYS[2:]], [WEATHER, WEATHER[::-1], WEATHER[2:]]
     path = tmp_path / "weather.crfsuite"
@@ -230,7 +230,7 @@ def test_a_partial_fit_that_fails_late_leaves_the_log_and_random_stream(tmp_path
         raise OSError(errno.EROFS, "Read-only file system", str(path))
 
     with monkeypatch.context() as patch:
-        patch.setattr(skcrf._tagger, "write_crfsuite", read_only)
+        patch.setattr(skcrf._persist._estimator_files, "write_crfsuite", read_only)
         with pytest.raises(OSError, match="model_filename=.*could not be written"):
             tagger.partial_fit(X, y)
         with pytest.raises(OSError, match="Read-only"):
@@ -247,14 +247,14 @@ def test_a_partial_fit_that_fails_late_leaves_the_log_and_random_stream(tmp_path
 
 
 def test_an_unfitted_estimator_whose_fit_fails_late_stays_unfitted(tmp_path, monkeypatch):
-    import skcrf._tagger
+    import skcrf._persist._estimator_files
 
     def failing(model, path, **kwargs):
         raise OSError(28, "No space left on device")
 
     tagger = CRFTagger(model_filename=tmp_path / "m.crfsuite")
     before = fitted_snapshot(tagger)
-    monkeypatch.setattr(skcrf._tagger, "write_crfsuite", failing)
+    monkeypatch.setattr(skcrf._persist._estimator_files, "write_crfsuite", failing)
     with pytest.raises(OSError, match="No space left"):
         tagger.fit([DAYS], [WEATHER])
     assert_unchanged(tagger, before, [DAYS])

@@ -745,6 +745,6 @@ def test_rest_of_lazy_names_does_nothing(tmp_path):
     path = tmp_path / "model.crfsuite"
     tagger.to_crfsuite(path)
     opened = CRFTagger.from_crfsuite(path)
-    vocabulary = opened._vocabulary
+    vocabulary = opened._predictor.vocabulary
     vocabulary.rest()
     assert opened.predict(X) == tagger.predict(X)

@@ -5,8 +5,12 @@ skcrf before its private modules moved into subpackages, the same taggers
 saved as npz and CRFsuite model files, and what each gave then.
 """
 
+import importlib
+import importlib.util
 import json
 import pickle
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +18,7 @@ import pytest
 from sklearn.exceptions import NotFittedError
 
 import skcrf
+from skcrf._moved import MOVED, install
 
 LEGACY = Path(__file__).parent / "data" / "legacy"
 EXPECTED = json.loads((LEGACY / "expected.json").read_text())
@@ -64,10 +69,122 @@ def test_legacy_file_loads_and_predicts_as_before(name):
 
 
 def test_legacy_pickles_name_the_old_private_paths():
-    # the fixtures really exercise the alias modules
+    # the fixtures really exercise the moved paths (skcrf/_moved.py)
     names = {g for e in EXPECTED["files"].values() for g in e.get("globals", [])}
     assert {"skcrf._lbfgs.LBFGSStatus", "skcrf._online_train.OnlineState"} <= names
     assert "skcrf._training_log.TrainingLog" in names
+    old_paths = {name.rpartition(".")[0] for name in names} - {
+        "skcrf._cv",
+        "skcrf._model",
+        "skcrf._tagger",
+    }
+    assert old_paths <= MOVED.keys()
+
+
+# -- old module paths (skcrf/_moved.py) ------------------------------------------------
+# The classes each old path held when the pickles above were made.
+OLD_NAMES = {
+    "skcrf._lbfgs": ["IterationInfo", "LBFGSResult", "LBFGSStatus"],
+    "skcrf._monitor": ["CallbackInfo"],
+    "skcrf._online_train": ["OnlineResult", "OnlineState", "OnlineStatus"],
+    "skcrf._training_log": ["LabelScore", "TrainingLog"],
+    "skcrf._embeddings": ["Embeddings"],
+    "skcrf._featurizer": ["SequenceFeaturizer"],
+}
+
+
+def _global(module, name):
+    """A protocol 0 pickle of the global ``module.name`` (what find_class is given)."""
+    return f"c{module}\n{name}\n.".encode("ascii")
+
+
+def test_every_moved_path_is_listed_and_has_no_file():
+    assert MOVED.keys() == OLD_NAMES.keys()
+    package = Path(skcrf.__file__).parent
+    for old, new in MOVED.items():
+        assert not (package / f"{old.rpartition('.')[2]}.py").exists(), old
+        assert importlib.util.find_spec(new).origin.startswith(str(package)), new
+
+
+@pytest.mark.parametrize("old", sorted(OLD_NAMES))
+def test_old_path_imports_as_the_new_module(old):
+    module = importlib.import_module(old)
+    assert module is importlib.import_module(MOVED[old])
+    assert module is sys.modules[old] is getattr(skcrf, old.rpartition(".")[2])
+    assert module.__name__ == module.__spec__.name == MOVED[old]  # the new module, untouched
+    for name in OLD_NAMES[old]:
+        assert getattr(module, name).__module__ == MOVED[old]
+    assert importlib.import_module(old) is module  # a second import gives it again
+
+
+@pytest.mark.parametrize("old", sorted(OLD_NAMES))
+def test_pickles_naming_an_old_path_load_the_new_class(old):
+    new = importlib.import_module(MOVED[old])
+    for name in OLD_NAMES[old]:
+        assert pickle.loads(_global(old, name)) is getattr(new, name)
+    # and a pickle made today names the new path
+    cls = getattr(new, OLD_NAMES[old][0])
+    assert pickle.loads(pickle.dumps(cls, protocol=0)) is cls
+    assert old.encode() + b"\n" not in pickle.dumps(cls, protocol=0)
+
+
+def test_pickled_instances_of_old_paths_load():
+    # LBFGSStatus("converged"): GLOBAL, MARK, UNICODE, TUPLE, REDUCE, STOP
+    status = pickle.loads(_global("skcrf._lbfgs", "LBFGSStatus")[:-1] + b"(Vconverged\ntR.")
+    assert status is skcrf.LBFGSStatus.CONVERGED
+
+
+def test_unknown_private_paths_are_still_missing():
+    for missing in ("skcrf._xyz", "skcrf._training._lbfgs_old", "skcrf._lbfgs.sub"):
+        with pytest.raises(ModuleNotFoundError):
+            importlib.import_module(missing)
+        assert missing not in sys.modules
+    with pytest.raises(ModuleNotFoundError, match="skcrf._xyz"):
+        pickle.loads(_global("skcrf._xyz", "LBFGSStatus"))
+    with pytest.raises(AttributeError):  # an old path holds only its module's names
+        pickle.loads(_global("skcrf._lbfgs", "TrainingLog"))
+
+
+def test_the_finder_is_installed_once():
+    finders = [f for f in sys.meta_path if getattr(f, "_skcrf_moved_finder", False)]
+    assert len(finders) == 1
+    install()
+    assert [f for f in sys.meta_path if getattr(f, "_skcrf_moved_finder", False)] == finders
+
+
+def test_old_paths_load_in_a_fresh_interpreter_without_importing_skcrf_first():
+    # pickle imports skcrf itself (the parent of the old path), whose
+    # __init__ installs the finder; the old paths are registered only when asked
+    code = f"""
+import pickle, sys
+blobs = {[_global(old, names[0]) for old, names in sorted(OLD_NAMES.items())]!r}
+assert not any(name == "skcrf" or name.startswith("skcrf.") for name in sys.modules)
+assert "skcrf._lbfgs" not in sys.modules
+loaded = [pickle.loads(blob) for blob in blobs]
+moved = sys.modules["skcrf._moved"].MOVED
+for cls, (old, new) in zip(loaded, sorted(moved.items())):
+    assert cls.__module__ == new, (cls, new)
+    assert sys.modules[old] is sys.modules[new]
+with open({str(LEGACY / "early_stopping.pkl")!r}, "rb") as f:
+    tagger = pickle.load(f)
+assert type(tagger.status_).__module__ == "skcrf._training._lbfgs"
+assert type(tagger.training_log_).__module__ == "skcrf._training._training_log"
+print("ok")
+"""
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "ok"
+
+
+def test_importing_skcrf_registers_no_old_path():
+    code = "import sys, skcrf; print(sorted(m for m in sys.modules if m in skcrf._moved.MOVED))"
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
 
 
 def test_legacy_models_keep_training():

@@ -73,7 +73,7 @@ def test_five_thousand_labels_decode_exactly():
 
     assert tagger.predict_single(X[0]) == expected
     assert tagger.predict(X) == [expected]
-    assert not tagger._decoder._single.has_tight_bound
+    assert not tagger._predictor.decoder._single.has_tight_bound
 
     log_p, log_z = log_marginals(emissions, transitions)
     marginals = tagger.predict_marginals(X)[0]
@@ -103,6 +103,6 @@ def test_single_sequence_decoder_builds_the_tight_bound_only_for_few_labels(abov
         for _ in range(8 * n_labels // 12 + 2)
     ]
     got = [tagger.predict_single(x) for x in X]
-    assert tagger._decoder._single.has_tight_bound is (not above_cap)
+    assert tagger._predictor.decoder._single.has_tight_bound is (not above_cap)
     assert got == tagger.predict(X)
     assert [tagger.predict_single(x) for x in X] == got

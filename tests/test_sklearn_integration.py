@@ -267,7 +267,7 @@ def test_fit_and_score_take_y():
 
 # Derived, unpicklable caches rebuilt from ``_model`` (which is hashed): the
 # decoder holds compiled arrays and a Viterbi workspace that decoding reuses.
-_CACHES = {"_decoder"}
+_CACHES = {"_predictor"}
 
 
 def test_prediction_does_not_change_the_estimator(fitted):

@@ -118,8 +118,10 @@ def test_span_probabilities_match_brute_force_for_every_span(scheme):
     labels = SCHEME_LABELS[scheme]
     tagger = random_tagger(labels, seed=len(scheme))
     X = test_sequences(seed=1)
-    encoded = tagger._encode(X)
-    constraints = tagger._constraints(encoded.lengths, None, None, scheme=scheme)
+    encoded = tagger._predictor.encode(X)
+    constraints = tagger._predictor.constraints(
+        encoded.lengths, tagger._decoding(), None, None, scheme=scheme
+    )
     name, roles = scheme_roles(tagger.classes_.tolist(), scheme)
     kinds = sorted({kind for _, kind in roles if kind is not None})
     # every span of every type: at the start, at the end, inside, whole sequence
@@ -128,7 +130,7 @@ def test_span_probabilities_match_brute_force_for_every_span(scheme):
         for x in X
     ]
     log_proba = span_log_proba(
-        tagger._decoder, encoded, spans, RoleMasks(name, roles), 1, constraints
+        tagger._predictor.decoder, encoded, spans, RoleMasks(name, roles), 1, constraints
     )
     checked = 0
     for xseq, seq_spans, seq_log_proba in zip(X, spans, log_proba):

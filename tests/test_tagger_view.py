@@ -312,7 +312,7 @@ def test_zero_weights_are_not_shown(pair):
 
 
 def test_marginals_match_estimator(fitted):
-    view = CRFsuiteTagger(fitted._model, fitted._vocabulary, fitted._decoder)
+    view = CRFsuiteTagger(fitted._model, fitted._predictor.vocabulary, fitted._predictor.decoder)
     for xseq in X_TEST[:10]:
         expected = fitted.predict_marginals_single(xseq)
         view.set(xseq)

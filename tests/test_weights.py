@@ -110,7 +110,7 @@ def test_objective_equivalence_at_the_same_weights():
 def _encoded(tagger, X, y):
     from skcrf._featurize._labels import encode_labels
 
-    encoded = tagger._vocabulary.encode(X, grow=False)
+    encoded = tagger._predictor.vocabulary.encode(X, grow=False)
     labels, _ = encode_labels([t for s in y for t in s], tagger.classes_)
     return encoded, labels
 
@@ -254,7 +254,13 @@ def test_weighted_validation_accuracy():
 
     tagger = CRFTagger(c2=1.0).fit(X, Y)
     evaluator = DevEvaluator(
-        X, Y, tagger._vocabulary, tagger._model, None, name="validation", sample_weight=WEIGHTS
+        X,
+        Y,
+        tagger._predictor.vocabulary,
+        tagger._model,
+        None,
+        name="validation",
+        sample_weight=WEIGHTS,
     )
     assert evaluator.accuracy(tagger._model.weights) == pytest.approx(
         tagger.score(X, Y, sample_weight=WEIGHTS), rel=1e-15
@@ -591,7 +597,9 @@ def test_early_stopping_scores_the_held_out_sequences_with_their_weights(routing
         X, Y, 0.1, check_random_state(0), sample_weight=weights
     )
     probe = CRFTagger(**options)
-    probe._set_fitted(tagger._model.with_weights(seen[0]), 0, None, None, tagger._vocabulary)
+    probe._set_fitted(
+        tagger._model.with_weights(seen[0]), 0, None, None, tagger._predictor.vocabulary
+    )
     scorer = get_scorer(scoring or "flat_accuracy")
     expected = scorer(probe, X_val, y_val, sample_weight=w_val)
     logged = tagger.training_log_.iterations[0]["validation_score"]
@@ -616,6 +624,8 @@ def test_posterior_early_stopping_scores_the_held_out_sequences_with_their_weigh
         X, Y, 0.1, check_random_state(0), sample_weight=weights
     )
     probe = CRFTagger(**options)
-    probe._set_fitted(tagger._model.with_weights(seen[0]), 0, None, None, tagger._vocabulary)
+    probe._set_fitted(
+        tagger._model.with_weights(seen[0]), 0, None, None, tagger._predictor.vocabulary
+    )
     logged = tagger.training_log_.iterations[0]["validation_score"]
     assert logged == pytest.approx(probe.score(X_val, y_val, sample_weight=w_val), rel=1e-12)

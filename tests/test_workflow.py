@@ -265,7 +265,9 @@ def test_early_stopping_scores_under_the_allowed_transitions(decoding, algorithm
     unconstrained = []
     for weights, score in zip(seen, logged):
         probe = clone(tagger)
-        probe._set_fitted(tagger._model.with_weights(weights), 0, None, None, tagger._vocabulary)
+        probe._set_fitted(
+            tagger._model.with_weights(weights), 0, None, None, tagger._predictor.vocabulary
+        )
         assert score == probe.score(X_dev, y_dev)
         unconstrained.append(probe.set_params(allowed_transitions=None).score(X_dev, y_dev))
     # the constraints change the score here: the check above tells them apart

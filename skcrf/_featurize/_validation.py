@@ -63,6 +63,7 @@ __all__ = [
     "check_sequence",
     "is_item_sequence",
     "check_sequences",
+    "check_single_sequence",
     "check_sums",
     "token_attributes",
 ]
@@ -147,6 +148,27 @@ def check_sequence(seq, i, name="X", single_hint=True):
             )
         _check_container(seq, f"{name}[{i}]", "a sequence (a list of tokens)")
     return seq
+
+
+def check_single_sequence(xseq):
+    """The tokens of one sequence ``xseq`` (an ``ItemSequence``'s items).
+
+    Rejects what is no sequence, and a list of sequences passed where one
+    sequence is expected (it shows in the first token; the encoder checks
+    the tokens).
+    """
+    if is_item_sequence(xseq):
+        return xseq.items()
+    if isinstance(xseq, (str, bytes, Mapping)) or not hasattr(xseq, "__len__"):
+        raise TypeError(f"xseq must be one sequence (a list of tokens); got {_type_name(xseq)}.")
+    if len(xseq) and type(xseq[0]) is not dict:
+        token = xseq[0]
+        if isinstance(token, (list, tuple)) and token and isinstance(token[0], dict):
+            raise TypeError(
+                "xseq[0] is a list of dicts: xseq must be one sequence of tokens. "
+                "For several sequences use predict / predict_marginals."
+            )
+    return xseq
 
 
 def is_item_sequence(seq):

@@ -41,7 +41,7 @@ from .._featurize._labels import (
 )
 from .._featurize._stream import encode_data
 from .._featurize._transitions import TRANSITION_KEY, split_transitions, with_transitions
-from .._featurize._validation import check_sequences, check_sums, locate_row
+from .._featurize._validation import check_reusable, check_sequences, check_sums, locate_row
 from .._featurize._vocabulary import Vocabulary
 from .._inference._constraints import Constraints, transition_constraints
 from .._inference._decode import Decoder
@@ -125,6 +125,10 @@ def resolve_settings(params):
     for name in FEATURE_DEFAULTS:
         if params[name] is not None:
             settings[name] = params[name]
+    # skcrf's own, for models with transition attributes (CRFsuite has none)
+    settings["all_possible_conditioned_transitions"] = bool(
+        params.get("all_possible_conditioned_transitions", False)
+    )
     return algorithm, settings
 
 
@@ -412,6 +416,49 @@ def split_validation(X, y, fraction, random_state, missing_label=None, sample_we
         [y[i] for i in kept],
         ([sequences[i] for i in held], [y[i] for i in held]),
     )
+
+
+def held_out_data(
+    X, y, X_dev, y_dev, sample_weight, *, early_stopping, fraction, random_state, missing_label
+):
+    """``X_dev`` checked, and the validation data of early stopping.
+
+    Without ``X_dev``, early stopping holds out a random ``fraction`` of
+    ``X`` (:func:`split_validation`), which must then be a list.
+
+    Returns
+    -------
+    X, y, sample_weight
+        The training data (what is left of it after a split).
+    validation : tuple or None
+        ``(X_val, y_val)`` (with a split of weighted data, ``(X_val, y_val,
+        weights_val)``), or None without early stopping.
+    """
+    if (X_dev is None) != (y_dev is None):
+        raise ValueError("X_dev and y_dev must be given together.")
+    if X_dev is not None:
+        # read at every iteration: a generator would be empty after the first
+        check_reusable(X_dev, "X_dev", "it is scored at every iteration")
+        check_reusable(
+            y_dev, "y_dev", "it is scored at every iteration", what="a list of label sequences"
+        )
+    if not early_stopping:
+        return X, y, sample_weight, None
+    if X_dev is not None:
+        return X, y, sample_weight, (X_dev, y_dev)
+    reason = (
+        "early_stopping without X_dev holds out a random part of X as "
+        "validation data (or give X_dev and y_dev)"
+    )
+    check_reusable(X, "X", reason)
+    check_reusable(y, "y", reason, what="a list of label sequences")
+    split = split_validation(
+        X, y, fraction, random_state, missing_label, sample_weight=sample_weight
+    )
+    if sample_weight is None:
+        X, y, validation = split
+        return X, y, None, validation
+    return split
 
 
 class DevEvaluator:
