@@ -4,9 +4,11 @@ Wall-clock ratios of calls that take tens of milliseconds move by ±20% on a
 shared 2-core machine; valgrind's instruction counts do not (the same binary,
 inputs and environment give the same count, whatever else runs). This script
 counts, for each tree and Treebank task, the instructions of ``--calls`` calls
-of ``predict`` on the test sentences and of ``predict_single`` on each of them,
-as the difference between a process that makes the calls and one that does
-not (imports, loading and a warm-up call cancel out). The model is trained
+of ``predict`` on the test sentences, of ``predict_single`` on each of them and
+of ``fit`` (``--fit-iterations`` L-BFGS iterations on ``--train-sentences``
+training sentences: featurization, feature selection and the objective), as
+the difference between a process that makes the calls and one that does not
+(imports, loading and warm-up calls cancel out). The model is trained
 once, with the first tree, and read by both as a CRFsuite file, so both decode
 the same weights. Each tree must hold a built ``skcrf`` (``python setup.py
 build_ext --inplace`` there); valgrind must be installed.
@@ -29,31 +31,42 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 TASKS = ("seed", "window")
-METHODS = ("predict", "predict_single")
+METHODS = ("predict", "predict_single", "fit")
 FIT_PARAMS = {"c1": 0.1, "c2": 0.1, "max_iterations": 50, "all_possible_transitions": True}
 
 # What each measured process runs: load, warm up, then ``calls`` calls.
 _CALLS = """
-import json, sys
+import json, sys, warnings
 import skcrf
 model, data, method, calls = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 with open(data) as f:
-    X = json.load(f)
+    data = json.load(f)
+X, X_train, y_train, fit_params = data["X"], data["X_train"], data["y_train"], data["fit"]
+warnings.simplefilter("ignore")  # fits stop at max_iterations on purpose
 tagger = skcrf.CRFTagger.from_crfsuite(model)
 tagger.predict(X[:50])
 tagger.predict_single(X[0])
+skcrf.CRFTagger(max_iterations=1).fit(X_train[:5], y_train[:5])
 for _ in range(calls):
     if method == "predict":
         tagger.predict(X)
-    else:
+    elif method == "predict_single":
         for xseq in X:
             tagger.predict_single(xseq)
+    else:
+        skcrf.CRFTagger(**fit_params).fit(X_train, y_train)
 """
 
 
 def count(tree, model, data, method, calls):
     """Instructions of one process, as callgrind counts them."""
-    env = dict(os.environ, PYTHONPATH=str(tree), PYTHONHASHSEED="0")
+    env = dict(
+        os.environ,
+        PYTHONPATH=str(tree),
+        PYTHONHASHSEED="0",
+        OMP_NUM_THREADS="1",  # one BLAS thread: the same instructions each run
+        OPENBLAS_NUM_THREADS="1",
+    )
     out = subprocess.run(
         [
             "valgrind",
@@ -79,8 +92,9 @@ def count(tree, model, data, method, calls):
     raise RuntimeError(f"callgrind failed in {tree}")
 
 
-def prepare(tree, tmp, n_sentences):
-    """Train the models (first tree) and write the test sentences: paths per task."""
+def prepare(tree, tmp, n_sentences, n_train, fit_iterations):
+    """Train the models (first tree) and write the data of the calls: paths per task."""
+    fit = {**FIT_PARAMS, "max_iterations": fit_iterations}
     script = f"""
 import json, sys
 sys.path.insert(0, {str(HERE)!r})
@@ -90,8 +104,10 @@ for task in {TASKS!r}:
     X_train, y_train, X_test, _ = load_task(task)
     tagger = skcrf.CRFTagger(**{FIT_PARAMS!r}).fit(X_train, y_train)
     tagger.to_crfsuite(f"{tmp}/{{task}}.crfsuite")
+    data = {{"X": X_test[:{n_sentences}], "X_train": X_train[:{n_train}],
+             "y_train": y_train[:{n_train}], "fit": {fit!r}}}
     with open(f"{tmp}/{{task}}.json", "w") as f:
-        json.dump(X_test[:{n_sentences}], f)
+        json.dump(data, f)
 """
     env = dict(os.environ, PYTHONPATH=str(tree))
     subprocess.run([sys.executable, "-c", script], check=True, env=env, cwd=tmp)
@@ -103,13 +119,15 @@ def main():
     parser.add_argument("trees", nargs=2, help="two source trees: before, after")
     parser.add_argument("--sentences", type=int, default=300, help="test sentences decoded")
     parser.add_argument("--calls", type=int, default=3)
+    parser.add_argument("--train-sentences", type=int, default=500, help="sentences fitted")
+    parser.add_argument("--fit-iterations", type=int, default=5, help="L-BFGS iterations of fit")
     parser.add_argument("--output", default=str(HERE / "results" / "instructions.json"))
     args = parser.parse_args()
     trees = [Path(t).resolve() for t in args.trees]
 
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        inputs = prepare(trees[0], tmp, args.sentences)
+        inputs = prepare(trees[0], tmp, args.sentences, args.train_sentences, args.fit_iterations)
         for task, (model, data) in inputs.items():
             base = [count(tree, model, data, "predict", 0) for tree in trees]
             for method in METHODS:
@@ -130,6 +148,7 @@ def main():
 
     lines = [
         f"Trees: {trees[0]} then {trees[1]}; {args.sentences} test sentences, "
+        f"fit: {args.train_sentences} training sentences, {args.fit_iterations} iterations; "
         f"{args.calls} calls; instructions per call (millions), ratio = second ÷ first.",
         "",
         "| task | method | first | second | ratio |",

@@ -4,8 +4,9 @@ A pickle records the module of each class it holds. Pickles made before the
 private modules moved into subpackages name the flat paths
 (``skcrf._lbfgs.LBFGSStatus``). :func:`install`, run by ``skcrf/__init__``,
 appends a finder to ``sys.meta_path`` that answers an import of an old path
-(which no other finder finds: no file is left there) with the module of its new path itself: ``skcrf._lbfgs`` *is*
-``skcrf._training._lbfgs``, so the classes are the same objects. The finder
+(which no other finder finds: no file is left there) with the module of its
+new path itself: ``skcrf._lbfgs`` *is* ``skcrf._training._lbfgs``, so the
+classes are the same objects. The finder
 imports nothing until an old path is imported (pickle's ``find_class``
 imports the module, then reads ``sys.modules``); a module that moves adds
 its old path to :data:`MOVED`.

@@ -23,7 +23,7 @@ import numpy as np
 
 from ._featurize._labels import check_distinct_labels, check_labels, encode_labels
 from ._featurize._stream import encode_data
-from ._featurize._transitions import split_transitions, with_transitions
+from ._featurize._transitions import TransitionParts, with_transitions
 from ._featurize._vocabulary import Vocabulary
 from ._inference._constraints import Constraints, scheme_roles
 from ._inference._decode import Decoder
@@ -80,16 +80,22 @@ class Predictor:
 
     def encode(self, X, name="X", y=None):
         """``X`` encoded for prediction (and ``y`` as a list, when given)."""
-        parts = None
-        if self.model.conditioned is not None:
-            X, parts = split_transitions(X, name=name)
+        # a model with transition attributes takes them out of the tokens
+        parts = None if self.model.conditioned is None else TransitionParts()
         if y is None:
             encoded = encode_data(
-                self.vocabulary, X, grow=False, name=name, single_hint=name == "X"
+                self.vocabulary,
+                X,
+                grow=False,
+                name=name,
+                single_hint=name == "X",
+                transitions=parts,
             )
         else:
-            encoded, y = encode_data(self.vocabulary, X, y, grow=False, name=name)
-        if self.model.conditioned is not None:
+            encoded, y = encode_data(
+                self.vocabulary, X, y, grow=False, name=name, transitions=parts
+            )
+        if parts is not None:
             encoded = with_transitions(
                 encoded, parts, self.transition_vocabulary, grow=False, name=name
             )

@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 from skcrf import CRFTagger
-from skcrf._featurize._transitions import split_transitions, with_transitions
+from skcrf._featurize._stream import encode_data
+from skcrf._featurize._transitions import TransitionParts, with_transitions
 from skcrf._featurize._vocabulary import Vocabulary
 from skcrf._inference import _conditioned, _kernels
 from skcrf._training._objective import CRFObjective, select_features
@@ -42,9 +43,9 @@ def _data(seed, n_sequences=8, max_length=4, p_transition=0.8):
 
 
 def _encode(X, y, all_pairs=True):
-    stripped, parts = split_transitions(X)
+    parts = TransitionParts()
     vocabulary, transitions = Vocabulary(), Vocabulary()
-    encoded = vocabulary.encode(list(stripped), grow=True)
+    encoded = encode_data(vocabulary, X, grow=True, transitions=parts)
     encoded = with_transitions(encoded, parts, transitions, grow=True)
     label_index = np.array([LABELS.index(label) for seq in y for label in seq])
     model, observed = select_features(
@@ -140,8 +141,8 @@ def test_feature_selection_follows_the_pairs_seen():
 
 def test_first_token_transition_attributes_are_ignored():
     X = [[{"w": "a", KEY: {"p": "only_first"}}, {"w": "b"}]]
-    stripped, parts = split_transitions(X)
-    encoded = Vocabulary().encode(list(stripped), grow=True)
+    parts = TransitionParts()
+    encoded = encode_data(Vocabulary(), X, grow=True, transitions=parts)
     transitions = Vocabulary()
     encoded = with_transitions(encoded, parts, transitions, grow=True)
     assert encoded.transitions.indptr[-1] == 0
@@ -155,13 +156,69 @@ def _fit_random(seed, **params):
 
 def _tagger_brute(tagger, xseq):
     """All labellings of one sequence with their log-probabilities, by enumeration."""
-    stripped, parts = split_transitions([xseq])
-    encoded = tagger._predictor.vocabulary.encode(list(stripped), grow=False)
+    parts = TransitionParts()
+    encoded = encode_data(tagger._predictor.vocabulary, [xseq], grow=False, transitions=parts)
     encoded = with_transitions(encoded, parts, tagger._predictor.transition_vocabulary, grow=False)
     emissions, transitions = _sequence_scores(encoded, tagger._model, 0)
     paths = list(itertools.product(range(len(tagger.classes_)), repeat=len(xseq)))
     scores = np.array([_path_score(emissions, transitions, p) for p in paths])
     return paths, scores - np.logaddexp.reduce(scores), emissions, transitions
+
+
+def _oracle_split(X):
+    """Plain Python: each sequence without transition attributes, and those (not at j=0)."""
+    stripped, taken, found = [], [], False
+    for i, seq in enumerate(X):
+        state = []
+        for j, token in enumerate(seq):
+            if isinstance(token, dict) and KEY in token:
+                found = True
+                if j:
+                    taken.append((i, j, dict(token[KEY])))
+                token = {k: v for k, v in token.items() if k != KEY}
+            state.append(token)
+        stripped.append(state)
+    return stripped, taken, found
+
+
+class _Tokens(dict):
+    """A dict subclass: the encoder's general path, the key still taken out."""
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+def test_the_encoder_takes_transition_attributes_out_in_its_one_pass(streamed):
+    X, _ = _data(11, n_sequences=12, max_length=5, p_transition=0.5)
+    X[0][0][KEY] = {"p": "first"}  # a first token's: taken out, then ignored
+    X[1] = [_Tokens(token) for token in X[1]]
+    X[2] = [["name=a", "name=b"], {"w": "w1", KEY: {"q": 2.0}}]  # a names token before
+    stripped, taken, found = _oracle_split(X)
+    before = [[dict(t) if isinstance(t, dict) else list(t) for t in seq] for seq in X]
+    parts = TransitionParts()
+    vocabulary = Vocabulary()
+    encoded = encode_data(vocabulary, iter(X) if streamed else X, grow=True, transitions=parts)
+    expected_vocabulary = Vocabulary()
+    expected = expected_vocabulary.encode(stripped, grow=True)
+    assert vocabulary.attributes == expected_vocabulary.attributes
+    for field in ("indptr", "ids", "values", "lengths"):
+        np.testing.assert_array_equal(getattr(encoded, field), getattr(expected, field))
+    assert parts.found is found is True
+    assert [(i, j, dict(a)) for i, j, a in parts.tokens] == taken
+    assert [[dict(t) if isinstance(t, dict) else list(t) for t in seq] for seq in X] == before
+    # without TransitionParts the key is an ordinary (nested) feature, as before
+    plain = Vocabulary()
+    plain.encode(X, grow=True)
+    assert any(name.startswith(KEY) for name in plain.attributes)
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+def test_a_transition_value_that_is_no_dict_is_named(streamed):
+    X = [[{"w": "a"}], [{"w": "a"}, {"w": "b", KEY: "p"}]]
+    vocabulary = Vocabulary()
+    with pytest.raises(ValueError, match=r"X\[1\]\[1\]\['__transition__'\] must be a dict"):
+        encode_data(
+            vocabulary, iter(X) if streamed else X, grow=True, transitions=TransitionParts()
+        )
+    assert len(vocabulary) == 0  # the failed encoding added nothing
 
 
 def test_estimator_predictions_match_enumeration():
@@ -223,8 +280,8 @@ def test_constraints_apply_to_conditioned_models():
 
 def test_compiled_pass_matches_the_log_domain_reference():
     tagger, X, _ = _fit_random(4)
-    stripped, parts = split_transitions(X)
-    encoded = tagger._predictor.vocabulary.encode(list(stripped), grow=False)
+    parts = TransitionParts()
+    encoded = encode_data(tagger._predictor.vocabulary, X, grow=False, transitions=parts)
     encoded = with_transitions(encoded, parts, tagger._predictor.transition_vocabulary, grow=False)
     from skcrf._inference._blocks import make_blocks
 

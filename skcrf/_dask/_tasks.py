@@ -42,7 +42,7 @@ from .._featurize._labels import (
     encode_labels,
     same_label,
 )
-from .._featurize._transitions import TRANSITION_KEY, split_transitions
+from .._featurize._transitions import TRANSITION_KEY, TransitionParts
 from .._featurize._validation import check_sequences, check_sums
 from .._featurize._vocabulary import Vocabulary
 from .._inference import _kernels
@@ -181,16 +181,17 @@ def scan_partition(X_part, y_part, k, version, w_part=None):
     check_version(version)
     x_name, y_name = partition_names(k)
     sequences = check_sequences(list(X_part), name=x_name, single_hint=False)
-    if split_transitions(sequences, name=x_name)[1] is not None:
+    vocabulary = Vocabulary()
+    n_tokens = sum(len(seq) for seq in sequences)
+    parts = TransitionParts()
+    # grow=True requires a token; a partition may hold none and still be valid.
+    encoded = vocabulary.encode(sequences, grow=n_tokens > 0, name=x_name, transitions=parts)
+    if parts.found:
         raise ValueError(
             f"{x_name} holds transition attributes (the token key {TRANSITION_KEY!r}: "
             "input-conditioned transitions); DaskCRFTagger does not train them. Use "
             "CRFTagger."
         )
-    vocabulary = Vocabulary()
-    n_tokens = sum(len(seq) for seq in sequences)
-    # grow=True requires a token; a partition may hold none and still be valid.
-    encoded = vocabulary.encode(sequences, grow=n_tokens > 0, name=x_name)
     check_sums(encoded, vocabulary, name=x_name)
     labels = check_labels(list(y_part), encoded.lengths, name=y_name)
     check_distinct_labels(labels, y_name, lengths=encoded.lengths)

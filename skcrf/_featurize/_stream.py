@@ -36,7 +36,16 @@ _NO_LABELS = object()
 
 
 def encode_data(
-    vocabulary, X, y=_NO_LABELS, *, grow, name="X", y_name="y", single_hint=True, dense=False
+    vocabulary,
+    X,
+    y=_NO_LABELS,
+    *,
+    grow,
+    name="X",
+    y_name="y",
+    single_hint=True,
+    dense=False,
+    transitions=None,
 ):
     """Encode ``X`` (any iterable of sequences), reading it once.
 
@@ -58,6 +67,10 @@ def encode_data(
     dense : bool, default=False
         Keep vector features as one dense block (``Encoded.dense``), as
         :meth:`Vocabulary.encode` does with ``dense=True``.
+    transitions : TransitionParts, optional
+        Filled with the tokens' transition attributes, which are taken out of
+        the tokens by the encoder (in its one pass over the tokens).
+        None: tokens are encoded as they are.
 
     Returns
     -------
@@ -74,6 +87,7 @@ def encode_data(
             grow=grow,
             name=name,
             dense=dense,
+            transitions=transitions,
         )
         if y is _NO_LABELS:
             return encoded
@@ -84,11 +98,11 @@ def encode_data(
     check_iterable(X, name)
     if y is not _NO_LABELS:
         check_iterable(y, y_name, "a list of label sequences")
-    return _stream(vocabulary, X, y, grow, name, y_name, single_hint, dense)
+    return _stream(vocabulary, X, y, grow, name, y_name, single_hint, dense, transitions)
 
 
-def _stream(vocabulary, X, y, grow, name, y_name, single_hint, dense):
-    encoder = StreamEncoder(vocabulary, grow=grow, name=name, dense=dense)
+def _stream(vocabulary, X, y, grow, name, y_name, single_hint, dense, transitions):
+    encoder = StreamEncoder(vocabulary, grow=grow, name=name, dense=dense, transitions=transitions)
     label_sequences = None if y is _NO_LABELS else []
     labels_left = None if y is _NO_LABELS else iter(y)
     i = -1

@@ -8,17 +8,15 @@ CRF++'s bigram templates do. They are taken out of the token before the
 state features are encoded, and encoded into a vocabulary of their own; at
 a sequence's first token (no previous label) they are ignored.
 
-Data without the key takes exactly the usual path: :func:`split_transitions`
-returns it as it is.
+Data without the key takes exactly the usual path; the encoder looks the key
+up in each dict token (in C) only when asked to (:class:`TransitionParts`).
 """
 
 from collections.abc import Mapping
 
 import numpy as np
 
-from ._validation import check_iterable, is_reusable
-
-__all__ = ["TRANSITION_KEY", "encode_transitions", "split_transitions", "with_transitions"]
+__all__ = ["TRANSITION_KEY", "TransitionParts", "encode_transitions", "with_transitions"]
 
 #: The reserved key of a token dict whose value holds its transition attributes.
 TRANSITION_KEY = "__transition__"
@@ -29,83 +27,37 @@ _NONE: dict = {}
 
 
 class TransitionParts:
-    """Each sequence's transition attributes, filled as the sequences are read.
+    """The tokens' transition attributes, taken out by the encoder as it reads them.
 
-    ``sequences[i]`` is the list of sequence ``i``'s transition dicts (``{}``
-    for a token without any, and for its first token), or None when none of
-    its tokens has the key.
+    Given to :func:`~skcrf._featurize._stream.encode_data` (or
+    :meth:`Vocabulary.encode`), whose one pass over the tokens hands every
+    dict token holding :data:`TRANSITION_KEY` to :meth:`take` and encodes
+    what it returns. ``tokens`` lists ``(i, j, attributes)`` of each such
+    token but the first of a sequence (no previous label there); ``found``
+    tells whether any token had the key.
     """
 
     def __init__(self):
-        self.sequences = []
+        self.tokens = []
         self.found = False
 
-
-def _strip(seq, i, name, parts):
-    """``seq`` without transition attributes; records them in ``parts``."""
-    if not isinstance(seq, (list, tuple)) or not any(
-        isinstance(token, dict) and TRANSITION_KEY in token for token in seq
-    ):
-        parts.sequences.append(None)
-        return seq
-    parts.found = True
-    state, transitions = [], []
-    for j, token in enumerate(seq):
-        if isinstance(token, dict) and TRANSITION_KEY in token:
-            attributes = token[TRANSITION_KEY]
-            if not isinstance(attributes, Mapping):
-                raise ValueError(
-                    f"{name}[{i}][{j}][{TRANSITION_KEY!r}] must be a dict of transition "
-                    f"attributes (as a token's features); got {type(attributes).__name__}."
-                )
-            stripped = token.copy()  # a C copy of the table, then one deletion
-            del stripped[TRANSITION_KEY]
-            state.append(stripped)
-            # the token's own dict, not a copy: the parts hold references only
-            if type(attributes) is not dict:
-                attributes = dict(attributes)
-            transitions.append(attributes if j else _NONE)
-        else:
-            state.append(token)
-            transitions.append(_NONE)
-    parts.sequences.append(transitions)
-    return state
-
-
-def split_transitions(X, name="X"):
-    """``X`` without its transition attributes, and those attributes.
-
-    Parameters
-    ----------
-    X : iterable of sequences of tokens
-        A list is scanned for the key now; a list with it, and any other
-        iterable, is wrapped, and read (once) by whoever reads the returned
-        one: each sequence's stripped copy lives while it is encoded, not
-        all of them at once.
-
-    Returns
-    -------
-    X : list or iterator
-        ``X`` itself when it is a list none of whose tokens has the key.
-    parts : TransitionParts or None
-        None when ``X`` is a list with no transition attributes; otherwise
-        filled as the returned ``X`` is read (check ``parts.found`` then).
-    """
-    if is_reusable(X):
-        try:
-            found = any(
-                isinstance(seq, (list, tuple))
-                and any(isinstance(token, dict) and TRANSITION_KEY in token for token in seq)
-                for seq in X
+    def take(self, token, i, j, name="X"):
+        """``token``, the token ``name[i][j]``, without its transition attributes."""
+        attributes = token[TRANSITION_KEY]
+        if not isinstance(attributes, Mapping):
+            raise ValueError(
+                f"{name}[{i}][{j}][{TRANSITION_KEY!r}] must be a dict of transition "
+                f"attributes (as a token's features); got {type(attributes).__name__}."
             )
-        except TypeError:  # no container of sequences (a 0-d array): the reader says so
-            return X, None
-        if not found:
-            return X, None
-    else:
-        check_iterable(X, name)  # the reader's error for what is no iterable of sequences
-    parts = TransitionParts()
-    return (_strip(seq, i, name, parts) for i, seq in enumerate(X)), parts
+        self.found = True
+        if j:
+            # the token's own dict, not a copy: the parts hold references only
+            self.tokens.append(
+                (i, j, attributes if type(attributes) is dict else dict(attributes))
+            )
+        stripped = token.copy()  # a C copy of the table, then one deletion
+        del stripped[TRANSITION_KEY]
+        return stripped
 
 
 def encode_transitions(vocabulary, parts, lengths, *, grow, name="X"):
@@ -116,10 +68,9 @@ def encode_transitions(vocabulary, parts, lengths, *, grow, name="X"):
     Encoded
         One row per token (flat order), empty at each sequence's first token.
     """
-    sequences = [
-        [_NONE] * int(length) if seq is None else seq
-        for seq, length in zip(parts.sequences, np.asarray(lengths).tolist())
-    ]
+    sequences = [[_NONE] * length for length in np.asarray(lengths).tolist()]
+    for i, j, attributes in parts.tokens:
+        sequences[i][j] = attributes
     return vocabulary.encode(sequences, grow=grow, name=name)
 
 
@@ -130,7 +81,6 @@ def with_transitions(encoded, parts, vocabulary, *, grow=False, name="X"):
     """
     if parts is None:
         parts = TransitionParts()
-        parts.sequences = [None] * len(encoded.lengths)
     transitions = encode_transitions(vocabulary, parts, encoded.lengths, grow=grow, name=name)
-    parts.sequences = []
+    parts.tokens = []
     return encoded._replace(transitions=transitions)

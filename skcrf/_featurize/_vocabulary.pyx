@@ -88,7 +88,7 @@ Design
 import numpy as np
 
 cimport numpy as cnp
-from cpython.dict cimport PyDict_GetItem, PyDict_Next
+from cpython.dict cimport PyDict_Check, PyDict_GetItem, PyDict_Next
 from cpython.float cimport PyFloat_AS_DOUBLE
 from cpython.long cimport PyLong_AsLong
 from cpython.mem cimport PyMem_Calloc, PyMem_Free, PyMem_Malloc
@@ -124,11 +124,15 @@ from skcrf._utils._cqdb_index cimport CQDBIndex
 from skcrf._utils._cqdb_index import LazyNames
 
 from ._encoded import DenseFeatures, Encoded
+from ._transitions import TRANSITION_KEY
 from ._validation import check_nonempty, token_attributes
 
 cnp.import_array()
 
 __all__ = ["Encoded", "StreamEncoder", "Vocabulary"]
+
+# The reserved key of transition attributes, looked up in C (no global lookup).
+cdef object _TRANSITION_KEY = TRANSITION_KEY
 
 # How many unseen (key, value) pairs a vocabulary remembers at predict time.
 cdef Py_ssize_t _MISS_CACHE_LIMIT = 1 << 16
@@ -1026,7 +1030,7 @@ cdef class Vocabulary:
         (<cnp.intp_t *> cnp.PyArray_DATA(lengths))[0] = n
         return Encoded(indptr, ids, values, lengths)
 
-    def encode(self, sequences, *, grow, name="X", dense=False):
+    def encode(self, sequences, *, grow, name="X", dense=False, transitions=None):
         """Encode sequences of tokens into attribute ids and values.
 
         Parameters
@@ -1044,6 +1048,11 @@ cdef class Vocabulary:
             Keep vector values (``{'emb': array}``) as one dense block,
             ``Encoded.dense`` (:class:`DenseFeatures`), instead of one CSR
             entry per dimension (the attributes ``emb[0]``... are the same).
+        transitions : TransitionParts, optional
+            A dict token holding the key ``'__transition__'`` is encoded
+            without it, and its transition attributes go to
+            ``transitions.take`` (in this same pass over the tokens). None:
+            tokens are encoded as they are.
 
         Returns
         -------
@@ -1091,6 +1100,8 @@ cdef class Vocabulary:
                 seq = seqs[i]
                 for j in range(len(seq)):
                     token = seq[j]
+                    if transitions is not None:
+                        token = _without_transitions(token, transitions, i, j, name)
                     if type(token) is dict:
                         done = self._encode_plain(token, growing, out, memo, dims, sink, i,
                                                   j, name, row)
@@ -1112,6 +1123,15 @@ cdef class Vocabulary:
     cdef object _lazy_or_names(self):
         """The names for messages: the lazy ones stay lazy."""
         return self._names if self._lazy is None else self._lazy
+
+
+cdef inline object _without_transitions(object token, object transitions, Py_ssize_t i,
+                                        Py_ssize_t j, object name):
+    """``token``, or when it is a dict holding the transition key, what
+    ``transitions.take`` leaves of it (a copy without the key)."""
+    if not PyDict_Check(token) or PyDict_GetItem(token, _TRANSITION_KEY) == NULL:
+        return token
+    return transitions.take(token, i, j, name)
 
 
 cdef Py_ssize_t _merge_repeats(int32_t *ids, double *values, Py_ssize_t start,
@@ -1186,6 +1206,8 @@ cdef class StreamEncoder:
     dense : bool, default=False
         Keep vector values as one dense block (``Encoded.dense``), as
         :meth:`Vocabulary.encode` does with ``dense=True``.
+    transitions : TransitionParts, optional
+        As in :meth:`Vocabulary.encode`.
 
     Examples
     --------
@@ -1209,9 +1231,11 @@ cdef class StreamEncoder:
     cdef bint _done
     cdef dict _dims
     cdef object _sink
+    cdef object _transitions
     cdef _Memo _memo[_MEMO_SIZE]
 
-    def __init__(self, Vocabulary vocabulary, *, grow, name="X", dense=False):
+    def __init__(self, Vocabulary vocabulary, *, grow, name="X", dense=False,
+                 transitions=None):
         vocabulary._wake()
         self._vocabulary = vocabulary
         self._grow = bool(grow)
@@ -1227,6 +1251,7 @@ cdef class StreamEncoder:
         self._done = False
         self._dims = {}
         self._sink = _DenseSink() if dense else None
+        self._transitions = transitions
 
     @property
     def n_sequences(self):
@@ -1263,6 +1288,8 @@ cdef class StreamEncoder:
         indptr_data = <int64_t *> cnp.PyArray_DATA(self._indptr)
         for j in range(n):
             token = seq[j]
+            if self._transitions is not None:
+                token = _without_transitions(token, self._transitions, i, j, self._name)
             if type(token) is dict:
                 done = self._vocabulary._encode_plain(
                     token, self._grow, self._out, self._memo, self._dims, self._sink,

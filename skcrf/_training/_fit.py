@@ -40,7 +40,7 @@ from .._featurize._labels import (
     same_label,
 )
 from .._featurize._stream import encode_data
-from .._featurize._transitions import TRANSITION_KEY, split_transitions, with_transitions
+from .._featurize._transitions import TRANSITION_KEY, TransitionParts, with_transitions
 from .._featurize._validation import check_reusable, check_sequences, check_sums, locate_row
 from .._featurize._vocabulary import Vocabulary
 from .._inference._constraints import Constraints, transition_constraints
@@ -159,7 +159,15 @@ class FitResult(NamedTuple):
 
 
 def encode_training_data(
-    vocabulary, X, y, *, algorithm, missing_label=None, previous_classes=None, fixed_classes=None
+    vocabulary,
+    X,
+    y,
+    *,
+    algorithm,
+    missing_label=None,
+    previous_classes=None,
+    fixed_classes=None,
+    transitions=None,
 ):
     """Encode ``X`` (growing ``vocabulary``) and its labels ``y``.
 
@@ -171,6 +179,9 @@ def encode_training_data(
     fixed_classes : ndarray or None
         ``partial_fit``'s labels, fixed by its first call: a label outside
         them is an error, and so is a partially labelled sequence.
+    transitions : TransitionParts or None
+        Filled with the tokens' transition attributes (see
+        :func:`~skcrf._featurize._stream.encode_data`).
 
     Returns
     -------
@@ -178,7 +189,9 @@ def encode_training_data(
     """
     # any iterable: a generator is featurized sequence by sequence (one pass);
     # L-BFGS keeps vector features ({'emb': array}) as a dense block (BLAS)
-    encoded, y = encode_data(vocabulary, X, y, grow=True, name="X", dense=algorithm == "lbfgs")
+    encoded, y = encode_data(
+        vocabulary, X, y, grow=True, name="X", dense=algorithm == "lbfgs", transitions=transitions
+    )
     check_sums(encoded, vocabulary, name="X")
     if fixed_classes is not None:
         return _encode_fixed_labels(encoded, y, fixed_classes, missing_label)
@@ -484,11 +497,9 @@ class DevEvaluator:
         # Encoded against the vocabulary as it is now: attributes seen only
         # in the dev data have no feature, and must not join the vocabulary.
         x_name, y_name = f"X_{name}", f"y_{name}"
-        X_dev, parts = split_transitions(X_dev, name=x_name)
-        if parts is not None:
-            X_dev = list(X_dev)  # stripped of transition attributes
-        self.encoded = vocabulary.encode(
-            check_sequences(X_dev, name=x_name), grow=False, name=x_name
+        parts = TransitionParts()
+        self.encoded = encode_data(
+            vocabulary, X_dev, grow=False, name=x_name, single_hint=False, transitions=parts
         )
         if model.conditioned is not None:
             transitions = Vocabulary(model.conditioned.attributes, model.value_separator)
@@ -737,7 +748,7 @@ def fit(
     check_class_weight(class_weight)
     if sample_weight is not None:
         check_sample_weight(sample_weight)  # before reading X
-    X, parts = split_transitions(X, name="X")
+    parts = TransitionParts()
     data = encode_training_data(
         vocabulary,
         X,
@@ -745,9 +756,10 @@ def fit(
         algorithm=algorithm,
         missing_label=missing_label,
         previous_classes=None if previous is None else previous.classes,
+        transitions=parts,
     )
     transition_attributes = None
-    if parts is not None and parts.found:
+    if parts.found:
         check_conditioned_fit(algorithm, data.partial, class_weight, previous, model_filename)
         # a warm start keeps the ids of the previous model's transition attributes
         transitions = (
@@ -895,11 +907,17 @@ def partial_fit(
     if sample_weight is not None:
         check_sample_weight(sample_weight)  # before reading X
     classes = partial_fit_classes(classes, None if previous is None else previous.model.classes)
-    X, parts = split_transitions(X, name="X")
+    parts = TransitionParts()
     data = encode_training_data(
-        vocabulary, X, y, algorithm=algorithm, missing_label=missing_label, fixed_classes=classes
+        vocabulary,
+        X,
+        y,
+        algorithm=algorithm,
+        missing_label=missing_label,
+        fixed_classes=classes,
+        transitions=parts,
     )
-    if parts is not None and parts.found:
+    if parts.found:
         check_conditioned_fit(algorithm, None, None, None, None)  # online: an error
     # the classes are fixed: a sequence of weight 0 is dropped, its labels stay
     data, weights = apply_weights(data, sample_weight, class_weight, previous_classes=classes)
