@@ -403,7 +403,7 @@ def test_random_items_encode_as_the_python_conversion(xseq):
     vocabulary = Vocabulary(names)
     for _ in range(2):  # and with the caches warm
         encoded = vocabulary.encode_items(xseq)
-        tokens = ours._tokens(ours._sequence_pairs(xseq))
+        tokens = ours._pycrfsuite._tokens(ours._pycrfsuite._sequence_pairs(xseq))
         _assert_same_arrays(encoded, vocabulary.encode(check_sequences([tokens]), grow=False))
 
 

@@ -1,53 +1,11 @@
-"""python-crfsuite's API on skcrf's engine: ``import skcrf.pycrfsuite as pycrfsuite``.
+"""python-crfsuite's ``pycrfsuite._pycrfsuite``: items, the tagger and the trainers.
 
-Code written for python-crfsuite (``pycrfsuite``) runs unchanged with this
-one import changed: :class:`ItemSequence`, :class:`Tagger`,
-:class:`BaseTrainer` / :class:`Trainer` (with CRFsuite's parameter names,
-defaults and help strings, its log messages, the ``on_*`` hooks and
-``logparser``), :class:`CRFSuiteError` and :data:`CRFSUITE_VERSION`.
-Nothing here calls CRFsuite: tagging runs on skcrf's kernels (the tagger is
-the one behind :attr:`skcrf.CRFTagger.tagger_`), training on skcrf's fit
-driver (the model CRFsuite trains: the same features, objective and
-optimizers, labels and attributes numbered as CRFsuite numbers them), and
-models are CRFsuite model files that python-crfsuite, CRFsuite and
-sklearn-crfsuite open.
-
-Items are taken as pycrfsuite takes them (see :class:`ItemSequence`):
-iterables of feature names (lists, sets, ``dict.keys()``, generators),
-``{name: float}`` and ``{name: bool}`` dicts, ``{name: str}`` (the attribute
-``name:str``), nested dicts, lists and sets (names joined by ``:``).
-
-Threads: one :class:`Tagger` may be shared by any number of threads. Calls
-that pass the sequence (``tag(xseq)``) give exactly what sequential calls
-give. :meth:`Tagger.set` stores the sequence per thread: ``set(xseq)`` then
-``tag()``, ``probability(yseq)`` or ``marginal(y, pos)`` read the calling
-thread's sequence (pycrfsuite keeps one for all threads). ``open`` and
-``close`` replace the model at once; a thread's sequence set under the
-previous model then counts as not set. A :class:`Trainer` is not meant to
-be shared while it trains.
-
-Differences from python-crfsuite, on purpose (the migration guide's "From
-python-crfsuite" lists them all):
-
-- Errors where pycrfsuite answers silently or crashes: ``tag()``,
-  ``probability`` and ``marginal`` before any ``set`` raise ValueError
-  (pycrfsuite answers ``[]`` and 0.0); a closed tagger raises
-  :class:`TaggerClosedError` from every method (a ValueError and a
-  RuntimeError, what pycrfsuite raises from each); a malformed item or
-  sequence (a ``None`` value, a key that is not a string, a string where
-  an item or a sequence is expected) raises :class:`ItemFormatError` (a
-  TypeError and a ValueError) and a non-finite value ValueError, where
-  pycrfsuite raises SystemError, iterates the string or trains on NaN; a
-  file that is not a well-formed CRFsuite model raises ValueError on
-  ``open``; out-of-range parameter values raise ValueError from
-  :meth:`BaseTrainer.train`.
-- ``open``, ``train`` and ``dump`` take path-like objects too; ``dump``
-  replaces the file.
-- The online trainers shuffle with their own fixed-seed generator: they
-  are deterministic, but their order is not CRFsuite's ``rand()`` order;
-  l2sgd logs its calibration settings but not each trial.
-- ``TrainLogParser`` is ``skcrf.pycrfsuite.TrainLogParser`` (pycrfsuite's
-  is in its private ``_logparser`` module).
+Where python-crfsuite's compiled module has :class:`ItemSequence`,
+:class:`Tagger`, :class:`BaseTrainer`, :class:`Trainer`,
+:class:`CRFSuiteError` and :data:`CRFSUITE_VERSION`, this module has them,
+on skcrf's engine (see :mod:`skcrf.pycrfsuite`), with the errors skcrf adds
+(:class:`ItemFormatError`, :class:`TaggerClosedError`,
+:class:`UnknownLabelError`).
 """
 
 from __future__ import annotations
@@ -59,27 +17,26 @@ import re
 import time
 import warnings
 from collections.abc import Callable, Iterable, Mapping
-from fractions import Fraction
 from typing import Any
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
-from ._featurize._vocabulary import Vocabulary
-from ._model import CRFModel
-from ._persist._crfsuite_file import read_crfsuite, read_crfsuite_file, write_crfsuite
-from ._tagger import CRFTagger
-from ._tagger_view import (
+from .._featurize._vocabulary import Vocabulary
+from .._model import CRFModel
+from .._persist._crfsuite_file import read_crfsuite, read_crfsuite_file, write_crfsuite
+from .._tagger import CRFTagger
+from .._tagger_view import (
     CRFsuiteTagger,
-    ParsedDump,
     TaggerClosedError,
     UnknownLabelError,
     file_header,
 )
-from ._training import _fit as fit_driver
-from ._training._lbfgs import LBFGSStatus
-from ._training._online_train import OnlineStatus
-from ._training._training_log import LabelScore, TrainingLog
+from .._training import _fit as fit_driver
+from .._training._lbfgs import LBFGSStatus
+from .._training._online_train import OnlineStatus
+from .._training._training_log import TrainingLog
+from ._logparser import TrainLogParser
 
 __all__ = [
     "CRFSUITE_VERSION",
@@ -87,10 +44,8 @@ __all__ = [
     "CRFSuiteError",
     "ItemFormatError",
     "ItemSequence",
-    "ParsedDump",
     "Tagger",
     "TaggerClosedError",
-    "TrainLogParser",
     "Trainer",
     "UnknownLabelError",
 ]
@@ -1290,193 +1245,3 @@ class Trainer(BaseTrainer):
     def on_end(self, log: str) -> None:
         """The model is written."""
         print(log, end="")
-
-
-# -- the log parser ----------------------------------------------------------------
-
-
-_ITERATION_HEAD = re.compile(r"\*{5} (?:Iteration|Epoch) #(\d+) \*{5}\n")
-_SECONDS = re.compile(r"Seconds required: (\d+\.\d+)")
-_ITERATION_FIELDS = [
-    ("loss", re.compile(r"Loss: (\d+\.\d+)"), float),
-    ("feature_norm", re.compile(r"Feature norm: (\d+\.\d+)"), float),
-    ("error_norm", re.compile(r"Error norm: (\d+\.\d+)"), float),
-    ("active_features", re.compile(r"Active features: (\d+)"), int),
-    ("linesearch_trials", re.compile(r"Line search trials: (\d+)"), int),
-    ("linesearch_step", re.compile(r"Line search step: (\d+\.\d+)"), float),
-    ("time", re.compile(r"Seconds required for this iteration: (\d+\.\d+)"), float),
-]
-_AVERAGES = re.compile(r"Macro-average precision, recall, F1: \((\d\.\d+), (\d\.\d+), (\d\.\d+)\)")
-_ACCURACY = re.compile(r"(Item|Instance) accuracy: (\d+) / (\d+)")
-_LABEL_SCORE = re.compile(
-    r"\s{4}(.+): \((\d+), (\d+), (\d+)\) \((\d\.\d+), (\d\.\d+), (\d\.\d+)\)"
-)
-_LABEL_ABSENT = re.compile(r"\s{4}(.+): \(0, 0, 0\) \(\*{6}, \*{6}, \*{6}\)")
-
-
-class TrainLogParser:
-    """Reads CRFsuite's training log, message by message (pycrfsuite's parser).
-
-    :meth:`feed` takes each message and returns the event it completes, if
-    any: 'start', 'featgen_progress', 'featgen_end', 'prepared',
-    'prepare_error', 'iteration', 'optimization_end' or 'end'.
-
-    Attributes
-    ----------
-    iterations : list of dict
-        One per iteration: ``num``, ``scores`` (``{label: LabelScore}``) and
-        those of ``loss``, ``feature_norm``, ``error_norm``,
-        ``active_features``, ``linesearch_trials``, ``linesearch_step``,
-        ``time``, ``avg_precision``, ``avg_recall``, ``avg_f1``,
-        ``item_accuracy`` / ``instance_accuracy`` (Fractions) and their
-        ``*_float`` values that the log gives.
-    last_iteration : dict or None
-    featgen_percent : int
-        Feature generation's progress (-2 before it starts).
-    featgen_num_features, featgen_seconds, training_seconds, storing_seconds
-        None until the log gives them.
-    log : list of str
-        Every message fed.
-    events : list of tuple
-        ``(event, start, end)``: the event and its slice of ``log``.
-    state : str or None
-        Where in the log the parser is.
-    """
-
-    def __init__(self) -> None:
-        self.state: str | None = None
-        self.featgen_percent = -2
-        self.featgen_num_features: int | None = None
-        self.featgen_seconds: float | None = None
-        self.training_seconds: float | None = None
-        self.storing_seconds: float | None = None
-        self.iterations: list[dict[str, Any]] = []
-        self.last_iteration: dict[str, Any] | None = None
-        self.log: list[str] = []
-        self.events: list[tuple[str, int, int]] = []
-
-    def feed(self, line: str) -> str | None:
-        """Read one message; return the event it completes (or None)."""
-        self.log.append(line)
-        if self.state is None:
-            self.state = "STARTING"
-            self._starting(line)
-            self.events.append(("start", 0, len(self.log)))
-            return "start"
-        event = self._HANDLERS[self.state](self, line)
-        if event is not None:
-            start, end = self.events[-1][2], len(self.log)
-            if event in ("prepared", "optimization_end"):
-                end -= 1  # the message that ends them starts the next part
-            self.events.append((event, start, end))
-        return event
-
-    @property
-    def last_log(self) -> str:
-        """The log text of the last event."""
-        _, start, end = self.events[-1]
-        return "".join(self.log[start:end])
-
-    def _starting(self, line):
-        if line.startswith("Feature generation"):
-            self.state = "FEATGEN"
-        return None
-
-    def _featgen(self, line):
-        if line in "0123456789.10":  # a progress mark (CRFsuite prints 0, ., ..., 10)
-            self.featgen_percent += 2
-            return "featgen_progress"
-        match = re.match(r"Number of features: (\d+)", line)
-        if match:
-            self.featgen_num_features = int(match.group(1))
-            return None
-        seconds = _seconds(line)
-        if seconds is not None:
-            self.featgen_seconds = seconds
-            self.state = "AFTER_FEATGEN"
-            return "featgen_end"
-        return None
-
-    def _after_featgen(self, line):
-        if _iteration_number(line) is not None:
-            self.state = "ITERATION"
-            self._iteration(line)
-            return "prepared"
-        if "terminated with error" in line:
-            self.state = "AFTER_ITERATION"
-            return "prepare_error"
-        return None
-
-    def _iteration(self, line):
-        number = _iteration_number(line)
-        if number is not None:
-            self.last_iteration = {"num": number, "scores": {}}
-            self.iterations.append(self.last_iteration)
-        elif line == "\n":
-            self.state = "AFTER_ITERATION"
-            return "iteration"
-        current = self.last_iteration
-        assert current is not None
-        for key, pattern, kind in _ITERATION_FIELDS:
-            match = pattern.match(line)
-            if match:
-                current[key] = kind(match.group(1))
-        match = _AVERAGES.match(line)
-        if match:
-            precision, recall, f1 = map(float, match.groups())
-            current.update(avg_precision=precision, avg_recall=recall, avg_f1=f1)
-        match = _ACCURACY.match(line)
-        if match:
-            name = match.group(1).lower()
-            accuracy = Fraction(int(match.group(2)), int(match.group(3)))
-            current[f"{name}_accuracy"] = accuracy
-            current[f"{name}_accuracy_float"] = float(accuracy)
-        match = _LABEL_SCORE.match(line)
-        if match:
-            label, n_match, n_model, n_ref, precision, recall, f1 = match.groups()
-            current["scores"][label] = LabelScore(
-                int(n_match), int(n_model), int(n_ref), float(precision), float(recall), float(f1)
-            )
-        match = _LABEL_ABSENT.match(line)
-        if match:
-            current["scores"][match.group(1)] = LabelScore(0, 0, 0, None, None, None)
-        return None
-
-    def _after_iteration(self, line):
-        if _iteration_number(line) is not None:
-            self.state = "ITERATION"
-            return self._iteration(line)
-        match = re.match(r"Total seconds required for training: (\d+\.\d+)", line)
-        if match:
-            self.training_seconds = float(match.group(1))
-        if line.startswith("Storing the model"):
-            self.state = "STORING"
-            return "optimization_end"
-        return None
-
-    def _storing(self, line):
-        if line == "\n":
-            return "end"
-        seconds = _seconds(line)
-        if seconds:
-            self.storing_seconds = seconds
-        return None
-
-    _HANDLERS = {
-        "STARTING": _starting,
-        "FEATGEN": _featgen,
-        "AFTER_FEATGEN": _after_featgen,
-        "ITERATION": _iteration,
-        "AFTER_ITERATION": _after_iteration,
-        "STORING": _storing,
-    }
-
-
-def _iteration_number(line: str) -> int | None:
-    match = _ITERATION_HEAD.match(line)
-    return int(match.group(1)) if match else None
-
-
-def _seconds(line: str) -> float | None:
-    match = _SECONDS.match(line)
-    return float(match.group(1)) if match else None
