@@ -16,7 +16,11 @@ The package has python-crfsuite's layout: ``skcrf.pycrfsuite._pycrfsuite``
 (the classes above), ``skcrf.pycrfsuite._logparser`` (:class:`TrainLogParser`
 and ``LabelScore``) and ``skcrf.pycrfsuite._dumpparser``
 (``CRFsuiteDumpParser`` and :class:`ParsedDump`); each class is one object
-whichever path names it.
+whichever path names it. For code one cannot edit, and for pickles that
+name ``pycrfsuite`` (a pickled ``sklearn_crfsuite.CRF`` names
+``pycrfsuite._logparser.TrainLogParser``), :func:`install` serves
+``import pycrfsuite`` and its submodules from this package; ``python -m
+skcrf.pycrfsuite program.py`` runs a whole program so.
 
 Items are taken as pycrfsuite takes them (see :class:`ItemSequence`):
 iterables of feature names (lists, sets, ``dict.keys()``, generators),
@@ -58,6 +62,9 @@ python-crfsuite" lists them all):
 
 from __future__ import annotations
 
+import sys
+
+from . import _dumpparser, _logparser, _pycrfsuite
 from ._dumpparser import ParsedDump
 from ._logparser import TrainLogParser
 from ._pycrfsuite import (
@@ -84,4 +91,52 @@ __all__ = [
     "TrainLogParser",
     "Trainer",
     "UnknownLabelError",
+    "install",
 ]
+
+#: python-crfsuite's submodules, as this package has them.
+_SUBMODULES = {"_pycrfsuite": _pycrfsuite, "_logparser": _logparser, "_dumpparser": _dumpparser}
+
+
+def install() -> None:
+    """Serve ``import pycrfsuite`` from this package, for code one cannot edit.
+
+    Registers this package as ``pycrfsuite`` in ``sys.modules``, and its
+    submodules as ``pycrfsuite._pycrfsuite``, ``pycrfsuite._logparser`` and
+    ``pycrfsuite._dumpparser``: every later ``import pycrfsuite`` (of the
+    program or of a package it uses, such as sklearn-crfsuite) gets
+    skcrf's classes, whether or not python-crfsuite is installed, and
+    pickles that name pycrfsuite's classes load as skcrf's. Call it before
+    anything imports pycrfsuite; calling it again does nothing. Opt-in: it
+    is never called by skcrf itself. ``python -m skcrf.pycrfsuite
+    program.py [args]`` (or ``-m module [args]``) runs a program with it
+    called first.
+
+    Raises
+    ------
+    RuntimeError
+        If python-crfsuite's own ``pycrfsuite`` (or one of its submodules)
+        is already imported: its objects and skcrf's would be mixed. Nothing
+        is registered then.
+
+    Examples
+    --------
+    >>> import skcrf.pycrfsuite
+    >>> skcrf.pycrfsuite.install()  # doctest: +SKIP
+    >>> import pycrfsuite  # doctest: +SKIP
+    >>> pycrfsuite.Tagger is skcrf.pycrfsuite.Tagger  # doctest: +SKIP
+    True
+    """
+    served = {"pycrfsuite": sys.modules[__name__]}
+    served.update({f"pycrfsuite.{name}": module for name, module in _SUBMODULES.items()})
+    for name, module in served.items():
+        present = sys.modules.get(name)
+        if present is not None and present is not module:
+            where = getattr(present, "__file__", None) or repr(present)
+            raise RuntimeError(
+                f"{name} is already imported (from {where}), so skcrf.pycrfsuite.install() "
+                "cannot serve it: call install() before anything imports pycrfsuite "
+                "(sklearn_crfsuite imports it), or run the program with "
+                "'python -m skcrf.pycrfsuite'."
+            )
+    sys.modules.update(served)
