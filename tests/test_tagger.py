@@ -1,5 +1,6 @@
 """CRFTagger: the public API, token formats, labels, logs and warnings."""
 
+import os
 import sys
 import threading
 import warnings
@@ -258,6 +259,80 @@ def test_n_jobs_far_above_the_blocks_decodes_on_as_many_threads(monkeypatch):
     assert 1 < n_blocks < 96_000 // 4000
     assert tagger.predict(X_more) == expected * 8
     assert sizes and max(sizes) <= n_blocks
+
+
+@pytest.mark.parametrize("n_jobs", [10**9, 7, -1])
+def test_n_jobs_above_the_usable_cores_starts_as_many_threads_as_cores(monkeypatch, n_jobs):
+    import skcrf._utils._threads as threads
+
+    monkeypatch.setattr(threads, "usable_cores", lambda: 2)
+    X = X_TOY * 4  # more sequences (and blocks to decode) than cores
+    sizes = _record_thread_pools(monkeypatch)
+    workers = []
+    tagger = CRFTagger(n_jobs=n_jobs, max_iterations=5)
+    tagger.fit(X, Y_TOY * 4, callback=lambda info: workers.append(_worker_threads()))
+    assert sizes == [2]  # the objective's pool: one thread per usable core
+    assert max(workers) <= 2
+    two = CRFTagger(n_jobs=2, max_iterations=5).fit(X, Y_TOY * 4)
+    np.testing.assert_array_equal(tagger._model.weights, two._model.weights)
+
+
+@pytest.mark.parametrize(
+    ("n_jobs", "cores", "threads"),
+    [
+        (None, 8, 1),
+        (1, 8, 1),
+        (3, 8, 3),
+        (30, 8, 8),
+        (-1, 8, 8),
+        (-2, 8, 7),
+        (-8, 8, 1),
+        (-50, 8, 1),
+        (5, 1, 1),
+        (-1, 1, 1),
+    ],
+)
+def test_effective_n_threads_counts_from_the_usable_cores(monkeypatch, n_jobs, cores, threads):
+    import skcrf._utils._threads as threads_module
+
+    monkeypatch.setattr(threads_module, "usable_cores", lambda: cores)
+    assert threads_module.effective_n_threads(n_jobs) == threads
+
+
+@pytest.mark.parametrize(
+    ("files", "limit"),
+    [
+        ({"cpu.max": "max 100000\n"}, None),
+        ({"cpu.max": "150000 100000\n"}, 2),
+        ({"cpu.max": "50000 100000\n"}, 1),
+        ({"cpu.max": "400000 100000\n"}, 4),
+        ({"cpu/cpu.cfs_quota_us": "-1\n", "cpu/cpu.cfs_period_us": "100000\n"}, None),
+        ({"cpu/cpu.cfs_quota_us": "300000\n", "cpu/cpu.cfs_period_us": "100000\n"}, 3),
+        ({}, None),
+        ({"cpu.max": "garbage"}, None),
+    ],
+)
+def test_cgroup_cpu_quota_is_read_from_v2_and_v1_files(tmp_path, files, limit):
+    from skcrf._utils._threads import _cgroup_cpu_limit
+
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    assert _cgroup_cpu_limit(str(tmp_path)) == limit
+
+
+def test_usable_cores_is_the_affinity_within_the_quota(monkeypatch):
+    import skcrf._utils._threads as threads
+
+    if not hasattr(os, "sched_getaffinity"):
+        pytest.skip("no CPU affinity on this platform")
+    affinity = len(os.sched_getaffinity(0))
+    monkeypatch.setattr(threads, "_cpu_quota", lambda: None)
+    assert threads.usable_cores() == affinity
+    monkeypatch.setattr(threads, "_cpu_quota", lambda: 1)
+    assert threads.usable_cores() == 1
+    monkeypatch.setattr(threads, "_cpu_quota", lambda: affinity + 5)
+    assert threads.usable_cores() == affinity
 
 
 def test_training_is_deterministic():

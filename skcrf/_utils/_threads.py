@@ -9,6 +9,7 @@ fits in several threads share one limit, and the original thread counts come
 back when the last of them ends.
 """
 
+import functools
 import os
 import sys
 import threading
@@ -73,14 +74,60 @@ def single_blas_thread():
                 _blas_limiter = None
 
 
+def _cgroup_cpu_limit(root="/sys/fs/cgroup"):
+    """The CPUs a cgroup CPU quota allows (rounded up), or None without a quota.
+
+    cgroup v2 (``cpu.max``: ``"quota period"`` or ``"max period"``), else v1
+    (``cpu/cpu.cfs_quota_us`` and ``cpu.cfs_period_us``, -1 for none).
+    """
+    try:
+        with open(os.path.join(root, "cpu.max")) as f:
+            quota, period = f.read().split()[:2]
+    except (OSError, ValueError):
+        try:
+            with open(os.path.join(root, "cpu", "cpu.cfs_quota_us")) as f:
+                quota = f.read().strip()
+            with open(os.path.join(root, "cpu", "cpu.cfs_period_us")) as f:
+                period = f.read().strip()
+        except OSError:
+            return None
+    try:
+        quota_us, period_us = int(quota), int(period)
+    except ValueError:  # "max": no quota
+        return None
+    if quota_us <= 0 or period_us <= 0:
+        return None
+    return max(1, -(-quota_us // period_us))
+
+
+@functools.cache
+def _cpu_quota():
+    return _cgroup_cpu_limit()
+
+
+def usable_cores():
+    """The cores this process may use: its CPU affinity, within a cgroup CPU quota."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # no affinity on this platform
+        cores = os.cpu_count() or 1
+    quota = _cpu_quota()
+    return max(1, cores if quota is None else min(cores, quota))
+
+
 def effective_n_threads(n_jobs):
-    """Threads to use for ``n_jobs`` (None means 1, negative counts back from all cores)."""
+    """Threads to use for ``n_jobs``, never more than :func:`usable_cores`.
+
+    None means 1; a positive count is capped at the usable cores (more
+    threads than cores only wait for each other); -1 means all usable
+    cores, -2 all but one, and so on (at least 1).
+    """
     if n_jobs is None:
         return 1
-    n_cpus = os.cpu_count() or 1
+    cores = usable_cores()
     if n_jobs < 0:
-        return max(1, n_cpus + 1 + n_jobs)
-    return max(1, int(n_jobs))
+        return max(1, cores + 1 + int(n_jobs))
+    return max(1, min(int(n_jobs), cores))
 
 
 def split_sequences(lengths, n_shards):
