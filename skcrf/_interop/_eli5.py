@@ -18,10 +18,6 @@ import sys
 import threading
 import warnings
 
-import numpy as np
-
-from .._tagger import CRFTagger
-
 _ELI5 = "eli5"
 _lock = threading.Lock()  # guards sys.meta_path changes; never held while importing
 
@@ -70,6 +66,7 @@ def explain_weights_crftagger(
         ``coef[i, j]`` for label ``i`` followed by label ``j``, in the order
         of ``targets``.
     """
+    import numpy as np
     from eli5._feature_names import FeatureNames
     from eli5._feature_weights import get_top_features
     from eli5.base import Explanation, TargetExplanation, TransitionFeatureWeights
@@ -133,6 +130,8 @@ def register():
     """
     import eli5  # noqa: F401
     from eli5.explain import explain_weights
+
+    from .._tagger import CRFTagger  # imported now, not when skcrf is
 
     explain_weights.register(CRFTagger, explain_weights_crftagger)
 
