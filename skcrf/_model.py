@@ -32,7 +32,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 
 
 @dataclass
@@ -190,6 +189,8 @@ class CRFModel:
 
         Every feature of the model is a stored entry, zero weights included.
         """
+        import scipy.sparse as sp  # here: reading and tagging never need SciPy
+
         return sp.csr_matrix(
             (self.state_weights, self.state_labels, self.state_ptr),
             shape=(self.n_attributes, self.n_labels),

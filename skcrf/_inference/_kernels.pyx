@@ -35,10 +35,10 @@ Conventions
 All kernels release the GIL; the Python wrappers check shapes once.
 """
 
+from cpython.pycapsule cimport PyCapsule_GetName, PyCapsule_GetPointer
 from libc.math cimport log
 from libc.stdint cimport uint64_t
-from libc.stdlib cimport free
-from scipy.linalg.cython_blas cimport dgemm
+from libc.stdlib cimport abort, free
 
 import numpy as np
 
@@ -54,6 +54,48 @@ cdef extern from "_simd.h":
     int skcrf_simd_init(int disable) noexcept
 
 AVX2_PATH = bool(skcrf_simd_init(avx2_disabled()))
+
+
+# SciPy's BLAS dgemm (scipy.linalg.cython_blas), looked up on first use
+# rather than cimported: a cimport imports scipy.linalg with this module,
+# a quarter of a second, and reading a model or decoding never multiplies
+# matrices. The def functions that reach dgemm look it up first (an error
+# is an exception there); the cdef kernels that other modules cimport
+# (forward_scaled) look it up under the GIL if no one has.
+ctypedef void (*_dgemm_t)(char* transa, char* transb, int* m, int* n, int* k,
+                          double* alpha, double* a, int* lda, double* b, int* ldb,
+                          double* beta, double* c, int* ldc) noexcept nogil
+
+cdef _dgemm_t _dgemm = NULL
+
+
+cdef int _load_dgemm() except -1:
+    global _dgemm
+    if _dgemm == NULL:
+        from scipy.linalg import cython_blas
+
+        capsule = cython_blas.__pyx_capi__["dgemm"]
+        _dgemm = <_dgemm_t>PyCapsule_GetPointer(capsule, PyCapsule_GetName(capsule))
+    return 0
+
+
+cdef void _load_dgemm_nogil() noexcept nogil:
+    with gil:
+        try:
+            _load_dgemm()
+        except BaseException:
+            # SciPy (a dependency) without its BLAS: there is nothing to call
+            import traceback
+            traceback.print_exc()
+            abort()
+
+
+cdef inline void dgemm(char* transa, char* transb, int* m, int* n, int* k,
+                       double* alpha, double* a, int* lda, double* b, int* ldb,
+                       double* beta, double* c, int* ldc) noexcept nogil:
+    if _dgemm == NULL:
+        _load_dgemm_nogil()
+    _dgemm(transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 
 # a hint to the cache (a no-op for compilers without GCC's builtin)
 cdef extern from *:
@@ -675,6 +717,7 @@ def forward_backward(
             if c_out.shape[0]:
                 c.out = &c_out[0]
         cp = &c
+    _load_dgemm()
     with nogil:
         log_sum = forward_scaled(psi, exp_trans, batch_sizes, alpha, scale, cp)
         backward_marginals(psi, exp_trans, batch_sizes, alpha, scale, beta, weighted,
@@ -1087,6 +1130,7 @@ def add_vector_scores(const double[:, ::1] vectors, const double[:, ::1] weights
         raise ValueError("add_vector_scores: shapes do not match.")
     if n == 0 or d == 0 or n_labels == 0:
         return
+    _load_dgemm()
     with nogil:
         # row-major C += A B is column-major C^T += B^T A^T
         dgemm(b"N", b"N", &n_labels, &n, &d, &one, <double*>&weights[0, 0], &n_labels,
@@ -1102,6 +1146,7 @@ def add_vector_expected(const double[:, ::1] vectors, const double[:, ::1] margi
         raise ValueError("add_vector_expected: shapes do not match.")
     if n == 0 or d == 0 or n_labels == 0:
         return
+    _load_dgemm()
     with nogil:
         # column-major: out^T (L x D) += M^T-as-stored (L x n) @ (V as stored, D x n)^T
         dgemm(b"N", b"T", &n_labels, &d, &n, &one, <double*>&marginals[0, 0], &n_labels,
