@@ -29,7 +29,6 @@ from collections import Counter
 from typing import Any, NamedTuple
 
 import numpy as np
-from sklearn.exceptions import ConvergenceWarning
 
 from .._featurize._labels import (
     check_classes,
@@ -47,10 +46,12 @@ from .._inference._constraints import Constraints, transition_constraints
 from .._inference._decode import Decoder
 from .._model import merge_features
 from .._utils._threads import effective_n_threads
+from ._defaults import ALGORITHM_DEFAULTS as ALGORITHM_DEFAULTS
+from ._defaults import FEATURE_DEFAULTS as FEATURE_DEFAULTS
+from ._defaults import TRAINER_PARAMETERS as TRAINER_PARAMETERS
 from ._lbfgs import Handover, LBFGSResult, LBFGSStatus, minimize_lbfgs
 from ._monitor import TrainingMonitor
 from ._objective import CRFObjective, drop_zeros, select_features
-from ._online_train import DEFAULTS as ONLINE_DEFAULTS
 from ._online_train import OnlineStatus, train_online
 from ._training_log import TrainingLog, holdout_scores
 from ._weights import (
@@ -60,33 +61,6 @@ from ._weights import (
     label_weights,
     token_weights,
 )
-
-#: The parameters of each training algorithm (CRFsuite's), with CRFsuite's
-#: defaults; ``None`` for a parameter means the algorithm's default.
-ALGORITHM_DEFAULTS: dict[str, dict[str, Any]] = {
-    "lbfgs": {
-        "c1": 0.0,
-        "c2": 1.0,
-        "max_iterations": None,
-        "num_memories": 6,
-        "epsilon": 1e-5,
-        "period": 10,
-        "delta": 1e-5,
-        "linesearch": "MoreThuente",
-        "max_linesearch": 20,
-    },
-    **ONLINE_DEFAULTS,
-}
-
-#: Feature-generation parameters, common to every algorithm, with defaults.
-FEATURE_DEFAULTS: dict[str, Any] = {
-    "min_freq": 0.0,
-    "all_possible_states": False,
-    "all_possible_transitions": False,
-}
-
-#: Every trainer parameter name (of any algorithm).
-TRAINER_PARAMETERS = frozenset(p for params in ALGORITHM_DEFAULTS.values() for p in params)
 
 
 def resolve_settings(params):
@@ -669,6 +643,8 @@ def minimize(
         fresh_gradient=fresh_gradient,
     )
     if not result.status.converged and result.status is not LBFGSStatus.CALLBACK_STOP:
+        from sklearn.exceptions import ConvergenceWarning  # not at import: see skcrf.pycrfsuite
+
         warnings.warn(
             f"{owner} stopped before converging: {result.message} "
             f"({result.status.name}, after {result.n_iter} iterations). The "
@@ -687,6 +663,8 @@ def outcome(algorithm, result, monitor, *, stacklevel=2):
     if monitor.best_weights is not None:
         weights = monitor.best_weights
     if status is OnlineStatus.OVERFLOW:
+        from sklearn.exceptions import ConvergenceWarning
+
         warnings.warn(
             f"CRFTagger ({algorithm}) stopped on a failure: {result.message} "
             f"({status.name}, after {result.n_iter} epochs).",

@@ -20,19 +20,17 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import numpy as np
-from sklearn.exceptions import ConvergenceWarning
 
 from .._featurize._vocabulary import Vocabulary
 from .._model import CRFModel
 from .._persist._crfsuite_file import read_crfsuite, read_crfsuite_file, write_crfsuite
-from .._tagger import CRFTagger
 from .._tagger_view import (
     CRFsuiteTagger,
     TaggerClosedError,
     UnknownLabelError,
     file_header,
 )
-from .._training import _fit as fit_driver
+from .._training import _defaults
 from .._training._lbfgs import LBFGSStatus
 from .._training._online_train import OnlineStatus
 from .._training._training_log import TrainingLog
@@ -585,7 +583,7 @@ _FLOAT_PREFIX = re.compile(
 def _parameter_table(algorithm: str) -> dict[str, _Parameter]:
     """CRFsuite's parameters of ``algorithm`` (skcrf's name), in CRFsuite's order."""
     table = {}
-    defaults = {**fit_driver.FEATURE_DEFAULTS, **fit_driver.ALGORITHM_DEFAULTS[algorithm]}
+    defaults = {**_defaults.FEATURE_DEFAULTS, **_defaults.ALGORITHM_DEFAULTS[algorithm]}
     for skcrf_name, default in defaults.items():
         name = _CRFSUITE_NAMES.get(skcrf_name, skcrf_name)
         if default is None and skcrf_name == "max_iterations":
@@ -1079,6 +1077,12 @@ class BaseTrainer:
         else:
             dev = (X_dev, y_dev) if any(map(len, y_dev)) else None
             log.dev_totals = (sum(map(len, y_dev)), sum(1 for labels in y_dev if labels))
+            # scikit-learn and the fit driver are imported when a Trainer trains,
+            # never by import skcrf.pycrfsuite
+            from sklearn.exceptions import ConvergenceWarning
+
+            from .._training import _fit as fit_driver
+
             with warnings.catch_warnings():
                 # the log says how training ended, as CRFsuite's does
                 warnings.simplefilter("ignore", ConvergenceWarning)
@@ -1102,6 +1106,8 @@ class BaseTrainer:
 
     def _settings(self, values: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         """The algorithm and settings of skcrf, checked by :class:`~skcrf.CRFTagger`'s rules."""
+        from .._tagger import CRFTagger  # imports scikit-learn: only when training
+
         params = {
             p.skcrf_name: p.skcrf_value(values[name]) for name, p in self._parameters.items()
         }
