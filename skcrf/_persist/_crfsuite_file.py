@@ -89,7 +89,7 @@ import struct
 
 import numpy as np
 
-from .._model import CRFModel, FittedState
+from .._model import CRFModel, FittedState, check_model_arrays
 from .._utils._atomic import write_atomically
 from .._utils._cqdb_index import CQDBIndex, LazyNames
 from ._cqdb import (
@@ -103,7 +103,6 @@ from ._cqdb import (
 from ._feature_scan import check_references, scan_features
 from ._files import read_regular_file
 from ._json import NUMPY_NAMES, decode_value, encode_value, no_duplicate_keys, reject_constant
-from ._npz import check_model_arrays
 
 __all__ = [
     "crfsuite_bytes",

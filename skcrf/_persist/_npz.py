@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from .._model import ConditionedTransitions, CRFModel, FittedState
+from .._model import ConditionedTransitions, CRFModel, FittedState, check_model_arrays
 from .._training._lbfgs import LBFGSStatus
 from .._training._online_train import OnlineStatus
 from .._training._training_log import LabelScore, TrainingLog
@@ -143,41 +143,7 @@ def _valid_param_name(name):
 
 
 # -- the model arrays: one set of rules for saving and loading --------------
-
-
-def check_model_arrays(n_attributes, n_labels, arrays):
-    """Check the consistency of the format 2 arrays (ValueError naming it).
-
-    ``arrays`` maps the array names to 1-D arrays of the right dtypes, with
-    ``state_labels``/``state_weights`` and ``transition_index`` /
-    ``transition_weights`` of equal lengths.
-    """
-    ptr = arrays["state_ptr"]
-    labels = arrays["state_labels"]
-    index = arrays["transition_index"]
-    n_states = len(labels)
-    if len(ptr) != n_attributes + 1:
-        raise ValueError(
-            f"state_ptr has {len(ptr)} entries; n_attributes + 1 = {n_attributes + 1} expected."
-        )
-    if ptr[0] != 0 or ptr[-1] != n_states or (np.diff(ptr) < 0).any():
-        raise ValueError(f"state_ptr must be non-decreasing from 0 to n_states = {n_states}.")
-    if n_states:
-        if labels.min() < 0 or labels.max() >= n_labels:
-            raise ValueError(f"state_labels must be label indices in [0, {n_labels}).")
-        starts = np.zeros(n_states, dtype=bool)
-        starts[ptr[:-1][ptr[:-1] < n_states]] = True
-        if (np.diff(labels)[~starts[1:]] <= 0).any():
-            raise ValueError("state_labels must be strictly increasing within an attribute.")
-    size = n_labels * n_labels
-    if len(index) and (index[0] < 0 or index[-1] >= size or (np.diff(index) <= 0).any()):
-        raise ValueError(
-            f"transition_index must be strictly increasing indices in [0, {size}) "
-            f"(n_labels * n_labels)."
-        )
-    for name in ("state_weights", "transition_weights"):
-        if not np.isfinite(arrays[name]).all():
-            raise ValueError(f"{name} holds non-finite values (NaN or infinity).")
+# (check_model_arrays is skcrf._model's: the CRFsuite reader uses it without this module)
 
 
 def check_conditioned_arrays(n_attributes, n_labels, ptr, pairs, weights):
