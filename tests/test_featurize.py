@@ -523,6 +523,82 @@ def test_random_tokens_match_the_oracle(X, X_new, sep):
     assert_matches_oracle(X, X_new, sep)
 
 
+def _general(token):
+    """``token`` with each dict an OrderedDict: a Mapping, which only the general
+    path (token_attributes) takes."""
+    if type(token) is dict:
+        return OrderedDict((key, _general(value)) for key, value in token.items())
+    return token
+
+
+_mixed_text = st.sampled_from(["a", "b", "a:b", "", "é", ":", "w", "next"])
+_mixed_name = st.one_of(_mixed_text, _mixed_text.map(str.encode))
+_valid_leaf = st.one_of(
+    _mixed_name,
+    st.booleans(),
+    st.integers(-3, 3),
+    st.sampled_from([0.0, -0.0, 2.5, 1e300, np.float64(0.5)]),
+    st.lists(_mixed_name, max_size=3),
+    st.sets(_mixed_text, max_size=3),
+    st.lists(st.sampled_from([0.5, -1.0]), min_size=1, max_size=2),  # a vector
+    st.sampled_from([np.array([0.5, 2.0]), np.array([1.0, -1.0])]),
+)
+# now and then a value the general path refuses (or converts)
+_bad_leaf = st.sampled_from([None, float("nan"), 10**400, b"\xff", ["a", 1], np.str_("x")])
+_mixed_leaf = st.integers(0, 24).flatmap(lambda k: _bad_leaf if k == 0 else _valid_leaf)
+_mixed_value = st.recursive(
+    _mixed_leaf, lambda inner: st.dictionaries(_mixed_name, inner, max_size=3), max_leaves=8
+)
+_mixed_token = st.one_of(
+    st.dictionaries(_mixed_name, _mixed_value, max_size=5),
+    st.lists(_mixed_name, max_size=4),
+    st.tuples(_mixed_name, _mixed_name),
+)
+
+
+def _encode_or_error(vocabulary, X, grow, dense=False):
+    try:
+        return vocabulary.encode(X, grow=grow, dense=dense), vocabulary.attributes[:]
+    except (TypeError, ValueError) as exc:
+        return type(exc), str(exc)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    X=st.lists(st.lists(_mixed_token, min_size=1, max_size=4), min_size=1, max_size=3),
+    X_new=st.lists(st.lists(_mixed_token, max_size=4), max_size=3),
+    sep=st.sampled_from([":", "="]),
+    dense=st.booleans(),
+)
+def test_nested_and_mixed_tokens_encode_as_the_general_path(X, X_new, sep, dense):
+    # nested dicts, lists and sets of names, bytes keys and values, numbers:
+    # the compiled path gives the general path's arrays, names and errors
+    # (halfway through a token it may give up: invalid values, bad UTF-8...)
+    fast, general = Vocabulary(value_separator=sep), Vocabulary(value_separator=sep)
+    X_general = [[_general(token) for token in seq] for seq in X]
+    left = _encode_or_error(fast, X, True, dense)
+    right = _encode_or_error(general, X_general, True, dense)
+    if isinstance(left[0], type):
+        assert left == right
+        return
+    assert left[1] == right[1]
+    for a, b in zip(left[0][:4], right[0][:4]):
+        assert a.dtype == b.dtype and a.tobytes() == b.tobytes()
+    assert (left[0].dense is None) == (right[0].dense is None)
+    if left[0].dense is not None:
+        for a, b in zip(left[0].dense, right[0].dense):
+            np.testing.assert_array_equal(a, b)
+    X_new_general = [[_general(token) for token in seq] for seq in X_new]
+    for _ in range(2):  # and with warm caches
+        left = _encode_or_error(fast, X_new, False)
+        right = _encode_or_error(general, X_new_general, False)
+        if isinstance(left[0], type):
+            assert left == right
+            continue
+        for a, b in zip(left[0][:4], right[0][:4]):
+            assert a.dtype == b.dtype and a.tobytes() == b.tobytes()
+
+
 # -- errors -------------------------------------------------------------------------
 
 

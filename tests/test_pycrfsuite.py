@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import skcrf.pycrfsuite as ours
+from skcrf import CRFTagger
 from skcrf._featurize._validation import check_sequences
 from skcrf._featurize._vocabulary import Vocabulary
 from skcrf._model import CRFModel
@@ -328,18 +329,28 @@ C_FORMS = [
     [{"w": "zebra", "unseen": 1.0, "title": 2}, ["first", "w=the", "zzz"]],
     [[f"n{k}" for k in range(200)] + ["w=dog"] * 3 + ["prev=the", "w=dog"]],
     ({"w": "the", "prev": "<s>"}, ("w=dog", "prev=the")),
+    # nested dicts, lists and sets of names, bytes (python-crfsuite's other forms)
+    [{"w": b"dog"}, {b"w": "the", "prev": b"<s>"}, [b"w=dog", "prev=the"]],
+    [{"w": "the"}, {"ctx": {"prev": "the", "n": {"len": 3, "w": "dog"}, "on": True}}],
+    [{"tags": ["d", "g", b"w=dog"], "s": {"x", "y"}, "w": ["dog"], "e": [], "f": set()}],
+    [{"ctx": {"prev": ["the", "a"], "p": {"r": {"e": {"v": 0.5}}}}, "w": {}, "prev": "the"}],
+    [{"w": {"dog": 2.0}, "w:dog": 1, "prev": {"the": False}}],  # repeats: summed
+    # usaddress's shape: numbers, bools and str values, one level of nesting
+    [
+        {"w": "the", "len": 3, "title": False, "next": {"w": "dog", "title": False, "len": 3}},
+        {"w": "dog", "len": 3, "previous": {"w": "the", "end": True}, "unseen": {"w": "dog"}},
+    ],
 ]
 # Sequences it leaves to the Python conversion (it answers None).
 PYTHON_FORMS = [
-    [{"w": b"dog"}],
-    [{"w": "the"}, {"ctx": {"prev": "the"}}],
-    [{"tags": ["d", "g"]}],
     [["w=dog"], {"w:dog", "first"}],
     [{"w:dog": 1}.keys()],
     [{"len": np.float64(1.0)}],
-    [[b"w=dog"]],
+    [{"ctx": {"len": np.float64(1.0)}}],
     [["w=dog", np.str_("first")]],
     [{"w": np.str_("dog")}],
+    [{"ctx": {"w": np.str_("dog")}}],
+    [{"tags": ["d", np.str_("g")]}],
 ]
 
 
@@ -387,9 +398,21 @@ _number = st.one_of(
     st.sampled_from([2**53 + 1, -(10**20)]),
     st.sampled_from([0.0, -0.0, 0.1, 1e-300, 2.5, -7.25, 1e300]),
 )
+_names_or_bytes = st.one_of(_names, _names.map(str.encode))
+_leaf = st.one_of(
+    _names_or_bytes,
+    _number,
+    st.lists(_names_or_bytes, max_size=3),
+    st.sets(_names, max_size=3),
+)
+_item_value = st.recursive(
+    _leaf, lambda inner: st.dictionaries(_names_or_bytes, inner, max_size=3), max_leaves=8
+)
 _c_item = st.one_of(
     st.dictionaries(_names, st.one_of(_names, _number), max_size=6),
-    st.lists(_names, max_size=6),
+    # python-crfsuite's other forms: nested dicts, lists and sets, bytes
+    st.dictionaries(_names_or_bytes, _item_value, max_size=6),
+    st.lists(_names_or_bytes, max_size=6),
     st.lists(_names, max_size=3).map(tuple),
 )
 
@@ -403,6 +426,7 @@ def test_random_items_encode_as_the_python_conversion(xseq):
     vocabulary = Vocabulary(names)
     for _ in range(2):  # and with the caches warm
         encoded = vocabulary.encode_items(xseq)
+        assert encoded is not None
         tokens = ours._pycrfsuite._tokens(ours._pycrfsuite._sequence_pairs(xseq))
         _assert_same_arrays(encoded, vocabulary.encode(check_sequences([tokens]), grow=False))
 
@@ -418,6 +442,15 @@ def test_items_the_c_path_leaves_are_named(crfsuite_model):
         tagger.tag([{"w": "dog"}, [], "w=dog"])
     with pytest.raises(ours.ItemFormatError, match=r"xseq\[0\]\['w'\]: a feature value"):
         tagger.tag([{"w": None}])
+    # inside nested dicts and lists (the C path gives up halfway through an item)
+    with pytest.raises(ours.ItemFormatError, match=r"xseq\[1\]\['n'\]\['w'\]: a feature value"):
+        tagger.tag([{"w": "dog"}, {"w": "the", "n": {"p": "the", "w": None}}])
+    with pytest.raises(ValueError, match=r"xseq\[0\]\['n'\]\['m'\]\['x'\]: the value inf"):
+        tagger.set([{"n": {"p": 1, "m": {"x": float("inf")}}}])
+    with pytest.raises(ours.ItemFormatError, match=r"xseq\[0\]\['t'\]: a feature name .* int 2"):
+        tagger.tag([{"t": ["a", 2]}])
+    with pytest.raises(UnicodeDecodeError):
+        tagger.tag([{"w": b"\xff"}])
 
 
 def _big_weights_tagger():
@@ -449,6 +482,67 @@ def test_scores_that_overflow_name_the_token():
             tagger.set(bad)
     assert tagger.tag() == ["A", "A"]  # the sequence set before stays set
     assert tagger.tag([{"big": 1e300}]) == ["A"]
+
+
+def _address_items(words):
+    """Items shaped as usaddress's: bools, str or False values, and each item's
+    neighbours' features nested under 'previous' and 'next'."""
+
+    def features(word):
+        clean = word.strip(",.").lower()
+        return {
+            "abbrev": word.endswith("."),
+            "digits": "all_digits" if clean.isdigit() else "no_digits",
+            "word": False if clean.isdigit() else clean,
+            "length": f"{'d' if clean.isdigit() else 'w'}:{len(clean)}",
+            "endsinpunc": word[-1] if word[-1] in ",." else False,
+            "has.vowels": bool(set(clean[1:]) & set("aeiou")),
+            "n": len(clean) / 3,
+        }
+
+    items = [features(word) for word in words]
+    for k, item in enumerate(items):
+        if k:
+            item["previous"] = features(words[k - 1])
+        if k + 1 < len(items):
+            item["next"] = features(words[k + 1])
+    items[0]["address.start"] = True
+    items[-1]["address.end"] = True
+    return items
+
+
+def _addresses(n, seed):
+    rng = random.Random(seed)
+    X, y = [], []
+    for _ in range(n):
+        words = [str(rng.randint(1, 999)), rng.choice(["Main", "Oak", "Elm", "N."])]
+        words += [rng.choice(["St.", "Ave,", "Rd"]), rng.choice(["Salem", "Austin,"])]
+        X.append(_address_items(words))
+        y.append(["Number", "Name", "Type", "City"])
+    return X, y
+
+
+def test_nested_items_match_pycrfsuite(real, tmp_path):
+    # a model trained by python-crfsuite on usaddress-like items, tagged by
+    # both (skcrf's compiled path) and by CRFTagger.predict_single
+    path = str(tmp_path / "addresses.crfsuite")
+    _train(real, path, params={"c1": 0.05, "c2": 0.01}, data=_addresses(60, 0))
+    reference, tagger = _pair(real, path)
+    estimator = CRFTagger.from_crfsuite(path)
+    X, _ = _addresses(30, 1)
+    X.append([{"word": "unseen", "next": {"word": b"main", "x": {"y": 1}}, "t": ["a"]}])
+    for xseq in X:
+        assert tagger._loaded.vocabulary.encode_items(xseq) is not None
+        labels = reference.tag(xseq)
+        assert tagger.tag(xseq) == labels == estimator.predict_single(xseq)
+        assert tagger.probability(labels) == pytest.approx(
+            reference.probability(labels), abs=TOL, rel=TOL
+        )
+        for pos in range(len(xseq)):
+            assert tagger.marginal("Name", pos) == pytest.approx(
+                reference.marginal("Name", pos), abs=TOL
+            )
+        assert tagger.tag(ours.ItemSequence(xseq)) == labels
 
 
 def test_tag_then_probability_and_marginal_as_after_set(crfsuite_model):
@@ -485,6 +579,10 @@ def test_tag_then_probability_and_marginal_as_after_set(crfsuite_model):
         [[1, 2]],
         [{"a": [{"x": 1}]}],
         [3],
+        [{"w": "dog"}, {"a": frozenset(["x"])}],
+        [{"a": {"b": {"c": None}}}],
+        [{"a": {"b": [1]}}],
+        [{"a": {2: "x"}}],
     ],
 )
 def test_malformed_items(crfsuite_model, bad):

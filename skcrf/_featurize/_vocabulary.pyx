@@ -53,10 +53,20 @@ Design
   e.g. with f-strings) replaces a dict lookup. The memo borrows key pointers
   that stay valid for the call (the input holds the keys) and is dropped
   after it; key numbers are never reused.
-- A token that is a ``list`` or ``tuple`` of plain ``str`` names is encoded
-  in C too (each name looked up, value 1.0), as the general path would.
-- Any other token (nested dicts, list values, names that are bytes or str
-  subclasses, numpy scalars, invalid values) goes to the general path,
+- A token that is a ``list`` or ``tuple`` of plain ``str`` (or UTF-8
+  ``bytes``) names is encoded in C too (each name looked up, value 1.0), as
+  the general path would.
+- The other values of a plain dict that python-crfsuite takes are encoded in
+  C as well (:meth:`Vocabulary._encode_item`), each after the items before
+  it: ``bytes`` keys and values (read as UTF-8), ``list`` and ``set`` values
+  of names, and, when the separator is ``':'``, nested ``dict`` values,
+  through the same cache and with no name built for a known attribute. A
+  nested key ``a:b`` (``{'a': {'b': ...}}``) has a key number of its own,
+  remembered per parent key (``_children``: ``a`` -> ``{'b': number}``), so
+  ``a:b:v`` is the cache's ``(a:b, v)``; a number under it is the
+  attribute ``a:b``, the cache's ``(a, b)`` (``a`` + ``':'`` + ``b``).
+- Any other token (names or values that are str subclasses, numpy scalars,
+  lists of numbers (vectors), invalid values) goes to the general path,
   :func:`skcrf._featurize._validation.token_attributes`, which checks it and raises the
   errors that name ``X[i][j]`` and the key. When the fast path meets such a
   value halfway through a token, it drops what it wrote for that token and
@@ -81,8 +91,9 @@ Design
 - :meth:`Vocabulary.encode_items` encodes one sequence in python-crfsuite's
   item formats for ``skcrf.pycrfsuite`` (its rules: ``:`` joins names, an
   attribute repeated in an item counts once with its values summed), on the
-  same fast paths; any item they do not take makes it answer None, and the
-  caller converts the sequence in Python (which raises the errors).
+  same fast paths; any item they do not take (an invalid one among them)
+  makes it answer None, and the caller converts the sequence in Python
+  (which raises the errors).
 """
 
 import numpy as np
@@ -140,6 +151,10 @@ cdef Py_ssize_t _MISS_CACHE_LIMIT = 1 << 16
 # Positions in a token that get a memo (later positions are looked up).
 cdef enum:
     _MEMO_SIZE = 64
+
+# Nested dicts walked by the fast path (deeper ones: the general path).
+cdef enum:
+    _MAX_DEPTH = 32
 
 # Slots of the table that merges a token's repeated ids kept on the stack
 # (tokens of up to half as many entries); larger tokens allocate one.
@@ -268,6 +283,50 @@ cdef inline bint _same_key(PyObject *remembered, PyObject *key):
     return remembered != NULL and _str_equal(remembered, <str> key)
 
 
+cdef inline int _number_value(object value, double *number):
+    """1: ``value`` is a bool, int or finite float (``number`` set to it); 0:
+    of another type; -1: a number the fast path leaves to the general path
+    (not finite, too large for a float)."""
+    cdef PyTypeObject *value_type = Py_TYPE(value)
+    if value_type == <PyTypeObject *> bool:
+        number[0] = 1.0 if value is True else 0.0
+    elif value_type == <PyTypeObject *> float:
+        number[0] = PyFloat_AS_DOUBLE(value)
+        if not isfinite(number[0]):
+            return -1
+    elif value_type == <PyTypeObject *> int:
+        number[0] = _long_as_double(value)
+        if number[0] == -1.0 and PyErr_Occurred() != NULL:
+            PyErr_Clear()
+            return -1
+    else:
+        return 0
+    return 1
+
+
+cdef object _decoded(bytes data):
+    """``data`` read as UTF-8 (python-crfsuite's rule), None if it is not UTF-8."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+cdef list _decoded_names(object names):
+    """A list or tuple of str and UTF-8 bytes names as a list of str; None
+    if it holds anything else."""
+    cdef list decoded = []
+    for name in names:
+        if Py_TYPE(name) == <PyTypeObject *> bytes:
+            name = _decoded(<bytes> name)
+            if name is None:
+                return None
+        elif Py_TYPE(name) != <PyTypeObject *> str:
+            return None
+        decoded.append(name)
+    return decoded
+
+
 cdef class _Output:
     """Growing id and value buffers (numpy arrays written through pointers)."""
 
@@ -341,6 +400,8 @@ cdef class Vocabulary:
     cdef list _names          # id -> name
     cdef dict _ids            # name -> id (int objects): the source of truth
     cdef dict _key_numbers    # key -> its number in the string-value cache
+    cdef list _key_names      # number -> key (nested keys: the whole ``a:b``)
+    cdef list _children       # number -> None or {inner key: number of ``key:inner``}
     cdef _Entry *_table       # the string-value cache (see the module's notes)
     cdef Py_ssize_t _mask     # its capacity - 1
     cdef Py_ssize_t _used     # its entries
@@ -366,6 +427,8 @@ cdef class Vocabulary:
         self._used = 0
         self._long_values = []
         self._key_numbers = {}
+        self._key_names = []
+        self._children = []
         self._vector_ids = {}
 
     def __dealloc__(self):
@@ -388,6 +451,8 @@ cdef class Vocabulary:
         self._used = 0
         self._long_values = []
         self._key_numbers = {}
+        self._key_names = []
+        self._children = []
         self._vector_ids = {}
         self._index = None
         self._lazy = None
@@ -609,6 +674,26 @@ cdef class Vocabulary:
         if number >= INT32_MAX - 1:
             return -1  # (out of tags: not cached)
         self._key_numbers[key] = number
+        self._key_names.append(key)
+        self._children.append(None)
+        return number
+
+    cdef Py_ssize_t _child_number(self, Py_ssize_t parent, str key, bint grow) except -2:
+        """The key number of ``parent``'s key, ``:`` and ``key`` (a nested key's
+        full name), remembered per parent so that the name is built once; -1
+        as :meth:`_key_number`."""
+        cdef object children = self._children[parent]
+        cdef PyObject *found
+        cdef Py_ssize_t number
+        if children is not None:
+            found = PyDict_GetItem(<dict> children, key)
+            if found != NULL:
+                return PyLong_AsLong(<object> found)
+        number = self._key_number(<str> self._key_names[parent] + ":" + key, grow)
+        if number >= 0:
+            if children is None:
+                children = self._children[parent] = {}
+            (<dict> children)[key] = number
         return number
 
     cdef inline Py_ssize_t _string_id(self, Py_ssize_t key_number, str key, str value,
@@ -748,9 +833,9 @@ cdef class Vocabulary:
         cdef _Value packed[_MEMO_SIZE]
         while PyDict_Next(token, &position, &key, &value):
             slot += 1
-            if Py_TYPE(<object> key) != <PyTypeObject *> str:
-                break
             value_type = Py_TYPE(<object> value)
+            if Py_TYPE(<object> key) != <PyTypeObject *> str:
+                value_type = NULL  # (a bytes key: taken on its own, below)
             if value_type == <PyTypeObject *> str:
                 if slot < _MEMO_SIZE and _same_key(memo[slot].string_key, key):
                     key_number = memo[slot].key_number
@@ -777,7 +862,8 @@ cdef class Vocabulary:
                     if number == -1.0 and PyErr_Occurred() != NULL:
                         PyErr_Clear()  # too large for a float: the general path says so
                         break
-                elif (dims is not None and cnp.PyArray_CheckExact(<object> value)
+                elif (dims is not None and value_type != NULL
+                      and cnp.PyArray_CheckExact(<object> value)
                       and _plain_vector(<object> value)):
                     number = 0.0
                     key_number = -3  # a vector (float64, 1-D, finite)
@@ -791,6 +877,19 @@ cdef class Vocabulary:
                                          slot + 1 - n, grow, out, memo, dims, sink, i, j,
                                          name, row)
                         n = 0
+                    continue
+                elif (value_type == NULL or value_type == <PyTypeObject *> dict
+                      or value_type == <PyTypeObject *> list
+                      or value_type == <PyTypeObject *> set
+                      or value_type == <PyTypeObject *> bytes):
+                    # a bytes key, a nested dict, a list or set of names, a
+                    # bytes value: this item on its own, after the ones before
+                    # it (a list of numbers, a vector, goes to the general path)
+                    self._push_items(keys, values, numbers, key_numbers, packed, n,
+                                     slot - n, grow, out, memo, dims, sink, i, j, name, row)
+                    n = 0
+                    if not self._encode_item(<object> key, <object> value, -1, grow, out, 0):
+                        break
                     continue
                 else:
                     break
@@ -842,6 +941,93 @@ cdef class Vocabulary:
             if attribute >= 0:
                 out.push(attribute, numbers[k])
         return 0
+
+    cdef bint _encode_item(self, object key, object value, Py_ssize_t parent, bint grow,
+                           _Output out, int depth) except -1:
+        """Encode one ``key: value`` of a dict token (``parent`` -1) or of a
+        nested dict (``parent``: the key number of its full key); False when
+        the general path must take the token (what was written stays: the
+        caller drops the token's output).
+
+        Every form is found through the string-value cache, so that no name
+        is built for a known attribute: a string (or UTF-8 bytes) value ``v``
+        of the full key ``F`` (``F`` the key, or ``parent:key`` nested,
+        numbered by :meth:`_child_number`) is ``(F, v)``; each name ``s`` in a
+        list or set value is ``(F, s)``; a number nested under ``parent`` is
+        the attribute ``parent:key``, that is ``(parent, key)`` when the
+        separator is ``':'`` (nested dicts are taken only then); a number at
+        the top is the attribute ``key`` (:meth:`_resolve`). The order is
+        the general path's (so, when growing, the same ids)."""
+        cdef Py_ssize_t number, attribute, position = 0
+        cdef PyObject *inner_key
+        cdef PyObject *inner_value
+        cdef PyTypeObject *value_type = Py_TYPE(value)
+        cdef double x
+        cdef int kind
+        cdef _Value packed
+        cdef str text
+        if Py_TYPE(key) == <PyTypeObject *> bytes:
+            key = _decoded(<bytes> key)
+            if key is None:
+                return False
+        elif Py_TYPE(key) != <PyTypeObject *> str:
+            return False
+        kind = _number_value(value, &x)
+        if kind < 0:
+            return False  # the general path names the value
+        if kind:
+            if parent < 0:
+                attribute = self._resolve(<str> key, grow)
+            else:
+                _pack(<str> key, &packed)
+                attribute = self._string_id(parent, <str> self._key_names[parent], <str> key,
+                                            &packed, grow)
+            if attribute >= 0:
+                out.push(attribute, x)
+            return True
+        if value_type == <PyTypeObject *> dict and (self._separator != ":"
+                                                    or depth >= _MAX_DEPTH):
+            return False
+        if (value_type != <PyTypeObject *> str and value_type != <PyTypeObject *> bytes
+                and value_type != <PyTypeObject *> dict and value_type != <PyTypeObject *> list
+                and value_type != <PyTypeObject *> set):
+            return False
+        number = (self._key_number(<str> key, grow) if parent < 0
+                  else self._child_number(parent, <str> key, grow))
+        if number < 0 and (parent >= 0 or value_type == <PyTypeObject *> dict):
+            return False  # (out of key numbers: rare; the general path builds the names)
+        if value_type == <PyTypeObject *> dict:
+            while PyDict_Next(value, &position, &inner_key, &inner_value):
+                if not self._encode_item(<object> inner_key, <object> inner_value, number,
+                                         grow, out, depth + 1):
+                    return False
+            return True
+        if value_type == <PyTypeObject *> str or value_type == <PyTypeObject *> bytes:
+            return self._encode_string(number, <str> key, value, grow, out)
+        for item in value:  # a list or set: names
+            if not self._encode_string(number, <str> key, item, grow, out):
+                return False
+        return True
+
+    cdef bint _encode_string(self, Py_ssize_t number, str key, object value, bint grow,
+                             _Output out) except -1:
+        """The attribute of a str (or UTF-8 bytes) ``value`` of the full key
+        numbered ``number`` (-1: a top-level ``key`` out of numbers); False
+        for another value."""
+        cdef Py_ssize_t attribute
+        cdef _Value packed
+        if Py_TYPE(value) == <PyTypeObject *> bytes:
+            value = _decoded(<bytes> value)
+            if value is None:
+                return False
+        elif Py_TYPE(value) != <PyTypeObject *> str:
+            return False
+        _pack(<str> value, &packed)
+        attribute = self._string_id(number, key if number < 0 else <str> self._key_names[number],
+                                    <str> value, &packed, grow)
+        if attribute >= 0:
+            out.push(attribute, 1.0)
+        return True
 
     cdef int _encode_general(self, token, Py_ssize_t i, Py_ssize_t j, name, bint grow,
                              _Output out, dict dims=None, object sink=None,
@@ -927,7 +1113,8 @@ cdef class Vocabulary:
         items = PySequence_Fast_ITEMS(token)
         for k in range(n):
             if Py_TYPE(<object> items[k]) != <PyTypeObject *> str:
-                return False
+                names = _decoded_names(token)  # UTF-8 bytes names
+                return names is not None and self._encode_names(names, grow, out)
         k = 0
         while k < n:
             chunk = min(n - k, <Py_ssize_t> _MEMO_SIZE)
@@ -969,9 +1156,11 @@ cdef class Vocabulary:
         """Encode one sequence in python-crfsuite's item formats, for prediction.
 
         The fast path of ``skcrf.pycrfsuite``: ``xseq`` a ``list`` or
-        ``tuple`` of items, each a plain ``dict`` with ``str`` keys and
-        ``str``, ``bool``, ``int`` or finite ``float`` values, or a ``list``
-        or ``tuple`` of ``str`` names. Names as python-crfsuite builds them
+        ``tuple`` of items, each a plain ``dict`` with ``str`` (or UTF-8
+        ``bytes``) keys and ``str``, ``bytes``, ``bool``, ``int`` or finite
+        ``float`` values, nested plain ``dict`` values of the same, ``list``
+        or ``set`` values of names, or a ``list`` or ``tuple`` of ``str``
+        or ``bytes`` names. Names as python-crfsuite builds them
         (``key:value``; the vocabulary's separator must be ``':'``); unseen
         attributes are skipped (``grow=False``). An attribute given more
         than once in an item comes once, at its first place, with its values
@@ -988,8 +1177,9 @@ cdef class Vocabulary:
         -------
         Encoded or None
             One sequence (``lengths == [len(xseq)]``); None when some item
-            is in another form (nested values, bytes, sets, str subclasses,
-            NaN, ...) or the separator is not ``':'``: the caller then
+            is in another form (sets or iterators as items, str subclasses,
+            numpy scalars, NaN, None, bytes that are not UTF-8, ...) or the
+            separator is not ``':'``: the caller then
             converts the sequence itself, and names a bad item.
         """
         self._wake()

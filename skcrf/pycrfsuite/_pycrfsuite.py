@@ -366,9 +366,10 @@ class Tagger(CRFsuiteTagger):
         self._unload()
 
     def _encode(self, loaded: Any, xseq: Any) -> Any:
-        # The common forms (lists of plain dicts or of lists of str, an
-        # ItemSequence's tokens) straight to attribute ids, in C; any other
-        # sequence is converted by _tokens, which names a malformed item.
+        # python-crfsuite's forms (lists of plain dicts, nested ones and
+        # bytes included, or of lists of names; an ItemSequence's tokens)
+        # straight to attribute ids, in C; any other sequence is converted by
+        # _tokens, which names a malformed item.
         items = xseq._token_dicts() if isinstance(xseq, ItemSequence) else xseq
         encoded = loaded.vocabulary.encode_items(items, name="xseq")
         if encoded is None:
