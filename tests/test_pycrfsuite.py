@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 import skcrf.pycrfsuite as ours
 from skcrf import CRFTagger
 from skcrf._featurize._validation import check_sequences
-from skcrf._featurize._vocabulary import Vocabulary
+from skcrf._featurize._vocabulary import Vocabulary, item_pairs, summed_items
 from skcrf._model import CRFModel
 from skcrf._persist._crfsuite_file import crfsuite_bytes
 from skcrf._tagger_view import TaggerClosedError, UnknownLabelError
@@ -429,6 +429,31 @@ def test_random_items_encode_as_the_python_conversion(xseq):
         assert encoded is not None
         tokens = ours._pycrfsuite._tokens(ours._pycrfsuite._sequence_pairs(xseq))
         _assert_same_arrays(encoded, vocabulary.encode(check_sequences([tokens]), grow=False))
+
+
+@settings(max_examples=300, deadline=None)
+@given(xseq=st.lists(_c_item, max_size=4))
+def test_random_items_convert_as_in_python(xseq):
+    # ItemSequence's and Trainer.append's compiled conversion: the Python
+    # conversion's pairs (names, float values, order, repeats) and summed tokens
+    pairs = item_pairs(xseq)
+    expected = ours._pycrfsuite._sequence_pairs(xseq)
+    assert pairs == expected
+    assert [[type(v) for _, v in item] for item in pairs] == [
+        [float] * len(item) for item in expected
+    ]
+    tokens = summed_items(pairs)
+    assert tokens == ours._pycrfsuite._tokens(expected)
+    assert [[str(v) for v in t.values()] for t in tokens] == [
+        [str(v) for v in t.values()] for t in ours._pycrfsuite._tokens(expected)
+    ]  # -0.0 summed to 0.0 as in Python
+    assert item_pairs(tuple(xseq)) == expected
+    assert ours.ItemSequence(xseq).items() == [dict(item) for item in expected]
+
+
+def test_forms_left_to_the_python_conversion():
+    for xseq in PYTHON_FORMS + [iter([{"a": 1}]), [{"a": None}], [{"a": {"b": [1]}}], "ab"]:
+        assert item_pairs(xseq) is None
 
 
 def test_items_the_c_path_leaves_are_named(crfsuite_model):

@@ -140,7 +140,7 @@ from ._validation import check_nonempty, token_attributes
 
 cnp.import_array()
 
-__all__ = ["Encoded", "StreamEncoder", "Vocabulary"]
+__all__ = ["Encoded", "StreamEncoder", "Vocabulary", "item_pairs", "summed_items"]
 
 # The reserved key of transition attributes, looked up in C (no global lookup).
 cdef object _TRANSITION_KEY = TRANSITION_KEY
@@ -1533,6 +1533,125 @@ cdef class StreamEncoder:
         self._indptr.resize(self._n_rows + 1, refcheck=False)
         self._lengths.resize(self._n_sequences, refcheck=False)
         return Encoded(self._indptr, ids, values, self._lengths, dense)
+
+
+# -- python-crfsuite's items as attribute names ------------------------------------
+
+
+def item_pairs(xseq):
+    """python-crfsuite's items of one sequence as ``(attribute, value)`` pairs.
+
+    The compiled form of ``skcrf.pycrfsuite``'s conversion (``ItemSequence``,
+    ``Trainer.append``), for the forms :meth:`Vocabulary.encode_items` takes:
+    ``xseq`` a ``list`` or ``tuple`` of items, each a plain ``dict`` (``str``
+    or UTF-8 ``bytes`` keys; ``str``, ``bytes``, ``bool``, ``int``, finite
+    ``float``, nested plain ``dict``, ``list`` or ``set`` of names values)
+    or a ``list`` or ``tuple`` of names. Names as python-crfsuite builds them
+    (``:`` joins a key and its value or nested name), in order, repeats
+    kept; values are floats.
+
+    Returns
+    -------
+    list of list of tuple, or None
+        One list of pairs per item; None when some item is in another form
+        (or invalid): the caller then converts the sequence in Python,
+        which names a bad item.
+
+    Examples
+    --------
+    >>> item_pairs([{"w": "Hi", "n": {"a": 1, "b": [b"x"]}}, ["p", "p"]])
+    [[('w:Hi', 1.0), ('n:a', 1.0), ('n:b:x', 1.0)], [('p', 1.0), ('p', 1.0)]]
+    """
+    cdef list seq = [], pairs
+    cdef Py_ssize_t j, k
+    if type(xseq) is not list and type(xseq) is not tuple:
+        return None
+    for j in range(len(xseq)):
+        item = xseq[j]
+        pairs = []
+        if type(item) is dict:
+            if not _dict_pairs(<dict> item, None, pairs, 0):
+                return None
+        elif type(item) is list or type(item) is tuple:
+            for k in range(len(item)):
+                name = _name_text(item[k])
+                if name is None:
+                    return None
+                pairs.append((name, 1.0))
+        else:
+            return None
+        seq.append(pairs)
+    return seq
+
+
+cdef object _name_text(object name):
+    """A str name as it is, UTF-8 bytes decoded; None for anything else."""
+    if Py_TYPE(name) == <PyTypeObject *> str:
+        return name
+    if Py_TYPE(name) == <PyTypeObject *> bytes:
+        return _decoded(<bytes> name)
+    return None
+
+
+cdef bint _dict_pairs(dict mapping, str prefix, list pairs, int depth) except -1:
+    """Append the pairs of a dict item (nested under ``prefix``, which ends with
+    ``:``; None at the top); False for a form left to the Python conversion."""
+    cdef Py_ssize_t position = 0
+    cdef PyObject *key
+    cdef PyObject *value
+    cdef PyTypeObject *value_type
+    cdef double x
+    cdef int kind
+    while PyDict_Next(mapping, &position, &key, &value):
+        name = _name_text(<object> key)
+        if name is None:
+            return False
+        if prefix is not None:
+            name = prefix + <str> name
+        value_type = Py_TYPE(<object> value)
+        if value_type == <PyTypeObject *> str or value_type == <PyTypeObject *> bytes:
+            text = _name_text(<object> value)
+            if text is None:
+                return False
+            pairs.append((<str> name + ":" + <str> text, 1.0))
+        elif value_type == <PyTypeObject *> dict:
+            if depth >= _MAX_DEPTH:
+                return False
+            if not _dict_pairs(<dict> value, <str> name + ":", pairs, depth + 1):
+                return False
+        elif value_type == <PyTypeObject *> list or value_type == <PyTypeObject *> set:
+            for item in <object> value:
+                text = _name_text(item)
+                if text is None:
+                    return False
+                pairs.append((<str> name + ":" + <str> text, 1.0))
+        else:
+            kind = _number_value(<object> value, &x)
+            if kind != 1:
+                return False
+            pairs.append((name, x))
+    return True
+
+
+def summed_items(seq_pairs):
+    """One ``{attribute: value}`` dict per item of :func:`item_pairs`' pairs, an
+    attribute repeated in an item summed in order (``0.0 + v1 + v2 ...``).
+
+    >>> summed_items([[("a", 1.0), ("b", -0.0), ("a", 2.5)]])
+    [{'a': 3.5, 'b': 0.0}]
+    """
+    cdef list tokens = []
+    cdef dict token
+    cdef PyObject *found
+    cdef double total
+    for pairs in seq_pairs:
+        token = {}
+        for name, value in pairs:
+            found = PyDict_GetItem(token, name)
+            total = 0.0 if found == NULL else <double> <object> found
+            token[name] = total + <double> value
+        tokens.append(token)
+    return tokens
 
 
 class _DenseSink:

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from .._featurize._vocabulary import Vocabulary
+from .._featurize._vocabulary import Vocabulary, item_pairs, summed_items
 from .._model import CRFModel
 from .._persist._crfsuite_file import read_crfsuite, read_crfsuite_file, write_crfsuite
 from .._tagger_view import (
@@ -180,6 +180,14 @@ def _tokens(pairs: list[list[tuple[str, float]]]) -> list[dict[str, float]]:
     return tokens
 
 
+def _converted_pairs(xseq: Any, what: str = "xseq") -> list[list[tuple[str, float]]]:
+    """:func:`_sequence_pairs`, python-crfsuite's forms converted in C
+    (:func:`~skcrf._featurize._vocabulary.item_pairs`); any other sequence,
+    and a malformed one, by :func:`_sequence_pairs` (which names the item)."""
+    pairs = item_pairs(xseq)
+    return _sequence_pairs(xseq, what) if pairs is None else pairs
+
+
 class ItemSequence:
     """The features of the items of one sequence, prepared once.
 
@@ -222,14 +230,14 @@ class ItemSequence:
     """
 
     def __init__(self, pyseq: Any) -> None:
-        self._pairs = _sequence_pairs(pyseq, "pyseq")
+        self._pairs = _converted_pairs(pyseq, "pyseq")
         self._token_cache: list[dict[str, float]] | None = None
 
     def _token_dicts(self) -> list[dict[str, float]]:
         """The tokens skcrf encodes (see :func:`_tokens`), made on first use."""
         tokens = getattr(self, "_token_cache", None)  # (None in an older pickle)
         if tokens is None:
-            tokens = self._token_cache = _tokens(self._pairs)
+            tokens = self._token_cache = summed_items(self._pairs)
         return tokens
 
     def items(self) -> list[dict[str, float]]:
@@ -878,13 +886,13 @@ class BaseTrainer:
             For malformed items or labels that are not strings.
         """
         group = operator.index(group)
-        pairs = _sequence_pairs(xseq)
+        pairs = _converted_pairs(xseq)
         labels = _labels(yseq)
         if len(pairs) != len(labels):
             raise ValueError(
                 f"The numbers of items and labels differ: |x| = {len(pairs)}, |y| = {len(labels)}"
             )
-        self._instances.append((_tokens(pairs), labels, group))
+        self._instances.append((summed_items(pairs), labels, group))
 
     def clear(self) -> None:
         """Remove every instance from the data set."""
