@@ -22,7 +22,11 @@ task's training part, c1=0.1, c2=0.1, max_iterations=100,
 feature.possible_transitions=True): ``seed.crfsuite`` and ``window.crfsuite``
 (the Treebank tasks of _tasks.py), ``window_l2.crfsuite`` (window, c1=0 so
 every attribute stays: 248k) and ``strings.crfsuite`` (tokens as lists of 34
-attribute strings, :func:`string_token_features`). A model trained here gets
+attribute strings, :func:`string_token_features`), ``usaddress.crfsuite`` and
+``probablepeople.crfsuite`` (items of usaddress's and probablepeople's shapes
+made from the Treebank's words, benchmarks/_nested_items.py: each item's
+features and, nested under 'previous' and 'next', its neighbours'; bools,
+str, ints and floats mixed). A model trained here gets
 a ``NAME.json`` beside it with its settings; a file found without one is used
 as it is (``provenance`` in the JSON says so).
 
@@ -39,8 +43,9 @@ B. **latency** (default 15): one process, models opened once, one warm-up
    pass; per repetition and item kind each engine (order rotating) tags the
    200 shortest test sentences of at least 5 tokens once, call by call; the
    figure is the pass time ÷ 200 (µs per call), median over repetitions.
-   Item kinds: seed dicts, window dicts, string lists, each in the form the
-   engine takes (all three take the same dicts and lists). Target:
+   Item kinds: seed dicts, window dicts, string lists, usaddress-like and
+   probablepeople-like nested dicts, each in the form the engine takes (all
+   three take the same dicts and lists). Target:
    pycrfsuite's time ÷ skcrf's ≥ 1.
 C. **threads** (default 7): one process, the window model: one
    ``CRFTagger`` (from_crfsuite) and one ``skcrf.pycrfsuite.Tagger`` (and
@@ -84,9 +89,17 @@ MODELS = {
     "window": ("window", TRAIN_PARAMS),
     "window_l2": ("window", dict(TRAIN_PARAMS, c1=0.0)),
     "strings": ("strings", TRAIN_PARAMS),
+    "usaddress": ("usaddress", TRAIN_PARAMS),
+    "probablepeople": ("probablepeople", TRAIN_PARAMS),
 }
 LOAD_MODELS = ("seed", "window", "window_l2")
-LATENCY_KINDS = {"seed dicts": "seed", "window dicts": "window", "string lists": "strings"}
+LATENCY_KINDS = {
+    "seed dicts": "seed",
+    "window dicts": "window",
+    "string lists": "strings",
+    "usaddress-like nested dicts": "usaddress",
+    "probablepeople-like nested dicts": "probablepeople",
+}
 THREADS_MODEL = "window"
 
 LOAD_ENGINES = ("pycrfsuite", "skcrf.pycrfsuite", "CRFTagger.from_crfsuite", "CRFTagger.load")
@@ -152,7 +165,12 @@ def string_token_features(words, i):
 
 
 def features_of(kind, tagged_sentences):
-    """Items of every sentence (kind 'seed', 'window' or 'strings') and their tags."""
+    """Items of every sentence (kind 'seed', 'window', 'strings', 'usaddress' or
+    'probablepeople') and their tags."""
+    from _nested_items import ITEMS, nested_features
+
+    if kind in ITEMS:
+        return nested_features(kind, tagged_sentences)
     from _tasks import TOKEN_FEATURES, sentence_features
 
     function = string_token_features if kind == "strings" else TOKEN_FEATURES[kind]
@@ -329,10 +347,20 @@ def job_latency(job):
         "tokens_max": max(lengths),
         "tokens_mean": statistics.fmean(lengths),
         "attributes_per_token_mean": {
-            label: statistics.fmean(len(item) for x in kind["X"] for item in x)
+            label: statistics.fmean(n_attributes(item) for x in kind["X"] for item in x)
             for label, kind in kinds.items()
         },
     }
+
+
+def n_attributes(item):
+    """The attributes of one item (nested dicts, lists and sets counted inside)."""
+    if not isinstance(item, dict):
+        return len(item)
+    return sum(
+        n_attributes(value) if isinstance(value, (dict, list, set)) else 1
+        for value in item.values()
+    )
 
 
 def job_threads(job):
