@@ -965,7 +965,6 @@ cdef class Vocabulary:
         cdef double x
         cdef int kind
         cdef _Value packed
-        cdef str text
         if Py_TYPE(key) == <PyTypeObject *> bytes:
             key = _decoded(<bytes> key)
             if key is None:

@@ -181,9 +181,12 @@ def _tokens(pairs: list[list[tuple[str, float]]]) -> list[dict[str, float]]:
 
 
 def _converted_pairs(xseq: Any, what: str = "xseq") -> list[list[tuple[str, float]]]:
-    """:func:`_sequence_pairs`, python-crfsuite's forms converted in C
-    (:func:`~skcrf._featurize._vocabulary.item_pairs`); any other sequence,
-    and a malformed one, by :func:`_sequence_pairs` (which names the item)."""
+    """:func:`_sequence_pairs`, python-crfsuite's forms converted in C.
+
+    :func:`~skcrf._featurize._vocabulary.item_pairs` converts them; any other
+    sequence, and a malformed one, goes to :func:`_sequence_pairs` (which
+    names the item).
+    """
     pairs = item_pairs(xseq)
     return _sequence_pairs(xseq, what) if pairs is None else pairs
 
