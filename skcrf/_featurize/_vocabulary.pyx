@@ -1403,7 +1403,7 @@ cdef class StreamEncoder:
     >>> vocabulary = Vocabulary()
     >>> encoder = StreamEncoder(vocabulary, grow=True)
     >>> for seq in ([{"w": "a"}], [{"w": "b"}, {"w": "a"}]):
-    ...     encoder.add(seq)
+    ...     n_tokens = encoder.add(seq)
     >>> encoded = encoder.finish()
     >>> encoded.ids.tolist(), encoded.lengths.tolist()
     ([0, 1, 0], [1, 2])
