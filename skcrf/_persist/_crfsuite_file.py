@@ -468,8 +468,9 @@ def _parse_in_order(data, fields, name):
     builds the arrays and checks the reference chunks; the labels are read
     and checked as by :func:`_parse`; the attributes' CQDB chunk is not read
     but looked up in place (:class:`~skcrf._utils._cqdb_index.LazyNames`):
-    its structure is checked now, each record when a lookup reads it, and
-    the whole chunk when the names are first listed. None when the file is
+    its structure, every bucket and every record a bucket points to are
+    checked now (in one compiled pass), the strings' UTF-8 and distinctness
+    when the names are first listed. None when the file is
     in another order or anything fails a check: then :func:`_parse` reads
     it (or names what is wrong).
     """

@@ -11,20 +11,35 @@ index: its length and lookups come from the index, the list itself is
 read (and checked whole) on first use.
 
 Safety: the constructor checks what every lookup relies on (the header,
-the 256 table references, the backward array's place); a lookup checks
-every bucket and record it reads against the chunk's bounds, probes at most
-the table's size, compares the found key byte for byte and checks that the
-backward array gives the found id that very record, so a corrupted chunk
-can make a lookup fail (an error naming the chunk) or miss (as CRFsuite's
-own lookup would), but never read outside it, loop forever or answer with
-another string's id.
+the 256 table references, the backward array's place) and then every bucket
+once (O(chunk), see ``_table_problem``): every table exactly half empty (so
+no probe chain is endless: a full table, on which CRFsuite probes forever,
+is refused), every filled bucket in the table of its hash, pointing to a
+record inside the chunk whose key is one NUL-terminated string with that
+very hash, whose id is in range, in no other bucket, and has this record as
+its backward link, and reachable by CRFsuite's linear probing. A chunk that
+passes answers every lookup as CRFsuite does; one that does not is an error
+naming the chunk, at open. A lookup still checks every bucket and record it
+reads (a last guard), so nothing can read outside the chunk, loop forever
+or answer with another string's id.
 """
 
 from collections.abc import Sequence
 
+from cpython.mem cimport PyMem_Calloc, PyMem_Free, PyMem_Malloc
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport int32_t, uint8_t, uint32_t
 from libc.string cimport memchr, memcmp, memcpy, memset
+
+cdef extern from *:
+    """
+    #if defined(__GNUC__) || defined(__clang__)
+    #define SKCRF_PREFETCH(p) __builtin_prefetch(p)
+    #else
+    #define SKCRF_PREFETCH(p) ((void) 0)
+    #endif
+    """
+    void SKCRF_PREFETCH(const void *p) noexcept nogil
 
 cdef extern from "Python.h":
     const char *PyUnicode_AsUTF8AndSize(object unicode, Py_ssize_t *size) except NULL
@@ -36,6 +51,7 @@ cdef enum:
     _TABLES = 256
     _FIRST_RECORD = _HEADER + 8 * _TABLES   # 2072
     _CORRUPT = -2
+    _AHEAD = 16     # buckets: how far ahead the table check prefetches records
 
 cdef uint32_t _BYTEORDER = 0x62445371
 
@@ -208,6 +224,9 @@ cdef class CQDBIndex:
         self._data = &self._view[0]
         self._size = size
         self._n = n_ids
+        problem = _table_problem(self)
+        if problem is not None:
+            raise ValueError(f"{where}: {problem}.")
 
     def __len__(self):
         return self._n
@@ -283,6 +302,118 @@ cdef class CQDBIndex:
             raise ValueError(f"the record of id {k} is corrupted.")
         return PyUnicode_DecodeUTF8(<const char *> self._data + record + 8, key_size - 1,
                                     "strict")
+
+
+cdef str _table_problem(CQDBIndex self):
+    """What is wrong with the hash tables of ``self``, or None.
+
+    Every bucket is read once (O(chunk), at open): what CRFsuite's lookups meet.
+
+    Per table of ``m`` buckets: exactly ``m / 2`` empty (then every probe
+    chain ends at an empty bucket, and CRFsuite's count of records, half
+    the buckets, is the number of ids); per filled bucket: the table of
+    its hash, a record inside the chunk whose key (its size, one NUL, its
+    last byte) hashes to the bucket's hash, an id in range that no other
+    bucket holds and whose backward link is this record, and the bucket
+    reachable by linear probing from its start bucket without crossing an
+    empty one. Then every id has one bucket, every lookup of its string
+    finds it as CRFsuite's does (equal strings aside: both lookups find
+    the first), and no lookup can probe forever or read outside.
+    """
+    cdef Py_ssize_t t, s, m, m_max = 0, n_filled
+    cdef uint32_t h, record, key_size, start
+    cdef int32_t stored
+    cdef const uint8_t *table
+    cdef const uint8_t *key
+    cdef uint32_t *empty_before = NULL
+    cdef uint8_t *seen = NULL
+    cdef str problem = None
+    for t in range(_TABLES):
+        if self._table_size[t] > m_max:
+            m_max = self._table_size[t]
+    empty_before = <uint32_t *> PyMem_Malloc((m_max + 1) * sizeof(uint32_t))
+    seen = <uint8_t *> PyMem_Calloc(self._n + 1, 1)
+    if empty_before == NULL or seen == NULL:
+        PyMem_Free(empty_before)
+        PyMem_Free(seen)
+        raise MemoryError()
+    try:
+        for t in range(_TABLES):
+            m = self._table_size[t]
+            if m == 0:
+                continue
+            table = self._data + self._table_offset[t]
+            empty_before[0] = 0
+            for s in range(m):
+                empty_before[s + 1] = empty_before[s] + (_u32(table + 8 * s + 4) == 0)
+            n_filled = m - empty_before[m]
+            if 2 * n_filled != m:
+                problem = (
+                    f"hash table {t} has {m} buckets for {n_filled} strings "
+                    f"({2 * n_filled} expected; a full table would make CRFsuite "
+                    "search forever)"
+                )
+                break
+            for s in range(m):
+                if s + _AHEAD < m:  # the record a few buckets on, from memory meanwhile
+                    record = _u32(table + 8 * (s + _AHEAD) + 4)
+                    if record < self._size - 8:
+                        SKCRF_PREFETCH(self._data + record)
+                record = _u32(table + 8 * s + 4)
+                if record == 0:
+                    continue
+                h = _u32(table + 8 * s)
+                if h % _TABLES != <uint32_t> t:
+                    problem = f"bucket {s} of hash table {t} holds the hash {h:#x} of table {h % _TABLES}"
+                    break
+                if record < _FIRST_RECORD or record > self._size - 8:
+                    problem = f"bucket {s} of hash table {t} points to offset {record}, outside the records"
+                    break
+                key = self._data + record + 8
+                key_size = _u32(self._data + record + 4)
+                if (key_size < 1 or key_size > self._size - 8 - record
+                        or <const uint8_t *> memchr(key, 0, key_size) != key + key_size - 1):
+                    problem = (
+                        f"the record at offset {record} (bucket {s} of hash table {t}) "
+                        "has a string that runs outside the chunk or is not one "
+                        "NUL-terminated string"
+                    )
+                    break
+                if _hashlittle(key, key_size) != h:
+                    problem = (
+                        f"bucket {s} of hash table {t} holds the hash {h:#x}, not its "
+                        "string's"
+                    )
+                    break
+                stored = <int32_t> _u32(self._data + record)
+                if stored < 0 or stored >= self._n:
+                    problem = f"the record at offset {record} holds the id {stored}, out of range"
+                    break
+                if seen[stored]:
+                    problem = f"the id {stored} is in more than one bucket"
+                    break
+                seen[stored] = 1
+                if _u32(self._data + self._backward + 4 * stored) != record:
+                    problem = (
+                        f"the backward link of id {stored} is "
+                        f"{_u32(self._data + self._backward + 4 * stored)}, not its record "
+                        f"{record}"
+                    )
+                    break
+                start = (h >> 8) % <uint32_t> m
+                if (empty_before[s] - empty_before[start] if start <= s
+                        else empty_before[m] - empty_before[start] + empty_before[s]):
+                    problem = (
+                        f"CRFsuite's lookup of the string of id {stored} stops at an "
+                        f"empty bucket of hash table {t} before reaching it"
+                    )
+                    break
+            if problem is not None:
+                break
+    finally:
+        PyMem_Free(empty_before)
+        PyMem_Free(seen)
+    return problem
 
 
 class LazyNames(Sequence):
