@@ -389,3 +389,57 @@ def test_threads_share_a_lazy_model(trained):
         by_id = {id(x): y for x, y in zip(X, expected)}
         for answers in results.values():
             assert answers and all(by_id[k] == v for k, v in answers.items())
+
+
+def _damaged_tables(data):
+    """The issue's two files, from the CRFsuite file ``data``: the attributes'
+    first hash table full (its empty buckets on a record), and every backward
+    link on the first record."""
+    layout = _layout(data)
+    cq = layout["attributes"]
+    offset, m = next(
+        (_u32(data, cq + 24 + 8 * t), _u32(data, cq + 28 + 8 * t))
+        for t in range(256)
+        if _u32(data, cq + 24 + 8 * t)
+    )
+    full = bytearray(data)
+    record = next(
+        _u32(data, cq + offset + 8 * b + 4)
+        for b in range(m)
+        if _u32(data, cq + offset + 8 * b + 4)
+    )
+    for b in range(m):
+        if not _u32(data, cq + offset + 8 * b + 4):
+            struct.pack_into("<II", full, cq + offset + 8 * b, 12345, record)
+    one_record = bytearray(data)
+    bwd = cq + _u32(data, cq + 20)
+    for k in range(layout["n_attributes"]):
+        struct.pack_into("<I", one_record, bwd + 4 * k, _u32(data, bwd))
+    # (the lazy readers fall back to the full reader, whose words are these)
+    return {"buckets for": bytes(full), "record of id 1 holds the id 0": bytes(one_record)}
+
+
+def test_damaged_tables_are_refused_by_every_entry_point(trained, tmp_path):
+    from skcrf.nltk import CRFTagger as NLTKTagger
+
+    nltk_tagger = NLTKTagger()
+    with pytest.raises(RuntimeError, match="No model"):  # no model: no tags
+        nltk_tagger.tag_sents([["the", "cat"]])
+    nltk_tagger.set_model_file(str(trained))
+    model = nltk_tagger._estimator
+    for match, data in _damaged_tables(trained.read_bytes()).items():
+        path = tmp_path / "damaged.crfsuite"
+        path.write_bytes(data)
+        with pytest.raises(
+            ValueError, match=rf"Cannot read CRFsuite model .*{path.name}.*{match}"
+        ):
+            CRFTagger.from_crfsuite(path)
+        with pytest.raises(ValueError, match=rf"Invalid model file .*{path.name}.*{match}"):
+            Tagger().open(str(path))
+        with pytest.raises(ValueError, match=rf"{path.name}.*{match}"):
+            nltk_tagger.set_model_file(str(path))
+        assert nltk_tagger._estimator is model  # the previous model kept
+        assert nltk_tagger._model_file == str(trained)
+        for lazy in (False, True):
+            with pytest.raises(ValueError, match=match):
+                read_crfsuite(data, lazy_attributes=lazy)

@@ -660,10 +660,12 @@ def read_crfsuite(source, *, lazy_attributes=False):
         (``state.model.attributes`` a
         :class:`~skcrf._utils._cqdb_index.LazyNames`) when the file is in
         CRFsuite's order: opening then costs no Python object per
-        attribute, and the attributes' string database is checked record by
-        record as lookups read it, and whole when the names are first
-        listed (a ValueError then, if it is corrupted). Everything else is
-        checked before this returns, as without it.
+        attribute. The attributes' hash tables, every record they point to
+        and the backward links are checked before this returns (one
+        compiled pass: a damaged table is a ValueError here, as without
+        it); only the strings' UTF-8 and distinctness wait until the names
+        are first listed (a ValueError then). Everything else is checked
+        before this returns, as without it.
     """
     if isinstance(source, (bytes, bytearray, memoryview)):
         data = bytes(source)
