@@ -12,10 +12,17 @@ and ``skcrf.CRFTagger.from_crfsuite(path)``, each timed with
 ``perf_counter`` around the open alone (and ``close`` / drop after). Prints
 the medians (ms) and the median per-repetition ratio to pycrfsuite's.
 Target (issue 40): skcrf.pycrfsuite's open ≤ 1.5 × pycrfsuite's.
+
+``--fresh``: each open in a fresh process instead (as serving.py's load
+section: the engine's module and numpy imported, then ``perf_counter`` around
+the open), round robin over the engines per repetition; what a server
+starting up pays (the file's buffer is new memory, not in the CPU caches).
 """
 
 import argparse
+import json
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -49,10 +56,41 @@ def synthetic_model(path, n_attributes=200_000, n_labels=10, seed=0):
     write_crfsuite(model, path)
 
 
+FRESH = """
+import json, sys, time
+import numpy
+name, path = sys.argv[1], sys.argv[2]
+if name == "pycrfsuite":
+    import pycrfsuite
+    tagger = pycrfsuite.Tagger()
+    start = time.perf_counter()
+    tagger.open(path)
+elif name == "skcrf.pycrfsuite":
+    import skcrf.pycrfsuite
+    tagger = skcrf.pycrfsuite.Tagger()
+    start = time.perf_counter()
+    tagger.open(path)
+else:
+    import skcrf
+    start = time.perf_counter()
+    skcrf.CRFTagger.from_crfsuite(path)
+print(json.dumps(time.perf_counter() - start))
+"""
+
+
+def fresh_open(name, path):
+    """The open time of engine ``name`` in a new process (seconds)."""
+    out = subprocess.run(
+        [sys.executable, "-c", FRESH, name, str(path)], capture_output=True, text=True, check=True
+    )
+    return json.loads(out.stdout)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", type=Path)
     parser.add_argument("--repeats", type=int, default=21)
+    parser.add_argument("--fresh", action="store_true")
     args = parser.parse_args(argv)
 
     import pycrfsuite
@@ -95,12 +133,17 @@ def main(argv=None):
         "skcrf.pycrfsuite": open_ours,
         "CRFTagger.from_crfsuite": from_crfsuite,
     }
-    for engine in engines.values():  # warm-up
-        engine()
     times = {name: [] for name in engines}
-    for _ in range(args.repeats):
-        for name, engine in engines.items():
-            times[name].append(engine())
+    if args.fresh:
+        for _ in range(args.repeats):
+            for name in engines:
+                times[name].append(fresh_open(name, path))
+    else:
+        for engine in engines.values():  # warm-up
+            engine()
+        for _ in range(args.repeats):
+            for name, engine in engines.items():
+                times[name].append(engine())
     print(f"skcrf {skcrf.__file__}; model {path} ({path.stat().st_size} bytes)")
     print(f"{'engine':<26}{'open (ms)':>10}{'÷ pycrfsuite':>14}")
     for name, values in times.items():
