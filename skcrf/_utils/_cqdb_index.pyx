@@ -364,10 +364,12 @@ cdef str _table_problem(CQDBIndex self):
                     continue
                 h = _u32(table + 8 * s)
                 if h % _TABLES != <uint32_t> t:
-                    problem = f"bucket {s} of hash table {t} holds the hash {h:#x} of table {h % _TABLES}"
+                    problem = (f"bucket {s} of hash table {t} holds the hash {h:#x} "
+                               f"of table {h % _TABLES}")
                     break
                 if record < _FIRST_RECORD or record > self._size - 8:
-                    problem = f"bucket {s} of hash table {t} points to offset {record}, outside the records"
+                    problem = (f"bucket {s} of hash table {t} points to offset {record}, "
+                               "outside the records")
                     break
                 key = self._data + record + 8
                 key_size = _u32(self._data + record + 4)
