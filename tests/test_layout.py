@@ -18,6 +18,7 @@ PACKAGE = Path(skcrf.__file__).parent
 FLOORS = [
     ["skcrf._version", "skcrf._typing", "skcrf._compat", "skcrf._model", "skcrf._utils"],
     ["skcrf._featurize"],
+    ["skcrf._template"],
     ["skcrf._inference"],
     ["skcrf._training"],
     ["skcrf._persist"],

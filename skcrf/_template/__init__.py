@@ -1,0 +1,1 @@
+"""Feature templates: raw tokens to attributes (plans, parsers, expanders)."""

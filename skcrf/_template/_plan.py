@@ -1,0 +1,272 @@
+"""The plan: feature templates of every syntax, as one data structure.
+
+Every template syntax (CRF++, Wapiti, CRFsuite's ``crfutils`` and the
+Pythonic spec) is parsed into a :class:`Plan`; the compiled expander
+(:mod:`skcrf._template._expand`) and the reference expander
+(:mod:`skcrf._template._reference`) run plans and know no syntax.
+
+Conventions
+-----------
+- A sequence has ``n`` tokens; a token is a ``str`` (one column, the word)
+  or a tuple of ``str`` columns (CoNLL columns; column 0 first).
+- A :class:`Ref` reads one column of the token at a position: relative
+  (``t + offset`` for token ``t``) or absolute (``offset`` from the start
+  when ``offset >= 0``, ``n + offset`` from the end when negative), then
+  applies its ``steps`` in order (see :data:`STEPS`).
+- A :class:`Feature` gives at most one attribute per token: its name is the
+  text of ``key`` (literals and refs, concatenated), followed by the value
+  separator and the text of ``value`` when ``value`` is given (a
+  string-valued feature ``{key: value}``, CRFsuite's ``key:value``); its
+  value is the number ``weight`` gives (a bool counts 1.0 or 0.0), or 1.0.
+- A ref at a position outside the sequence gives the feature's ``outside``
+  text (a :class:`Boundary`: CRF++'s ``_B-1``, Wapiti's ``_x+1``, or a
+  fixed text); with ``outside=None`` the feature is dropped for that
+  token. A step may also drop it (a word missing from a ``lookup``).
+- ``when_outside=k``: the feature exists only for tokens whose position
+  ``t + k`` is outside the sequence (``BOS`` is ``when_outside=-1``).
+- ``kind``: ``'state'`` features are the token's attributes, observed
+  with each label; ``'transition'`` ones are input-conditioned transition
+  attributes of the token (observed with the pair of labels ending at the
+  token, none at a sequence's first token: skcrf's ``'__transition__'``
+  feature); ``'both'`` gives the attribute to both (Wapiti's ``*``).
+- :attr:`Plan.transitions` says whether the template asks for the plain
+  label-to-label transitions (CRF++'s bare ``B``, Wapiti's ``b`` / ``*``
+  with no observation); skcrf always learns them, the flag is kept for
+  files and the command line.
+
+Attribute names are the text's UTF-8 bytes; steps that work on characters
+(``lower``, ``slice``, ...) follow Python's ``str`` methods, those named
+``ascii_*`` and the regex steps work on the UTF-8 bytes as the C tools do.
+"""
+
+from collections.abc import Callable, Mapping
+from collections.abc import Set as AbstractSet
+from typing import Any, NamedTuple
+
+__all__ = [
+    "STEPS",
+    "Boundary",
+    "Feature",
+    "Plan",
+    "Ref",
+    "TemplateError",
+    "check_plan",
+    "step_kind",
+]
+
+
+class TemplateError(ValueError):
+    """A template that cannot be compiled; the message names the line and column."""
+
+
+def template_error(message, *, line=None, column=None, source=None, text=None):
+    """A :class:`TemplateError` naming where (``line`` and ``column`` 1-based)."""
+    where = []
+    if source:
+        where.append(str(source))
+    if line is not None:
+        where.append(f"line {line}")
+    if column is not None:
+        where.append(f"column {column}")
+    prefix = (", ".join(where) + ": ") if where else ""
+    shown = f" in {text!r}" if text is not None else ""
+    return TemplateError(f"{prefix}{message}{shown}")
+
+
+#: Each step: its name -> (what it takes, what it gives, number of arguments).
+#: ``str`` -> ``str`` steps may follow each other; a ``str`` -> ``bool`` or
+#: ``int`` step ends the chain (``not`` may follow a ``bool``).
+STEPS: dict[str, tuple[str, str, int]] = {
+    # str -> str, on characters (Python's str methods)
+    "lower": ("str", "str", 0),
+    "upper": ("str", "str", 0),
+    "slice": ("str", "str", 2),  # (start, stop): Python's s[start:stop], None allowed
+    "shape": ("str", "str", 0),  # skcrf.word_shape(s)
+    "shape_collapsed": ("str", "str", 0),  # skcrf.word_shape(s, collapse=True)
+    "lookup": ("str", "str", 1),  # (mapping,): mapping[s]; a missing s drops the feature
+    # str -> str, on UTF-8 bytes (the C tools)
+    "ascii_lower": ("str", "str", 0),  # A-Z -> a-z, other bytes kept (Wapiti's %X)
+    "regex_test": ("str", "str", 1),  # (pattern,): 'true' / 'false' (Wapiti's %t)
+    "regex_match": ("str", "str", 1),  # (pattern,): the match, '' if none (Wapiti's %m)
+    # str -> bool
+    "is_title": ("str", "bool", 0),
+    "is_upper": ("str", "bool", 0),
+    "is_lower": ("str", "bool", 0),
+    "is_digit": ("str", "bool", 0),
+    "is_alpha": ("str", "bool", 0),
+    "has_digit": ("str", "bool", 0),  # any(c.isdigit() for c in s)
+    "contains": ("str", "bool", 1),  # (text,): text in s  (has_hyphen: contains '-')
+    "in_set": ("str", "bool", 1),  # (set of str,): s in it (a gazetteer)
+    "equals_upper": ("str", "bool", 0),  # s.upper() == s
+    "equals_lower": ("str", "bool", 0),  # s.lower() == s
+    "not": ("bool", "bool", 0),
+    # str -> int
+    "length": ("str", "int", 0),  # len(s), in characters
+    # any -> str, bool, int, float or None (dropped): Python only, no save
+    "call": ("str", "any", 1),  # (function,)
+}
+
+
+class Boundary(NamedTuple):
+    """The text of a ref outside the sequence.
+
+    Before the start, position ``p < 0`` gives ``before + str(-p)``; after
+    the end, position ``p >= n`` gives ``after + str(p - n + 1)``; with
+    ``numbered=False`` the number is left out (a fixed text).
+    """
+
+    before: str
+    after: str
+    numbered: bool = True
+
+    def text(self, position, n):
+        if position < 0:
+            return self.before + (str(-position) if self.numbered else "")
+        return self.after + (str(position - n + 1) if self.numbered else "")
+
+
+class Ref(NamedTuple):
+    """One column of the token at a position, through ``steps``."""
+
+    offset: int
+    column: int = 0
+    steps: tuple = ()  # of tuples (name, *arguments), see STEPS
+    absolute: bool = False
+
+    def position(self, t, n):
+        if self.absolute:
+            return self.offset if self.offset >= 0 else n + self.offset
+        return t + self.offset
+
+
+class Feature(NamedTuple):
+    """One attribute per token (or none), see the module's conventions."""
+
+    key: tuple  # of str literals and Refs
+    value: tuple | None = None  # of str literals and Refs; None: no string value
+    weight: Ref | None = None  # a Ref giving a number or bool; None: 1.0
+    outside: Boundary | None = None
+    when_outside: int | None = None
+    kind: str = "state"  # 'state', 'transition' or 'both'
+    source: str = ""  # the template text it came from (for messages)
+
+
+class Plan(NamedTuple):
+    """A template: features in order (their order numbers new attributes)."""
+
+    features: tuple  # of Feature
+    transitions: bool = True
+    syntax: str = "python"
+    separator: str = ":"  # between a feature's key and its string value
+
+
+def step_kind(steps):
+    """What a chain of steps gives: 'str', 'bool', 'int' or 'any'; raises if invalid."""
+    kind = "str"
+    for step in steps:
+        if not isinstance(step, tuple) or not step or step[0] not in STEPS:
+            raise TemplateError(f"unknown step {step!r}; the steps are {sorted(STEPS)}")
+        takes, gives, n_args = STEPS[step[0]]
+        if len(step) != 1 + n_args:
+            raise TemplateError(f"step {step[0]!r} takes {n_args} argument(s), got {step[1:]!r}")
+        if kind != takes and not (kind == "str" and takes == "str"):
+            raise TemplateError(f"step {step[0]!r} takes a {takes}, not the {kind} before it")
+        _check_step_arguments(step)
+        kind = gives
+    return kind
+
+
+def _check_step_arguments(step):
+    name, args = step[0], step[1:]
+    if name == "slice":
+        for bound in args:
+            if bound is not None and (isinstance(bound, bool) or not isinstance(bound, int)):
+                raise TemplateError(f"slice bounds must be int or None, got {args!r}")
+    elif name == "lookup" and not isinstance(args[0], Mapping):
+        raise TemplateError(f"lookup takes a mapping of str to str, got {type(args[0]).__name__}")
+    elif name == "in_set" and not isinstance(args[0], AbstractSet):
+        raise TemplateError(f"in_set takes a set of str, got {type(args[0]).__name__}")
+    elif name in ("contains", "regex_test", "regex_match") and not isinstance(args[0], str):
+        raise TemplateError(f"{name} takes a str, got {type(args[0]).__name__}")
+    elif name == "call" and not isinstance(args[0], Callable):  # type: ignore[arg-type]
+        raise TemplateError(f"call takes a function, got {type(args[0]).__name__}")
+
+
+def _check_text(parts, feature, what):
+    if not isinstance(parts, tuple):
+        raise TemplateError(f"{feature.source or 'a feature'}: {what} must be a tuple of parts")
+    for part in parts:
+        if isinstance(part, str):
+            continue
+        if not isinstance(part, Ref):
+            raise TemplateError(
+                f"{feature.source or 'a feature'}: a {what} part must be a str or a Ref, "
+                f"got {type(part).__name__}"
+            )
+        if part.column < 0:
+            raise TemplateError(f"{feature.source or 'a feature'}: negative column {part.column}")
+        kind = step_kind(part.steps)
+        if kind not in ("str", "any"):
+            raise TemplateError(
+                f"{feature.source or 'a feature'}: a ref in the {what} gives a {kind}, "
+                "not text (use it as the feature's weight)"
+            )
+
+
+def check_plan(plan):
+    """Check a plan's structure; return it. Raises :class:`TemplateError`."""
+    if not isinstance(plan, Plan):
+        raise TypeError(f"expected a Plan, got {type(plan).__name__}")
+    if not isinstance(plan.separator, str) or len(plan.separator) != 1:
+        raise TemplateError(f"the separator must be one character, got {plan.separator!r}")
+    for feature in plan.features:
+        if not isinstance(feature, Feature):
+            raise TypeError(f"a plan's features must be Feature, got {type(feature).__name__}")
+        _check_text(feature.key, feature, "key")
+        if not feature.key:
+            raise TemplateError(f"{feature.source or 'a feature'}: an empty key")
+        if feature.value is not None:
+            _check_text(feature.value, feature, "value")
+        if feature.weight is not None:
+            if not isinstance(feature.weight, Ref):
+                raise TemplateError(f"{feature.source or 'a feature'}: the weight must be a Ref")
+            if step_kind(feature.weight.steps) == "str":
+                raise TemplateError(
+                    f"{feature.source or 'a feature'}: the weight's steps give text, not a number"
+                )
+        if feature.kind not in ("state", "transition", "both"):
+            raise TemplateError(
+                f"{feature.source or 'a feature'}: kind must be 'state', 'transition' "
+                f"or 'both', got {feature.kind!r}"
+            )
+        if feature.outside is not None and not isinstance(feature.outside, Boundary):
+            raise TemplateError(f"{feature.source or 'a feature'}: outside must be a Boundary")
+        if feature.when_outside is not None and (
+            isinstance(feature.when_outside, bool) or not isinstance(feature.when_outside, int)
+        ):
+            raise TemplateError(f"{feature.source or 'a feature'}: when_outside must be an int")
+    return plan
+
+
+def refs(feature):
+    """Every Ref of a feature, in the order the expander reads them."""
+    out = [part for part in feature.key if isinstance(part, Ref)]
+    if feature.value is not None:
+        out.extend(part for part in feature.value if isinstance(part, Ref))
+    if feature.weight is not None:
+        out.append(feature.weight)
+    return out
+
+
+def columns_read(plan):
+    """The largest column index the plan reads, or -1."""
+    return max((ref.column for f in plan.features for ref in refs(f)), default=-1)
+
+
+def uses_python(plan):
+    """Whether a step of the plan runs user Python code (no save without pickle)."""
+    return any(step[0] == "call" for f in plan.features for ref in refs(f) for step in ref.steps)
+
+
+def describe(obj: Any) -> str:
+    return type(obj).__name__
