@@ -1,0 +1,847 @@
+"""The compiled expander: raw token sequences to attribute ids, no Python object per feature.
+
+A :class:`CompiledPlan` is a plan (:mod:`skcrf._template._plan`) laid out in C
+arrays once; :func:`expand` runs it over sequences of tokens and writes CSR
+rows (:class:`~skcrf._featurize._encoded.Encoded`) of the ids a
+:class:`~skcrf._utils._byte_index.ByteIndex` gives each attribute's bytes.
+
+Per call, two phases:
+
+1. *Reading* (GIL held): each token's columns that the plan reads are
+   checked (a ``str``, or a tuple of ``str``; errors name ``X[i][j]``) and
+   their UTF-8 bytes located (``PyUnicode_AsUTF8AndSize``: no copy for an
+   ASCII string). A *slot* is a distinct (column, steps) pair of the plan;
+   the few slot values C does not compute exactly (a step with Unicode
+   semantics on a non-ASCII string, a lookup, a user function) are computed
+   here by the reference expander's own functions, once per token.
+2. *Expanding* (GIL released): the other slot values in C, into one arena
+   sized beforehand; then for each token each feature's name is written
+   into a buffer (literals, slot values at their positions, boundary text)
+   and looked up (``find``) or numbered (``add``, fit) in the index.
+
+Slot steps in C follow Python's ``str`` methods exactly on ASCII text
+(``lower``, ``is_title``, ``shape``...), and on any text for the steps that
+only cut or compare bytes (``slice`` counts code points in UTF-8,
+``contains``, ``length``, ``ascii_lower``, ``not``).
+"""
+
+import numpy as np
+
+from cpython.mem cimport PyMem_RawFree, PyMem_RawMalloc, PyMem_RawRealloc
+from libc.stdint cimport int32_t, int64_t, uint8_t, INT32_MIN
+from libc.string cimport memcpy
+
+from skcrf._utils._byte_index cimport ByteIndex
+
+from .._featurize._encoded import Encoded
+from ._plan import Ref, check_plan
+from ._reference import apply_steps, read_column
+
+cdef extern from "Python.h":
+    const char *PyUnicode_AsUTF8AndSize(object unicode, Py_ssize_t *size) except NULL
+    bint PyUnicode_IS_ASCII(object unicode)
+    bint PyUnicode_CheckExact(object obj)
+    bint PyTuple_CheckExact(object obj)
+
+# step codes (C)
+cdef enum:
+    S_LOWER = 1
+    S_UPPER
+    S_SLICE
+    S_SHAPE
+    S_SHAPE_COLLAPSED
+    S_ASCII_LOWER
+    S_CONTAINS
+    S_IS_TITLE
+    S_IS_UPPER
+    S_IS_LOWER
+    S_IS_DIGIT
+    S_IS_ALPHA
+    S_HAS_DIGIT
+    S_EQUALS_UPPER
+    S_EQUALS_LOWER
+    S_NOT
+    S_LENGTH
+
+# part types
+cdef enum:
+    P_LITERAL = 0
+    P_REF = 1
+
+# slot value states
+cdef enum:
+    V_NONE = 0      # not computed yet (phase 2 computes it)
+    V_DROP = 1
+    V_TEXT = 2
+    V_NUMBER = 3
+
+cdef int32_t _NO_BOUND = INT32_MIN
+
+_C_STEPS = {
+    "lower": S_LOWER, "upper": S_UPPER, "slice": S_SLICE, "shape": S_SHAPE,
+    "shape_collapsed": S_SHAPE_COLLAPSED, "ascii_lower": S_ASCII_LOWER,
+    "contains": S_CONTAINS, "is_title": S_IS_TITLE, "is_upper": S_IS_UPPER,
+    "is_lower": S_IS_LOWER, "is_digit": S_IS_DIGIT, "is_alpha": S_IS_ALPHA,
+    "has_digit": S_HAS_DIGIT, "equals_upper": S_EQUALS_UPPER,
+    "equals_lower": S_EQUALS_LOWER, "not": S_NOT, "length": S_LENGTH,
+}
+# exact in C on ASCII text only (Unicode case, digits and letters otherwise)
+_ASCII_ONLY = {
+    "lower", "upper", "shape", "shape_collapsed", "is_title", "is_upper", "is_lower",
+    "is_digit", "is_alpha", "has_digit", "equals_upper", "equals_lower",
+}
+# steps that write new text (the arena holds their output)
+_WRITES = {"lower", "upper", "shape", "shape_collapsed", "ascii_lower"}
+
+
+cdef struct _Value:
+    const char *data
+    Py_ssize_t length
+    double number
+    int state
+
+
+cdef struct _Buffer:
+    char *data
+    Py_ssize_t size
+    Py_ssize_t capacity
+
+
+cdef inline int _reserve(_Buffer *b, Py_ssize_t extra) noexcept nogil:
+    cdef Py_ssize_t capacity = b.capacity
+    cdef void *grown
+    if b.size + extra <= capacity:
+        return 0
+    if capacity < 64:
+        capacity = 64
+    while capacity < b.size + extra:
+        capacity *= 2
+    grown = PyMem_RawRealloc(b.data, capacity)
+    if grown == NULL:
+        return -1
+    b.data = <char *> grown
+    b.capacity = capacity
+    return 0
+
+
+cdef inline int _append(_Buffer *b, const char *data, Py_ssize_t length) noexcept nogil:
+    if _reserve(b, length) < 0:
+        return -1
+    memcpy(b.data + b.size, data, length)
+    b.size += length
+    return 0
+
+
+cdef inline bint _is_upper(char c) noexcept nogil:
+    return b'A' <= c <= b'Z'
+
+
+cdef inline bint _is_lower(char c) noexcept nogil:
+    return b'a' <= c <= b'z'
+
+
+cdef inline bint _is_digit(char c) noexcept nogil:
+    return b'0' <= c <= b'9'
+
+
+cdef inline Py_ssize_t _code_points(const char *s, Py_ssize_t n) noexcept nogil:
+    cdef Py_ssize_t k, count = 0
+    for k in range(n):
+        if ((<uint8_t> s[k]) & 0xC0) != 0x80:
+            count += 1
+    return count
+
+
+cdef inline Py_ssize_t _byte_at(const char *s, Py_ssize_t n, Py_ssize_t point) noexcept nogil:
+    """The byte offset of code point ``point`` (0 <= point <= count) of UTF-8 text."""
+    cdef Py_ssize_t k = 0, seen = 0
+    if point <= 0:
+        return 0
+    while k < n:
+        if ((<uint8_t> s[k]) & 0xC0) != 0x80:
+            if seen == point:
+                return k
+            seen += 1
+        k += 1
+    return n
+
+
+cdef inline void _slice(const char *s, Py_ssize_t n, int32_t start, int32_t stop,
+                        const char **out, Py_ssize_t *out_length) noexcept nogil:
+    """Python's ``s[start:stop]`` (code points) of UTF-8 text."""
+    cdef Py_ssize_t count = _code_points(s, n)
+    cdef Py_ssize_t a = 0 if start == _NO_BOUND else start
+    cdef Py_ssize_t b = count if stop == _NO_BOUND else stop
+    if a < 0:
+        a = a + count if a + count > 0 else 0
+    elif a > count:
+        a = count
+    if b < 0:
+        b = b + count if b + count > 0 else 0
+    elif b > count:
+        b = count
+    if b <= a:
+        out[0] = s
+        out_length[0] = 0
+        return
+    if count == n:  # ASCII: a code point is a byte
+        out[0] = s + a
+        out_length[0] = b - a
+        return
+    cdef Py_ssize_t first = _byte_at(s, n, a)
+    out[0] = s + first
+    out_length[0] = _byte_at(s, n, b) - first
+
+
+cdef inline Py_ssize_t _shape(const char *s, Py_ssize_t n, char *out, int max_run) noexcept nogil:
+    cdef Py_ssize_t k, size = 0
+    cdef int run = 0
+    cdef char last = 0, c, mark
+    for k in range(n):
+        c = s[k]
+        if _is_digit(c):
+            mark = b'd'
+        elif _is_upper(c):
+            mark = b'X'
+        elif _is_lower(c):
+            mark = b'x'
+        else:
+            mark = c
+        if k > 0 and mark == last:
+            run += 1
+        else:
+            last = mark
+            run = 1
+        if run <= max_run:
+            out[size] = mark
+            size += 1
+    return size
+
+
+cdef inline bint _contains(const char *s, Py_ssize_t n, const char *sub,
+                           Py_ssize_t m) noexcept nogil:
+    cdef Py_ssize_t k
+    if m == 0:
+        return True
+    for k in range(n - m + 1):
+        if s[k] == sub[0] and (m == 1 or memcmp_(s + k, sub, m)):
+            return True
+    return False
+
+
+cdef inline bint memcmp_(const char *a, const char *b, Py_ssize_t m) noexcept nogil:
+    cdef Py_ssize_t k
+    for k in range(m):
+        if a[k] != b[k]:
+            return False
+    return True
+
+
+cdef inline double _predicate(int code, const char *s, Py_ssize_t n) noexcept nogil:
+    """A str -> bool or int step on ASCII text (Python's str methods)."""
+    cdef Py_ssize_t k
+    cdef bint cased = False, previous_cased = False
+    cdef char c
+    if code == S_IS_DIGIT or code == S_IS_ALPHA:
+        if n == 0:
+            return 0.0
+        for k in range(n):
+            c = s[k]
+            if code == S_IS_DIGIT and not _is_digit(c):
+                return 0.0
+            if code == S_IS_ALPHA and not (_is_upper(c) or _is_lower(c)):
+                return 0.0
+        return 1.0
+    if code == S_HAS_DIGIT:
+        for k in range(n):
+            if _is_digit(s[k]):
+                return 1.0
+        return 0.0
+    if code == S_IS_UPPER or code == S_IS_LOWER:
+        for k in range(n):
+            c = s[k]
+            if _is_upper(c):
+                if code == S_IS_LOWER:
+                    return 0.0
+                cased = True
+            elif _is_lower(c):
+                if code == S_IS_UPPER:
+                    return 0.0
+                cased = True
+        return 1.0 if cased else 0.0
+    if code == S_EQUALS_UPPER:
+        for k in range(n):
+            if _is_lower(s[k]):
+                return 0.0
+        return 1.0
+    if code == S_EQUALS_LOWER:
+        for k in range(n):
+            if _is_upper(s[k]):
+                return 0.0
+        return 1.0
+    if code == S_IS_TITLE:
+        for k in range(n):
+            c = s[k]
+            if _is_upper(c):
+                if previous_cased:
+                    return 0.0
+                previous_cased = True
+                cased = True
+            elif _is_lower(c):
+                if not previous_cased:
+                    return 0.0
+                previous_cased = True
+                cased = True
+            else:
+                previous_cased = False
+        return 1.0 if cased else 0.0
+    if code == S_LENGTH:
+        return <double> _code_points(s, n)
+    return 0.0
+
+
+cdef class CompiledPlan:
+    """A plan laid out for :func:`expand` (read-only once built: shared by threads).
+
+    Parameters
+    ----------
+    plan : Plan
+    """
+
+    cdef readonly object plan
+    cdef readonly Py_ssize_t n_slots, n_features, n_columns
+    cdef bytes _literals            # every literal's UTF-8 bytes
+    cdef const char *_literal_data
+    cdef int32_t[:, ::1] _slots      # per slot: column, first step, n steps, writes, flags
+    cdef int32_t[:, ::1] _steps      # per step: code, argument a, argument b
+    cdef int32_t[:, ::1] _features   # per feature: first part, n parts, weight slot, weight
+    #                                  offset, weight absolute, when_outside, state, transition,
+    #                                  boundary (0 drop, 1 text), before (offset, length), after
+    #                                  (offset, length), numbered
+    cdef int32_t[:, ::1] _parts      # per part: type, literal offset | slot, length | offset,
+    #                                  absolute
+    cdef list _python_steps          # per slot: the steps (for the Python-computed values)
+    cdef readonly bint has_transitions
+    cdef int32_t[::1] _columns       # the columns read, and per column its place
+    cdef readonly object columns
+
+    def __init__(self, plan):
+        check_plan(plan)
+        self.plan = plan
+        literals = bytearray()
+        literal_at = {}
+
+        def literal(text):
+            data = text.encode("utf-8")
+            if data not in literal_at:
+                literal_at[data] = len(literals)
+                literals.extend(data)
+            return literal_at[data], len(data)
+
+        slot_of = {}
+        slots, steps, python_steps = [], [], []
+
+        def slot(ref):
+            key = (ref.column, _steps_key(ref.steps))
+            if key in slot_of:
+                return slot_of[key]
+            first = len(steps)
+            c_steps = True
+            ascii_only = False
+            writes = 0
+            for step in ref.steps:
+                name = step[0]
+                if name not in _C_STEPS:
+                    c_steps = False
+                    continue
+                a = b = 0
+                if name == "slice":
+                    a = _NO_BOUND if step[1] is None else _clamp(step[1])
+                    b = _NO_BOUND if step[2] is None else _clamp(step[2])
+                elif name == "contains":
+                    a, b = literal(step[1])
+                steps.append((_C_STEPS[name], a, b))
+                ascii_only |= name in _ASCII_ONLY
+                writes += name in _WRITES
+            kind = _kind(ref.steps)
+            flags = (1 if c_steps else 0) | (2 if ascii_only else 0)
+            flags |= 4 if kind == "number" else 0
+            slot_of[key] = len(slots)
+            slots.append((ref.column, first, len(steps) - first, writes, flags))
+            python_steps.append(ref.steps)
+            return slot_of[key]
+
+        parts, features = [], []
+        separator = plan.separator
+        for feature in plan.features:
+            first = len(parts)
+            texts = [feature.key]
+            if feature.value is not None:
+                texts.append((separator,) + tuple(feature.value))
+            for text in texts:
+                for part in text:
+                    if isinstance(part, Ref):
+                        parts.append((P_REF, slot(part), part.offset, int(part.absolute)))
+                    elif part:
+                        offset, length = literal(part)
+                        parts.append((P_LITERAL, offset, length, 0))
+            weight_slot, weight_offset, weight_absolute = -1, 0, 0
+            if feature.weight is not None:
+                weight_slot = slot(feature.weight)
+                weight_offset = feature.weight.offset
+                weight_absolute = int(feature.weight.absolute)
+            boundary = feature.outside
+            before = literal(boundary.before) if boundary is not None else (0, 0)
+            after = literal(boundary.after) if boundary is not None else (0, 0)
+            features.append((
+                first, len(parts) - first, weight_slot, weight_offset, weight_absolute,
+                _NO_BOUND if feature.when_outside is None else feature.when_outside,
+                int(feature.kind != "transition"), int(feature.kind != "state"),
+                int(boundary is not None), before[0], before[1], after[0], after[1],
+                int(boundary is not None and boundary.numbered),
+            ))
+        self._literals = bytes(literals) + b"\0"
+        self._literal_data = self._literals
+        self.n_slots = len(slots)
+        self.n_features = len(features)
+        self._slots = np.array(slots or np.zeros((0, 5)), dtype=np.int32).reshape(-1, 5)
+        self._steps = np.array(steps or np.zeros((0, 3)), dtype=np.int32).reshape(-1, 3)
+        self._parts = np.array(parts or np.zeros((0, 4)), dtype=np.int32).reshape(-1, 4)
+        self._features = np.array(features or np.zeros((0, 14)), dtype=np.int32).reshape(-1, 14)
+        self._python_steps = python_steps
+        self.has_transitions = any(f.kind != "state" for f in plan.features)
+        columns = sorted({s[0] for s in slots})
+        self.columns = tuple(columns)
+        self.n_columns = len(columns)
+        place = {c: k for k, c in enumerate(columns)}
+        # slot column -> its place among the columns read
+        for k in range(self.n_slots):
+            self._slots[k, 0] = place[slots[k][0]]
+        self._columns = np.array(columns or [0], dtype=np.int32)
+
+    def __reduce__(self):
+        return (CompiledPlan, (self.plan,))
+
+
+def _clamp(value):
+    return max(-(2**31) + 1, min(2**31 - 1, value))
+
+
+def _kind(steps):
+    from ._plan import step_kind
+
+    kind = step_kind(steps)
+    return "number" if kind in ("bool", "int") else ("any" if kind == "any" else "text")
+
+
+def _steps_key(steps):
+    return tuple((s[0], *(a if _hashable(a) else ("id", id(a)) for a in s[1:])) for s in steps)
+
+
+def _hashable(value):
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True
+
+
+cdef class _Call:
+    """One call's buffers (phase 1 fills the columns and the Python-computed values)."""
+
+    cdef Py_ssize_t n_tokens, n_columns, n_slots
+    cdef const char **column_data
+    cdef Py_ssize_t *column_length
+    cdef uint8_t *column_ascii
+    cdef _Value *values             # n_tokens x n_slots
+    cdef char *arena                # phase 2's step outputs
+    cdef Py_ssize_t arena_size
+    cdef list keep                  # the bytes of Python-computed values
+
+    def __cinit__(self, Py_ssize_t n_tokens, Py_ssize_t n_columns, Py_ssize_t n_slots):
+        self.n_tokens, self.n_columns, self.n_slots = n_tokens, n_columns, n_slots
+        cdef Py_ssize_t cells = max(1, n_tokens * n_columns)
+        self.column_data = <const char **> PyMem_RawMalloc(cells * sizeof(char *))
+        self.column_length = <Py_ssize_t *> PyMem_RawMalloc(cells * sizeof(Py_ssize_t))
+        self.column_ascii = <uint8_t *> PyMem_RawMalloc(cells)
+        self.values = <_Value *> PyMem_RawMalloc(max(1, n_tokens * n_slots) * sizeof(_Value))
+        if (self.column_data == NULL or self.column_length == NULL
+                or self.column_ascii == NULL or self.values == NULL):
+            raise MemoryError()
+        cdef Py_ssize_t k
+        for k in range(n_tokens * n_slots):
+            self.values[k].state = V_NONE
+        self.keep = []
+
+    def __dealloc__(self):
+        PyMem_RawFree(self.column_data)
+        PyMem_RawFree(self.column_length)
+        PyMem_RawFree(self.column_ascii)
+        PyMem_RawFree(self.values)
+        PyMem_RawFree(self.arena)
+
+
+cdef int _read(CompiledPlan plan, _Call call, list sequences, str name) except -1:
+    """Phase 1: locate every column the plan reads; Python-computed slot values."""
+    cdef Py_ssize_t i, j, t = 0, c, k, n_columns = plan.n_columns, length, arena = 0
+    cdef int32_t flags
+    cdef object token, text
+    cdef const char *data
+    cdef _Value *value
+    cdef int32_t[:, ::1] slots = plan._slots
+    for i in range(len(sequences)):
+        seq = sequences[i]
+        for j in range(len(seq)):
+            token = seq[j]
+            for c in range(n_columns):
+                column = plan._columns[c]
+                if PyUnicode_CheckExact(token) and column == 0:
+                    text = token
+                elif PyTuple_CheckExact(token) and column < len(token) and PyUnicode_CheckExact(
+                        token[column]):
+                    text = token[column]
+                else:
+                    text = read_column(token, column, i, j, name)  # raises, or a str subclass
+                    text = str(text)
+                try:
+                    data = PyUnicode_AsUTF8AndSize(text, &length)
+                except UnicodeEncodeError as exc:
+                    raise ValueError(
+                        f"{name}[{i}][{j}]: column {column} is not valid text ({exc})"
+                    ) from None
+                k = t * n_columns + c
+                call.column_data[k] = data
+                call.column_length[k] = length
+                call.column_ascii[k] = PyUnicode_IS_ASCII(text)
+                if not call.column_ascii[k]:
+                    # keep the str (its UTF-8 buffer) alive for the call
+                    call.keep.append(text)
+            for k in range(plan.n_slots):
+                flags = slots[k, 4]
+                c = slots[k, 0]
+                length = call.column_length[t * n_columns + c]
+                if (flags & 1) and not ((flags & 2) and not call.column_ascii[t * n_columns + c]):
+                    arena += slots[k, 3] * length
+                    continue
+                value = &call.values[t * plan.n_slots + k]
+                _python_value(plan, call, k, read_column(seq[j], plan._columns[c], i, j, name),
+                              value, i, j, name)
+            t += 1
+    call.arena = <char *> PyMem_RawMalloc(max(1, arena))
+    if call.arena == NULL:
+        raise MemoryError()
+    return 0
+
+
+cdef int _python_value(CompiledPlan plan, _Call call, Py_ssize_t k, object text, _Value *value,
+                       Py_ssize_t i, Py_ssize_t j, str name) except -1:
+    out = apply_steps(str(text), plan._python_steps[k])
+    if out is None:
+        value.state = V_DROP
+    elif isinstance(out, str):
+        data = out.encode("utf-8", "surrogateescape")
+        call.keep.append(data)
+        value.data = data
+        value.length = len(data)
+        value.state = V_TEXT
+    elif isinstance(out, (bool, int, float)):
+        value.number = float(out)
+        value.state = V_NUMBER
+    else:
+        raise TypeError(f"{name}[{i}][{j}]: a template step gave {type(out).__name__}")
+    return 0
+
+
+cdef void _compute(CompiledPlan plan, _Call call, Py_ssize_t t, Py_ssize_t k) noexcept nogil:
+    """Phase 2: slot ``k`` of token ``t`` by the C steps."""
+    cdef int32_t[:, ::1] slots = plan._slots
+    cdef int32_t[:, ::1] steps = plan._steps
+    cdef Py_ssize_t cell = t * plan.n_columns + slots[k, 0]
+    cdef const char *s = call.column_data[cell]
+    cdef Py_ssize_t n = call.column_length[cell], q, m
+    cdef _Value *value = &call.values[t * plan.n_slots + k]
+    cdef double number = 0.0
+    cdef bint is_number = False
+    cdef int code
+    cdef char *out
+    for q in range(slots[k, 1], slots[k, 1] + slots[k, 2]):
+        code = steps[q, 0]
+        if code == S_SLICE:
+            _slice(s, n, steps[q, 1], steps[q, 2], &s, &n)
+        elif code == S_LOWER or code == S_UPPER or code == S_ASCII_LOWER:
+            out = call.arena + call.arena_size
+            for m in range(n):
+                if code == S_UPPER:
+                    out[m] = s[m] - 32 if _is_lower(s[m]) else s[m]
+                else:
+                    out[m] = s[m] + 32 if _is_upper(s[m]) else s[m]
+            call.arena_size += n
+            s = out
+        elif code == S_SHAPE or code == S_SHAPE_COLLAPSED:
+            out = call.arena + call.arena_size
+            n = _shape(s, n, out, 1 if code == S_SHAPE_COLLAPSED else 4)
+            call.arena_size += n
+            s = out
+        elif code == S_CONTAINS:
+            number = 1.0 if _contains(s, n, plan._literal_data + steps[q, 1], steps[q, 2]) else 0.0
+            is_number = True
+        elif code == S_NOT:
+            number = 0.0 if number != 0.0 else 1.0
+        else:
+            number = _predicate(code, s, n)
+            is_number = True
+    if is_number:
+        value.number = number
+        value.state = V_NUMBER
+    else:
+        value.data = s
+        value.length = n
+        value.state = V_TEXT
+
+
+cdef inline int _write_number(_Buffer *name, Py_ssize_t number) noexcept nogil:
+    cdef char digits[24]
+    cdef int size = 0, k
+    while True:
+        digits[size] = <char> (48 + number % 10)
+        size += 1
+        number //= 10
+        if number == 0:
+            break
+    if _reserve(name, size) < 0:
+        return -1
+    for k in range(size):
+        name.data[name.size + k] = digits[size - 1 - k]
+    name.size += size
+    return 0
+
+
+cdef struct _Rows:
+    int32_t *ids
+    double *values
+    Py_ssize_t size
+    Py_ssize_t capacity
+    int64_t *indptr
+
+
+cdef inline int _push(_Rows *rows, Py_ssize_t attribute, double value) noexcept nogil:
+    cdef void *grown
+    cdef Py_ssize_t capacity
+    if rows.size == rows.capacity:
+        capacity = 1024 if rows.capacity < 512 else 2 * rows.capacity
+        grown = PyMem_RawRealloc(rows.ids, capacity * sizeof(int32_t))
+        if grown == NULL:
+            return -1
+        rows.ids = <int32_t *> grown
+        grown = PyMem_RawRealloc(rows.values, capacity * sizeof(double))
+        if grown == NULL:
+            return -1
+        rows.values = <double *> grown
+        rows.capacity = capacity
+    rows.ids[rows.size] = <int32_t> attribute
+    rows.values[rows.size] = value
+    rows.size += 1
+    return 0
+
+
+cdef int _expand(CompiledPlan plan, _Call call, const Py_ssize_t *lengths, Py_ssize_t n_seq,
+                 ByteIndex index, ByteIndex transitions, bint grow,
+                 _Rows *state, _Rows *transition, _Buffer *name,
+                 Py_ssize_t *failed) noexcept nogil:
+    """Phase 2; returns -1 (memory) or -2 (a ref is not text: ``failed`` = token, feature)."""
+    cdef Py_ssize_t i, t, k, f, q, n, start = 0, position, found
+    cdef int32_t[:, ::1] features = plan._features
+    cdef int32_t[:, ::1] parts = plan._parts
+    cdef _Value *value
+    cdef double weight
+    cdef bint dropped
+    cdef int32_t when
+    for t in range(call.n_tokens):
+        for k in range(plan.n_slots):
+            if call.values[t * plan.n_slots + k].state == V_NONE:
+                _compute(plan, call, t, k)
+    t = 0
+    for i in range(n_seq):
+        n = lengths[i]
+        for position in range(n):
+            state.indptr[t] = state.size
+            if transition != NULL:
+                transition.indptr[t] = transition.size
+            for f in range(plan.n_features):
+                when = features[f, 5]
+                if when != _NO_BOUND and 0 <= position + when < n:
+                    continue
+                weight = 1.0
+                if features[f, 2] >= 0:
+                    q = _position(position, features[f, 3], features[f, 4], n)
+                    if q < 0 or q >= n:
+                        continue
+                    value = &call.values[(start + q) * plan.n_slots + features[f, 2]]
+                    if value.state == V_DROP:
+                        continue
+                    if value.state != V_NUMBER:
+                        failed[0] = start + position
+                        failed[1] = f
+                        return -2
+                    weight = value.number
+                name.size = 0
+                dropped = False
+                for k in range(features[f, 0], features[f, 0] + features[f, 1]):
+                    if parts[k, 0] == P_LITERAL:
+                        if _append(name, plan._literal_data + parts[k, 1], parts[k, 2]) < 0:
+                            return -1
+                        continue
+                    q = _position(position, parts[k, 2], parts[k, 3], n)
+                    if q < 0 or q >= n:
+                        if not features[f, 8]:
+                            dropped = True
+                            break
+                        if q < 0:
+                            if _append(name, plan._literal_data + features[f, 9],
+                                       features[f, 10]) < 0:
+                                return -1
+                            if features[f, 13] and _write_number(name, -q) < 0:
+                                return -1
+                        else:
+                            if _append(name, plan._literal_data + features[f, 11],
+                                       features[f, 12]) < 0:
+                                return -1
+                            if features[f, 13] and _write_number(name, q - n + 1) < 0:
+                                return -1
+                        continue
+                    value = &call.values[(start + q) * plan.n_slots + parts[k, 1]]
+                    if value.state == V_DROP:
+                        dropped = True
+                        break
+                    if value.state != V_TEXT:
+                        failed[0] = start + position
+                        failed[1] = f
+                        return -2
+                    if _append(name, value.data, value.length) < 0:
+                        return -1
+                if dropped:
+                    continue
+                if features[f, 6]:
+                    found = index.add(name.data, name.size) if grow else index.find(
+                        name.data, name.size)
+                    if found == -2:
+                        return -1
+                    if found >= 0 and _push(state, found, weight) < 0:
+                        return -1
+                if features[f, 7] and transition != NULL and position > 0:
+                    found = transitions.add(name.data, name.size) if grow else transitions.find(
+                        name.data, name.size)
+                    if found == -2:
+                        return -1
+                    if found >= 0 and _push(transition, found, weight) < 0:
+                        return -1
+            t += 1
+        start += n
+    state.indptr[t] = state.size
+    if transition != NULL:
+        transition.indptr[t] = transition.size
+    return 0
+
+
+cdef inline Py_ssize_t _position(Py_ssize_t t, int32_t offset, int32_t absolute,
+                                 Py_ssize_t n) noexcept nogil:
+    if absolute:
+        return offset if offset >= 0 else n + offset
+    return t + offset
+
+
+cdef object _finish(_Rows *rows, Py_ssize_t n_tokens, object lengths):
+    indptr = np.empty(n_tokens + 1, dtype=np.int64)
+    cdef int64_t[::1] indptr_view = indptr
+    if n_tokens >= 0:
+        memcpy(&indptr_view[0], rows.indptr, (n_tokens + 1) * sizeof(int64_t))
+    ids = np.empty(rows.size, dtype=np.int32)
+    values = np.empty(rows.size, dtype=np.float64)
+    cdef int32_t[::1] ids_view = ids
+    cdef double[::1] values_view = values
+    if rows.size:
+        memcpy(&ids_view[0], rows.ids, rows.size * sizeof(int32_t))
+        memcpy(&values_view[0], rows.values, rows.size * sizeof(double))
+    return Encoded(indptr, ids, values, lengths)
+
+
+def expand(CompiledPlan plan, list sequences, ByteIndex index, ByteIndex transitions=None, *,
+           bint grow=False, str name="X"):
+    """Encode raw token sequences: the plan's attributes' ids in ``index``.
+
+    Parameters
+    ----------
+    plan : CompiledPlan
+    sequences : list of sequences of tokens
+        Each token a ``str`` or a tuple of ``str`` columns.
+    index : ByteIndex
+        The state attributes (``add`` to it when ``grow``, else ``find``:
+        attributes it does not hold are skipped).
+    transitions : ByteIndex or None
+        The transition attributes (None: the plan's transition features are
+        not encoded).
+    grow : bool
+    name : str
+        How errors call the data (``X[i][j]``).
+
+    Returns
+    -------
+    Encoded
+        With ``transitions`` set when ``transitions`` is given.
+    """
+    cdef Py_ssize_t n_seq = len(sequences), i, n_tokens = 0, code
+    lengths = np.empty(n_seq, dtype=np.intp)
+    cdef Py_ssize_t[::1] lengths_view = lengths
+    for i in range(n_seq):
+        lengths_view[i] = len(sequences[i])
+        n_tokens += lengths_view[i]
+    cdef _Call call = _Call(n_tokens, plan.n_columns, plan.n_slots)
+    _read(plan, call, sequences, name)
+    cdef _Rows state, transition
+    cdef _Buffer buffer
+    cdef Py_ssize_t failed[2]
+    state.ids = NULL
+    state.values = NULL
+    state.size = state.capacity = 0
+    transition = state
+    buffer.data = NULL
+    buffer.size = buffer.capacity = 0
+    state.indptr = <int64_t *> PyMem_RawMalloc((n_tokens + 1) * sizeof(int64_t))
+    transition.indptr = <int64_t *> PyMem_RawMalloc((n_tokens + 1) * sizeof(int64_t))
+    cdef bint with_transitions = transitions is not None
+    if grow and not with_transitions and plan.has_transitions:
+        raise ValueError("the plan has transition features: give a transition index")
+    try:
+        if state.indptr == NULL or transition.indptr == NULL:
+            raise MemoryError()
+        with nogil:
+            code = _expand(plan, call, &lengths_view[0] if n_seq else NULL, n_seq, index,
+                           transitions, grow, &state,
+                           &transition if with_transitions else NULL, &buffer, failed)
+        if code == -1:
+            raise MemoryError()
+        if code == -2:
+            i, j = _locate(failed[0], lengths)
+            source = plan.plan.features[failed[1]].source or f"feature {failed[1]}"
+            raise ValueError(
+                f"{source}: a template ref gave a number where text is needed (or text "
+                f"where a number is), at {name}[{i}][{j}]"
+            )
+        encoded = _finish(&state, n_tokens, lengths)
+        if with_transitions:
+            encoded = encoded._replace(transitions=_finish(&transition, n_tokens, lengths))
+        return encoded
+    finally:
+        PyMem_RawFree(state.ids)
+        PyMem_RawFree(state.values)
+        PyMem_RawFree(state.indptr)
+        PyMem_RawFree(transition.ids)
+        PyMem_RawFree(transition.values)
+        PyMem_RawFree(transition.indptr)
+        PyMem_RawFree(buffer.data)
+
+
+def _locate(flat, lengths):
+    ends = np.cumsum(lengths)
+    i = int(np.searchsorted(ends, flat, side="right"))
+    return i, int(flat - (ends[i - 1] if i else 0))

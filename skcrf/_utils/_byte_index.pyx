@@ -1,0 +1,203 @@
+"""Names as UTF-8 bytes to ids, in C: one arena of bytes and an open-addressing table.
+
+:class:`ByteIndex` numbers byte strings in order of first addition (as
+CRFsuite numbers attributes) and finds them again with no Python object per
+name or per lookup: the compiled template expander builds each attribute's
+bytes in a buffer and looks them up here with the GIL released.
+
+- The names lie one after another in one arena; ``_starts[k]`` is where name
+  ``k`` begins (``_starts[n]`` is the end).
+- The table holds (hash, id, length) per slot, linear probing, at most half
+  full; a slot's hash and length are compared before its bytes.
+- ``find`` only reads: any number of threads may look up at once while no
+  thread adds. ``add`` is for one thread (a fit's encoding).
+"""
+
+from cpython.mem cimport PyMem_RawFree, PyMem_RawMalloc, PyMem_RawRealloc
+from cpython.unicode cimport PyUnicode_Check
+from libc.stdint cimport int32_t, int64_t, uint64_t
+from libc.string cimport memcmp, memcpy
+
+cdef extern from "Python.h":
+    const char *PyUnicode_AsUTF8AndSize(object unicode, Py_ssize_t *size) except NULL
+
+cdef enum:
+    _FIRST_CAPACITY = 64
+
+
+cdef inline uint64_t _mix(uint64_t h, uint64_t word) noexcept nogil:
+    h ^= word * 0x87C37B91114253D5ULL
+    h = (h << 27) | (h >> 37)
+    return h * 0x9E3779B97F4A7C15ULL + 0x52DCE729ULL
+
+
+cdef uint64_t hash_bytes(const char *data, Py_ssize_t length) noexcept nogil:
+    """A 64-bit hash of ``length`` bytes, eight at a time."""
+    cdef uint64_t h = 0x4CF5AD432745937FULL ^ (<uint64_t> length * 0xC2B2AE3D27D4EB4FULL)
+    cdef uint64_t word
+    while length >= 8:
+        memcpy(&word, data, 8)
+        h = _mix(h, word)
+        data += 8
+        length -= 8
+    if length > 0:
+        word = 0
+        memcpy(&word, data, length)
+        h = _mix(h, word)
+    h ^= h >> 32
+    h *= 0xD6E8FEB86659FD93ULL
+    h ^= h >> 29
+    return h
+
+
+cdef class ByteIndex:
+    """Byte strings numbered 0, 1, ... in order of first addition.
+
+    Parameters
+    ----------
+    names : iterable of str, optional
+        Added in order (UTF-8); a repeated name keeps its first id.
+
+    Examples
+    --------
+    >>> from skcrf._utils._byte_index import ByteIndex
+    >>> index = ByteIndex(["w:the", "w:cat"])
+    >>> index.lookup("w:cat"), index.lookup("w:dog"), len(index)
+    (1, -1, 2)
+    >>> index.names()
+    ['w:the', 'w:cat']
+    """
+
+    def __cinit__(self, *args, **kwargs):
+        self._table = <_Slot *> PyMem_RawMalloc(_FIRST_CAPACITY * sizeof(_Slot))
+        self._starts = <int64_t *> PyMem_RawMalloc(_FIRST_CAPACITY * sizeof(int64_t))
+        self._arena = <char *> PyMem_RawMalloc(_FIRST_CAPACITY * 16)
+        if self._table == NULL or self._starts == NULL or self._arena == NULL:
+            raise MemoryError()
+        cdef Py_ssize_t k
+        for k in range(_FIRST_CAPACITY):
+            self._table[k].id = -1
+        self._mask = _FIRST_CAPACITY - 1
+        self._starts_capacity = _FIRST_CAPACITY
+        self._arena_capacity = _FIRST_CAPACITY * 16
+        self._starts[0] = 0
+
+    def __dealloc__(self):
+        PyMem_RawFree(self._table)
+        PyMem_RawFree(self._starts)
+        PyMem_RawFree(self._arena)
+
+    def __init__(self, names=()):
+        for name in names:
+            self.add_str(name)
+
+    def __len__(self):
+        return self._n
+
+    def __reduce__(self):
+        return (ByteIndex, (self.names(),))
+
+    cdef Py_ssize_t find(self, const char *data, Py_ssize_t length) noexcept nogil:
+        """The id of the bytes, or -1."""
+        cdef uint64_t h = hash_bytes(data, length)
+        cdef Py_ssize_t k = <Py_ssize_t> (h & <uint64_t> self._mask)
+        cdef _Slot *slot
+        while True:
+            slot = &self._table[k]
+            if slot.id < 0:
+                return -1
+            if (slot.hash == h and slot.length == length
+                    and memcmp(self._arena + self._starts[slot.id], data, length) == 0):
+                return slot.id
+            k = (k + 1) & self._mask
+
+    cdef Py_ssize_t add(self, const char *data, Py_ssize_t length) noexcept nogil:
+        """The id of the bytes, added if new; -2 when memory runs out."""
+        cdef uint64_t h = hash_bytes(data, length)
+        cdef Py_ssize_t k = <Py_ssize_t> (h & <uint64_t> self._mask)
+        cdef _Slot *slot
+        cdef int64_t need
+        cdef void *grown
+        while True:
+            slot = &self._table[k]
+            if slot.id < 0:
+                break
+            if (slot.hash == h and slot.length == length
+                    and memcmp(self._arena + self._starts[slot.id], data, length) == 0):
+                return slot.id
+            k = (k + 1) & self._mask
+        if length > 0x7FFFFFFF or self._n >= 0x7FFFFFFE:
+            return -2
+        need = self._arena_size + length
+        if need > self._arena_capacity:
+            while self._arena_capacity < need:
+                self._arena_capacity *= 2
+            grown = PyMem_RawRealloc(self._arena, <size_t> self._arena_capacity)
+            if grown == NULL:
+                return -2
+            self._arena = <char *> grown
+        if self._n + 2 > self._starts_capacity:
+            grown = PyMem_RawRealloc(self._starts, 2 * self._starts_capacity * sizeof(int64_t))
+            if grown == NULL:
+                return -2
+            self._starts = <int64_t *> grown
+            self._starts_capacity *= 2
+        memcpy(self._arena + self._arena_size, data, length)
+        self._arena_size = need
+        slot.hash = h
+        slot.id = <int32_t> self._n
+        slot.length = <int32_t> length
+        self._n += 1
+        self._starts[self._n] = need
+        if 2 * self._n > self._mask and self._grow_table() < 0:
+            return -2
+        return self._n - 1
+
+    cdef int _grow_table(self) noexcept nogil:
+        cdef Py_ssize_t capacity = 2 * (self._mask + 1), k, j
+        cdef _Slot *table = <_Slot *> PyMem_RawMalloc(capacity * sizeof(_Slot))
+        if table == NULL:
+            return -1
+        for k in range(capacity):
+            table[k].id = -1
+        for k in range(self._mask + 1):
+            if self._table[k].id >= 0:
+                j = <Py_ssize_t> (self._table[k].hash & <uint64_t> (capacity - 1))
+                while table[j].id >= 0:
+                    j = (j + 1) & (capacity - 1)
+                table[j] = self._table[k]
+        PyMem_RawFree(self._table)
+        self._table = table
+        self._mask = capacity - 1
+        return 0
+
+    def add_str(self, name):
+        """Add a name (str, as UTF-8); return its id."""
+        cdef Py_ssize_t length
+        if not PyUnicode_Check(name):
+            raise TypeError(f"names must be str, got {type(name).__name__}")
+        cdef const char *data = PyUnicode_AsUTF8AndSize(name, &length)
+        cdef Py_ssize_t k = self.add(data, length)
+        if k == -2:
+            raise MemoryError()
+        return k
+
+    def lookup(self, name):
+        """The id of a name (str), or -1."""
+        cdef Py_ssize_t length
+        cdef const char *data = PyUnicode_AsUTF8AndSize(name, &length)
+        return self.find(data, length)
+
+    def names(self, Py_ssize_t start=0):
+        """The names from id ``start`` on, in id order, as str."""
+        cdef Py_ssize_t k
+        return [
+            self._arena[self._starts[k]:self._starts[k + 1]].decode("utf-8", "surrogateescape")
+            for k in range(start, self._n)
+        ]
+
+    @property
+    def nbytes(self):
+        """Memory held: arena, starts and table."""
+        return (self._arena_capacity + self._starts_capacity * sizeof(int64_t)
+                + (self._mask + 1) * sizeof(_Slot))
