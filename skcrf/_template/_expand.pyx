@@ -28,10 +28,10 @@ only cut or compare bytes (``slice`` counts code points in UTF-8,
 import numpy as np
 
 from cpython.mem cimport PyMem_RawFree, PyMem_RawMalloc, PyMem_RawRealloc
-from libc.stdint cimport int32_t, int64_t, uint8_t, INT32_MIN
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t, INT32_MIN
 from libc.string cimport memcpy
 
-from skcrf._utils._byte_index cimport ByteIndex
+from skcrf._utils._byte_index cimport ByteIndex, find_padded, hash_padded, prefetch_slot
 
 from .._featurize._encoded import Encoded
 from ._plan import Ref, check_plan
@@ -125,9 +125,15 @@ cdef inline int _reserve(_Buffer *b, Py_ssize_t extra) noexcept nogil:
 
 
 cdef inline int _append(_Buffer *b, const char *data, Py_ssize_t length) noexcept nogil:
-    if _reserve(b, length) < 0:
+    # 16 bytes of slack: find_padded reads whole words past a name's end
+    cdef Py_ssize_t k
+    if _reserve(b, length + 16) < 0:
         return -1
-    memcpy(b.data + b.size, data, length)
+    if length <= 16:
+        for k in range(length):
+            b.data[b.size + k] = data[k]
+    else:
+        memcpy(b.data + b.size, data, length)
     b.size += length
     return 0
 
@@ -166,10 +172,10 @@ cdef inline Py_ssize_t _byte_at(const char *s, Py_ssize_t n, Py_ssize_t point) n
     return n
 
 
-cdef inline void _slice(const char *s, Py_ssize_t n, int32_t start, int32_t stop,
+cdef inline void _slice(const char *s, Py_ssize_t n, int32_t start, int32_t stop, bint ascii,
                         const char **out, Py_ssize_t *out_length) noexcept nogil:
     """Python's ``s[start:stop]`` (code points) of UTF-8 text."""
-    cdef Py_ssize_t count = _code_points(s, n)
+    cdef Py_ssize_t count = n if ascii else _code_points(s, n)
     cdef Py_ssize_t a = 0 if start == _NO_BOUND else start
     cdef Py_ssize_t b = count if stop == _NO_BOUND else stop
     if a < 0:
@@ -567,7 +573,7 @@ cdef void _compute(CompiledPlan plan, _Call call, Py_ssize_t t, Py_ssize_t k) no
     for q in range(slots[k, 1], slots[k, 1] + slots[k, 2]):
         code = steps[q, 0]
         if code == S_SLICE:
-            _slice(s, n, steps[q, 1], steps[q, 2], &s, &n)
+            _slice(s, n, steps[q, 1], steps[q, 2], call.column_ascii[cell], &s, &n)
         elif code == S_LOWER or code == S_UPPER or code == S_ASCII_LOWER:
             out = call.arena + call.arena_size
             for m in range(n):
@@ -608,7 +614,7 @@ cdef inline int _write_number(_Buffer *name, Py_ssize_t number) noexcept nogil:
         number //= 10
         if number == 0:
             break
-    if _reserve(name, size) < 0:
+    if _reserve(name, size + 16) < 0:
         return -1
     for k in range(size):
         name.data[name.size + k] = digits[size - 1 - k]
@@ -644,15 +650,28 @@ cdef inline int _push(_Rows *rows, Py_ssize_t attribute, double value) noexcept 
     return 0
 
 
+cdef struct _Pending:
+    Py_ssize_t start     # of the name in the token's name buffer
+    Py_ssize_t length
+    uint64_t hash
+    double weight
+    int32_t feature
+
+
 cdef int _expand(CompiledPlan plan, _Call call, const Py_ssize_t *lengths, Py_ssize_t n_seq,
                  ByteIndex index, ByteIndex transitions, bint grow,
-                 _Rows *state, _Rows *transition, _Buffer *name,
+                 _Rows *state, _Rows *transition, _Buffer *name, _Pending *pending,
                  Py_ssize_t *failed) noexcept nogil:
-    """Phase 2; returns -1 (memory) or -2 (a ref is not text: ``failed`` = token, feature)."""
-    cdef Py_ssize_t i, t, k, f, q, n, start = 0, position, found
+    """Phase 2; returns -1 (memory) or -2 (a ref is not text: ``failed`` = token, feature).
+
+    Each token's names are all written first and their table slots
+    prefetched, then looked up: the cache misses of a token overlap.
+    """
+    cdef Py_ssize_t i, t, k, f, q, n, start = 0, position, found, n_pending
     cdef int32_t[:, ::1] features = plan._features
     cdef int32_t[:, ::1] parts = plan._parts
     cdef _Value *value
+    cdef _Pending *p
     cdef double weight
     cdef bint dropped
     cdef int32_t when
@@ -667,6 +686,8 @@ cdef int _expand(CompiledPlan plan, _Call call, const Py_ssize_t *lengths, Py_ss
             state.indptr[t] = state.size
             if transition != NULL:
                 transition.indptr[t] = transition.size
+            name.size = 0
+            n_pending = 0
             for f in range(plan.n_features):
                 when = features[f, 5]
                 if when != _NO_BOUND and 0 <= position + when < n:
@@ -684,7 +705,8 @@ cdef int _expand(CompiledPlan plan, _Call call, const Py_ssize_t *lengths, Py_ss
                         failed[1] = f
                         return -2
                     weight = value.number
-                name.size = 0
+                p = &pending[n_pending]
+                p.start = name.size
                 dropped = False
                 for k in range(features[f, 0], features[f, 0] + features[f, 1]):
                     if parts[k, 0] == P_LITERAL:
@@ -720,20 +742,41 @@ cdef int _expand(CompiledPlan plan, _Call call, const Py_ssize_t *lengths, Py_ss
                     if _append(name, value.data, value.length) < 0:
                         return -1
                 if dropped:
+                    name.size = p.start
                     continue
+                p.length = name.size - p.start
+                p.weight = weight
+                p.feature = <int32_t> f
+                n_pending += 1
+            if not grow:
+                # hashed once all are written (a word read right after its
+                # bytes were stored one by one would wait for the stores)
+                for k in range(n_pending):
+                    p = &pending[k]
+                    p.hash = hash_padded(name.data + p.start, p.length)
+                    if features[p.feature, 6]:
+                        prefetch_slot(index, p.hash)
+            for k in range(n_pending):
+                p = &pending[k]
+                f = p.feature
                 if features[f, 6]:
-                    found = index.add(name.data, name.size) if grow else index.find(
-                        name.data, name.size)
+                    if grow:
+                        found = index.add(name.data + p.start, p.length)
+                    else:
+                        found = find_padded(index, name.data + p.start, p.length, p.hash)
                     if found == -2:
                         return -1
-                    if found >= 0 and _push(state, found, weight) < 0:
+                    if found >= 0 and _push(state, found, p.weight) < 0:
                         return -1
                 if features[f, 7] and transition != NULL and position > 0:
-                    found = transitions.add(name.data, name.size) if grow else transitions.find(
-                        name.data, name.size)
+                    if grow:
+                        found = transitions.add(name.data + p.start, p.length)
+                    else:
+                        found = find_padded(transitions, name.data + p.start, p.length,
+                                                    p.hash)
                     if found == -2:
                         return -1
-                    if found >= 0 and _push(transition, found, weight) < 0:
+                    if found >= 0 and _push(transition, found, p.weight) < 0:
                         return -1
             t += 1
         start += n
@@ -800,6 +843,7 @@ def expand(CompiledPlan plan, list sequences, ByteIndex index, ByteIndex transit
     cdef _Rows state, transition
     cdef _Buffer buffer
     cdef Py_ssize_t failed[2]
+    cdef _Pending *pending = <_Pending *> PyMem_RawMalloc(max(1, plan.n_features) * sizeof(_Pending))
     state.ids = NULL
     state.values = NULL
     state.size = state.capacity = 0
@@ -812,12 +856,14 @@ def expand(CompiledPlan plan, list sequences, ByteIndex index, ByteIndex transit
     if grow and not with_transitions and plan.has_transitions:
         raise ValueError("the plan has transition features: give a transition index")
     try:
-        if state.indptr == NULL or transition.indptr == NULL:
+        if (state.indptr == NULL or transition.indptr == NULL or pending == NULL
+                or _reserve(&buffer, 64) < 0):
             raise MemoryError()
         with nogil:
             code = _expand(plan, call, &lengths_view[0] if n_seq else NULL, n_seq, index,
                            transitions, grow, &state,
-                           &transition if with_transitions else NULL, &buffer, failed)
+                           &transition if with_transitions else NULL, &buffer, pending,
+                           failed)
         if code == -1:
             raise MemoryError()
         if code == -2:
@@ -839,6 +885,7 @@ def expand(CompiledPlan plan, list sequences, ByteIndex index, ByteIndex transit
         PyMem_RawFree(transition.values)
         PyMem_RawFree(transition.indptr)
         PyMem_RawFree(buffer.data)
+        PyMem_RawFree(pending)
 
 
 def _locate(flat, lengths):
