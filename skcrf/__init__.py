@@ -22,6 +22,7 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
     from ._featurize._embeddings import Embeddings
     from ._featurize._featurizer import SequenceFeaturizer
     from ._tagger import CRFTagger
+    from ._template._featurizer import TemplateFeaturizer
     from ._training._lbfgs import LBFGSStatus
     from ._training._monitor import CallbackInfo
     from ._training._online_train import OnlineStatus
@@ -41,6 +42,7 @@ __all__ = [
     "LabelScore",
     "OnlineStatus",
     "SequenceFeaturizer",
+    "TemplateFeaturizer",
     "TrainingLog",
     "io",
     "metrics",
@@ -56,6 +58,7 @@ _LAZY = {
     "LabelScore": "._training._training_log",
     "OnlineStatus": "._training._online_train",
     "SequenceFeaturizer": "._featurize._featurizer",
+    "TemplateFeaturizer": "._template._featurizer",
     "TrainingLog": "._training._training_log",
 }
 # public submodules, imported on first access as attributes

@@ -7,7 +7,7 @@ rename upstream is a one-line fix.
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
 if TYPE_CHECKING:
     _F = TypeVar("_F", bound=Callable[..., object])
@@ -18,4 +18,4 @@ if TYPE_CHECKING:
 else:
     from sklearn.base import _fit_context
 
-__all__ = ["Interval", "StrOptions", "_fit_context"]
+__all__ = ["HasMethods", "Interval", "StrOptions", "_fit_context"]

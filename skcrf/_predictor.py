@@ -30,6 +30,7 @@ from ._inference._decode import Decoder
 from ._inference._explain import explanation, explanation_rows, strongest_features
 from ._inference._spans import RoleMasks, span_log_proba
 from ._inference._structured import nbest, sequence_scores, transition_marginals
+from ._template._vocabulary import TemplateVocabulary
 from ._training._weights import check_sample_weight
 from ._utils._threads import effective_n_threads
 from .metrics import _chunks_from_parsed as label_chunks
@@ -59,11 +60,18 @@ class Predictor:
         built from ``model.attributes`` when not given.
     decoder : Decoder, optional
         Built from ``model`` when not given.
+    template : CompiledPlan, optional
+        The model's template: the vocabulary then encodes raw tokens
+        (:class:`~skcrf._template._vocabulary.TemplateVocabulary`).
     """
 
-    def __init__(self, model, vocabulary=None, decoder=None):
+    def __init__(self, model, vocabulary=None, decoder=None, template=None):
         self.model = model
         self.classes = model.classes
+        self.template = template
+        if vocabulary is None and template is not None:
+            conditioned = () if model.conditioned is None else model.conditioned.attributes
+            vocabulary = TemplateVocabulary(template, model.attribute_names(), conditioned)
         self.vocabulary = (
             Vocabulary(model.attributes, model.value_separator)
             if vocabulary is None

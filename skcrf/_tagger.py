@@ -15,7 +15,7 @@ from sklearn.exceptions import NotFittedError
 from sklearn.feature_extraction import DictVectorizer
 from sklearn.utils import check_random_state
 
-from ._compat import Interval, StrOptions, _fit_context
+from ._compat import HasMethods, Interval, StrOptions, _fit_context
 from ._featurize._validation import check_single_sequence
 from ._featurize._vocabulary import Vocabulary
 from ._inference._decode import Decoder
@@ -30,6 +30,10 @@ from ._persist._estimator_files import (
 from ._persist._npz import load_state, save_state
 from ._predictor import Decoding, Predictor
 from ._tagger_view import CRFsuiteTagger
+from ._template._expand import CompiledPlan
+from ._template._featurizer import TemplateFeaturizer
+from ._template._plan import plan_from_data, plan_to_data
+from ._template._vocabulary import TemplateVocabulary
 from ._training import _fit as fit_driver
 from ._training._fit import ALGORITHM_DEFAULTS
 from ._training._monitor import CallbackInfo
@@ -254,6 +258,17 @@ calibration_candidates, calibration_max_trials : default=None
         ``all_possible_states`` rule): ``n_classes ** 2`` features per
         transition attribute, so mind the memory with many of them.
         Ignored without transition attributes.
+    featurizer : TemplateFeaturizer, optional
+        Feature templates for raw tokens (CRF++, Wapiti, CRFsuite or
+        Pythonic; see :class:`~skcrf.TemplateFeaturizer`). With a
+        featurizer, ``X`` everywhere (``fit``, ``X_dev``, ``predict``,
+        ``predict_single``, ``predict_marginals``, ``score``, every decoding
+        method) is raw token sequences (a token a ``str`` or a tuple of
+        ``str`` columns), featurized by compiled code with no Python object
+        per feature. The fitted model keeps its template: ``save`` /
+        ``load`` and pickle carry it, so a loaded model tags raw tokens.
+        ``GridSearchCV`` can tune ``featurizer__...`` beside ``c1``/``c2``.
+        None: ``X`` holds feature dicts (or lists of feature names).
 
     Attributes
     ----------
@@ -392,6 +407,7 @@ calibration_candidates, calibration_max_trials : default=None
         "decoding": [StrOptions({"viterbi", "posterior"})],
         "class_weight": [StrOptions({"balanced"}), dict, None],
         "all_possible_conditioned_transitions": ["boolean"],
+        "featurizer": [HasMethods(["compile", "plan"]), None],
     }
 
     def __init__(
@@ -438,6 +454,7 @@ calibration_candidates, calibration_max_trials : default=None
         decoding: str = "viterbi",
         class_weight: str | Mapping[Any, float] | None = None,
         all_possible_conditioned_transitions: bool = False,
+        featurizer: Any = None,
     ) -> None:
         # Positional order is sklearn_crfsuite.CRF's, so that its scripts
         # (``CRF('lbfgs', ...)``) run unchanged; skcrf's own are keyword-only.
@@ -482,6 +499,7 @@ calibration_candidates, calibration_max_trials : default=None
         self.decoding = decoding
         self.class_weight = class_weight
         self.all_possible_conditioned_transitions = all_possible_conditioned_transitions
+        self.featurizer = featurizer
 
     def _validate_params(self):
         super()._validate_params()
@@ -637,10 +655,18 @@ calibration_candidates, calibration_max_trials : default=None
         """The vocabulary a fit grows: a copy of the fitted one when it continues.
 
         A copy: an interrupted fit must leave the old vocabulary as it was.
+        With a featurizer, a :class:`TemplateVocabulary` (raw tokens in).
         """
-        if not continued:
+        model = self._model if continued else None
+        if self.featurizer is not None:
+            compiled = self.featurizer.compile()
+            if model is None:
+                return TemplateVocabulary(compiled)
+            conditioned = () if model.conditioned is None else model.conditioned.attributes
+            return TemplateVocabulary(compiled, model.attributes, conditioned)
+        if model is None:
             return Vocabulary()
-        return Vocabulary(self._model.attributes, self._model.value_separator)
+        return Vocabulary(model.attributes, model.value_separator)
 
     @_fit_context(prefer_skip_nested_validation=True)
     def partial_fit(
@@ -734,8 +760,14 @@ calibration_candidates, calibration_max_trials : default=None
     def _set_fitted(
         self, model, n_iter, status, log, vocabulary=None, trainer_state=None, **extra
     ):
-        """Store a fitted model and its fit's outcome (``extra``: best_iteration, decoder)."""
-        self._predictor = Predictor(model, vocabulary, extra.get("decoder"))
+        """Store a fitted model and its fit's outcome.
+
+        ``extra``: best_iteration, decoder, template (the compiled plan of a
+        featurizer's model; by default the vocabulary's).
+        """
+        template = extra.get("template", getattr(vocabulary, "compiled", None))
+        self._predictor = Predictor(model, vocabulary, extra.get("decoder"), template)
+        self._template = template
         self._model = model
         self._trainer_state = trainer_state
         self.classes_ = model.classes
@@ -777,13 +809,20 @@ calibration_candidates, calibration_max_trials : default=None
 
     def _get_fitted_state(self):
         """The fitted state as one plain structure (for persistence)."""
+        params = self.get_params(deep=False)
+        extra = {"best_iteration": self.best_iteration_}
+        model = self._fitted_model()
+        template = self.__dict__.get("_template")
+        params["featurizer"] = None  # an estimator: the template goes in extra
+        if template is not None:
+            extra["template"] = plan_to_data(template.plan)
         return FittedState(
-            params=self.get_params(deep=False),
-            model=self._fitted_model(),
+            params=params,
+            model=model,
             n_iter=self.n_iter_,
             status=self.status_,
             training_log=self.training_log_,
-            extra={"best_iteration": self.best_iteration_},
+            extra=extra,
         )
 
     @classmethod
@@ -794,13 +833,20 @@ calibration_candidates, calibration_max_trials : default=None
         left out.
         """
         names = cls._get_param_names()
-        tagger = cls(**{k: v for k, v in state.params.items() if k in names})
+        params = {k: v for k, v in state.params.items() if k in names}
+        template = state.extra.get("template")
+        if template is not None:
+            params["featurizer"] = TemplateFeaturizer(plan_from_data(template))
+        tagger = cls(**params)
         tagger._set_fitted_state(state)
         return tagger
 
     def _set_fitted_state(self, state):
         """Store the model of a :class:`FittedState` (read from a file)."""
         extra = {"best_iteration": state.extra.get("best_iteration")}
+        template = state.extra.get("template")
+        if template is not None:
+            extra["template"] = CompiledPlan(plan_from_data(template))
         self._set_fitted(state.model, state.n_iter, state.status, state.training_log, **extra)
 
     def _fitted_model(self):
@@ -860,7 +906,7 @@ calibration_candidates, calibration_max_trials : default=None
         self.__dict__.setdefault("decoding", "viterbi")
         model = self.__dict__.get("_model")
         if model is not None:
-            self._predictor = Predictor(model)
+            self._predictor = Predictor(model, template=self.__dict__.get("_template"))
 
     @property
     def coef_(self) -> sp.csr_matrix:

@@ -81,6 +81,11 @@ def encode_data(
         a list), to be checked by :func:`check_labels` or
         :func:`check_partial_training_labels` as usual.
     """
+    if not is_reusable(X) and getattr(vocabulary, "reads_raw_tokens", False):
+        # raw tokens (a template's vocabulary) are small next to their
+        # features: a stream of them is read into a list, checked as one
+        check_iterable(X, name)
+        X = list(X)
     if is_reusable(X):
         encoded = vocabulary.encode(
             check_sequences(X, name=name, single_hint=single_hint),

@@ -40,6 +40,12 @@ class TransitionParts:
     def __init__(self):
         self.tokens = []
         self.found = False
+        # Set by an encoder that encodes the transition attributes itself (a
+        # template's, skcrf._template._vocabulary): their rows, and when
+        # growing the names of its index, those from ``first_new`` on new.
+        self.encoded = None
+        self.names = None
+        self.first_new = 0
 
     def take(self, token, i, j, name="X"):
         """``token``, the token ``name[i][j]``, without its transition attributes."""
@@ -81,6 +87,14 @@ def with_transitions(encoded, parts, vocabulary, *, grow=False, name="X"):
     """
     if parts is None:
         parts = TransitionParts()
+    if parts.encoded is not None:
+        if grow and parts.names is not None:
+            new = parts.names[parts.first_new :]
+            if len(vocabulary) != parts.first_new:
+                raise RuntimeError("transition vocabulary out of step with the template's")
+            if new:
+                vocabulary.encode([[dict.fromkeys(new, 1.0)]], grow=True, name=name)
+        return encoded._replace(transitions=parts.encoded)
     transitions = encode_transitions(vocabulary, parts, encoded.lengths, grow=grow, name=name)
     parts.tokens = []
     return encoded._replace(transitions=transitions)

@@ -270,3 +270,116 @@ def uses_python(plan):
 
 def describe(obj: Any) -> str:
     return type(obj).__name__
+
+
+# -- plain data (model files) -------------------------------------------------
+
+
+def _step_to_data(step, where):
+    name, args = step[0], step[1:]
+    out = [name]
+    for arg in args:
+        if name == "call":
+            raise TemplateError(
+                f"{where}: a template with a Python function (step 'call', "
+                f"{arg!r:.80}) cannot be saved without pickle; pickle the estimator, "
+                "or express the feature with the built-in steps."
+            )
+        if isinstance(arg, Mapping):
+            out.append({"mapping": {str(k): str(v) for k, v in arg.items()}})
+        elif isinstance(arg, AbstractSet):
+            out.append({"set": sorted(str(item) for item in arg)})
+        else:
+            out.append(arg)
+    return out
+
+
+def _step_from_data(data):
+    name, args = data[0], []
+    for arg in data[1:]:
+        if isinstance(arg, dict) and "mapping" in arg:
+            args.append(dict(arg["mapping"]))
+        elif isinstance(arg, dict) and "set" in arg:
+            args.append(frozenset(arg["set"]))
+        else:
+            args.append(arg)
+    return (name, *args)
+
+
+def _ref_to_data(ref, where):
+    return {
+        "offset": ref.offset,
+        "column": ref.column,
+        "steps": [_step_to_data(step, where) for step in ref.steps],
+        "absolute": ref.absolute,
+    }
+
+
+def _ref_from_data(data):
+    return Ref(
+        int(data["offset"]),
+        int(data["column"]),
+        tuple(_step_from_data(step) for step in data["steps"]),
+        bool(data["absolute"]),
+    )
+
+
+def _text_to_data(parts, where):
+    return [part if isinstance(part, str) else _ref_to_data(part, where) for part in parts]
+
+
+def _text_from_data(parts):
+    return tuple(part if isinstance(part, str) else _ref_from_data(part) for part in parts)
+
+
+def plan_to_data(plan):
+    """The plan as plain values (str, int, bool, None, lists, dicts), for model files.
+
+    Raises :class:`TemplateError` for a plan with a Python function.
+    """
+    features = []
+    for k, f in enumerate(plan.features):
+        where = f.source or f"feature {k}"
+        features.append(
+            {
+                "key": _text_to_data(f.key, where),
+                "value": None if f.value is None else _text_to_data(f.value, where),
+                "weight": None if f.weight is None else _ref_to_data(f.weight, where),
+                "outside": None if f.outside is None else list(f.outside),
+                "when_outside": f.when_outside,
+                "kind": f.kind,
+                "source": f.source,
+            }
+        )
+    return {
+        "features": features,
+        "transitions": plan.transitions,
+        "syntax": plan.syntax,
+        "separator": plan.separator,
+    }
+
+
+def plan_from_data(data):
+    """The plan of :func:`plan_to_data`'s values (checked)."""
+    try:
+        features = tuple(
+            Feature(
+                key=_text_from_data(f["key"]),
+                value=None if f["value"] is None else _text_from_data(f["value"]),
+                weight=None if f["weight"] is None else _ref_from_data(f["weight"]),
+                outside=None if f["outside"] is None else Boundary(*f["outside"]),
+                when_outside=f["when_outside"],
+                kind=f["kind"],
+                source=f["source"],
+            )
+            for f in data["features"]
+        )
+        plan = Plan(
+            features=features,
+            transitions=bool(data["transitions"]),
+            syntax=data["syntax"],
+            separator=data["separator"],
+        )
+    except (KeyError, TypeError, ValueError, IndexError) as exc:
+        raise TemplateError(f"a saved template is not valid: {exc!r:.200}") from None
+    return check_plan(plan)

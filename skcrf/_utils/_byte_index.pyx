@@ -194,6 +194,33 @@ cdef class ByteIndex:
         self._mask = capacity - 1
         return 0
 
+    def truncate(self, Py_ssize_t n):
+        """Forget the names from id ``n`` on (a failed fit's additions)."""
+        cdef Py_ssize_t k
+        if n < 0 or n >= self._n:
+            return
+        for k in range(self._mask + 1):
+            self._table[k].id = -1
+        self._n = 0
+        self._arena_size = 0
+        for k in range(n):
+            self._reinsert(k)
+        self._n = n
+        self._arena_size = self._starts[n]
+
+    cdef void _reinsert(self, Py_ssize_t k) noexcept:
+        cdef Py_ssize_t length = self._starts[k + 1] - self._starts[k]
+        cdef const char *data = self._arena + self._starts[k]
+        cdef uint64_t h = hash_bytes(data, length)
+        cdef Py_ssize_t j = <Py_ssize_t> (h & <uint64_t> self._mask)
+        while self._table[j].id >= 0:
+            j = (j + 1) & self._mask
+        self._table[j].hash = h
+        self._table[j].id = <int32_t> k
+        self._table[j].length = <int32_t> length
+        memset(self._table[j].head, 0, _HEAD)
+        memcpy(self._table[j].head, data, length if length < _HEAD else _HEAD)
+
     def add_str(self, name):
         """Add a name (str, as UTF-8); return its id."""
         cdef Py_ssize_t length
