@@ -84,6 +84,7 @@ STEPS: dict[str, tuple[str, str, int]] = {
     "shape": ("str", "str", 0),  # skcrf.word_shape(s)
     "shape_collapsed": ("str", "str", 0),  # skcrf.word_shape(s, collapse=True)
     "lookup": ("str", "str", 1),  # (mapping,): mapping[s]; a missing s drops the feature
+    "replace": ("str", "str", 2),  # (old, new): s.replace(old, new) (CRFsuite's escapes)
     # str -> str, on UTF-8 bytes (the C tools)
     "ascii_lower": ("str", "str", 0),  # A-Z -> a-z, other bytes kept (Wapiti's %X)
     "regex_test": ("str", "str", 1),  # (pattern,): 'true' / 'false' (Wapiti's %t)
@@ -112,17 +113,28 @@ class Boundary(NamedTuple):
 
     Before the start, position ``p < 0`` gives ``before + str(-p)``; after
     the end, position ``p >= n`` gives ``after + str(p - n + 1)``; with
-    ``numbered=False`` the number is left out (a fixed text).
+    ``numbered=False`` the number is left out (a fixed text). A distance
+    above ``limit`` is written ``#`` (Wapiti: ``_x-4``, then ``_x-#``).
+    With ``through_steps`` the text goes through the ref's steps as a
+    token's column would (Wapiti's ``%t``, ``%m`` and ``%X`` see it);
+    otherwise it is the ref's text as it is.
     """
 
     before: str
     after: str
     numbered: bool = True
+    limit: int | None = None
+    through_steps: bool = False
 
     def text(self, position, n):
-        if position < 0:
-            return self.before + (str(-position) if self.numbered else "")
-        return self.after + (str(position - n + 1) if self.numbered else "")
+        distance = -position if position < 0 else position - n + 1
+        if not self.numbered:
+            number = ""
+        elif self.limit is not None and distance > self.limit:
+            number = "#"
+        else:
+            number = str(distance)
+        return (self.before if position < 0 else self.after) + number
 
 
 class Ref(NamedTuple):
@@ -182,12 +194,19 @@ def _check_step_arguments(step):
         for bound in args:
             if bound is not None and (isinstance(bound, bool) or not isinstance(bound, int)):
                 raise TemplateError(f"slice bounds must be int or None, got {args!r}")
+    elif name == "replace":
+        if not all(isinstance(arg, str) for arg in args) or not args[0]:
+            raise TemplateError(f"replace takes a non-empty str and a str, got {args!r}")
     elif name == "lookup" and not isinstance(args[0], Mapping):
         raise TemplateError(f"lookup takes a mapping of str to str, got {type(args[0]).__name__}")
     elif name == "in_set" and not isinstance(args[0], AbstractSet):
         raise TemplateError(f"in_set takes a set of str, got {type(args[0]).__name__}")
     elif name in ("contains", "regex_test", "regex_match") and not isinstance(args[0], str):
         raise TemplateError(f"{name} takes a str, got {type(args[0]).__name__}")
+    elif name in ("regex_test", "regex_match"):
+        from ._regex import compile_regex
+
+        compile_regex(args[0])  # a pattern Wapiti would refuse raises here
     elif name == "call" and not isinstance(args[0], Callable):  # type: ignore[arg-type]
         raise TemplateError(f"call takes a function, got {type(args[0]).__name__}")
 
@@ -241,6 +260,12 @@ def check_plan(plan):
             )
         if feature.outside is not None and not isinstance(feature.outside, Boundary):
             raise TemplateError(f"{feature.source or 'a feature'}: outside must be a Boundary")
+        if feature.outside is not None and feature.outside.limit is not None:
+            limit = feature.outside.limit
+            if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+                raise TemplateError(
+                    f"{feature.source or 'a feature'}: a boundary's limit must be an int >= 1"
+                )
         if feature.when_outside is not None and (
             isinstance(feature.when_outside, bool) or not isinstance(feature.when_outside, int)
         ):

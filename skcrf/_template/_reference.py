@@ -85,6 +85,7 @@ _FUNCTIONS = {
     "shape": lambda s: _shape(s, False),
     "shape_collapsed": lambda s: _shape(s, True),
     "lookup": lambda s, mapping: mapping.get(s, DROP),
+    "replace": lambda s, old, new: s.replace(old, new),
     "ascii_lower": _ascii_lower,
     "regex_test": _regex_test,
     "regex_match": _regex_match,
@@ -120,6 +121,8 @@ def _ref_value(ref, seq, t, n, boundary, i, name):
         return apply_steps(read_column(seq[p], ref.column, i, p, name), ref.steps), True
     if boundary is None:
         return DROP, False
+    if boundary.through_steps:
+        return apply_steps(boundary.text(p, n), ref.steps), False
     return boundary.text(p, n), False
 
 
