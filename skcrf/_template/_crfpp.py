@@ -1,4 +1,4 @@
-"""CRF++ templates parsed into a plan.
+r"""CRF++ templates parsed into a plan.
 
 The semantics are CRF++'s (0.58, and the 0.59 of its repository, which
 the ``crfpy`` wheel builds; they agree here), read from its sources:
@@ -35,9 +35,9 @@ with no ``%x`` is a constant attribute of every token (a per-label bias).
 Not copied: a row or column that CRF++ would read past the end of the
 line (``%x[0,1`` at the end) is an error here (CRF++ reads beyond its
 buffer); numbers beyond CRF++'s ``int`` are errors. Lines are split at
-``\\n`` only (as ``std::getline``) and one trailing ``\\r`` is dropped (a
+``\n`` only (as ``std::getline``) and one trailing ``\r`` is dropped (a
 CRLF file gives the features of its LF twin; CRF++ on Linux keeps the
-``\\r`` in every name of the line).
+``\r`` in every name of the line).
 """
 
 from ._plan import Boundary, Feature, Plan, Ref, check_plan, template_error
@@ -152,7 +152,7 @@ def _parts(line, lineno, source):
 
 
 def parse_crfpp(text, *, source=None):
-    """Parse a CRF++ template file's text into a :class:`~skcrf._template._plan.Plan`.
+    r"""Parse a CRF++ template file's text into a :class:`~skcrf._template._plan.Plan`.
 
     Parameters
     ----------
@@ -177,7 +177,7 @@ def parse_crfpp(text, *, source=None):
 
     Examples
     --------
-    >>> plan = parse_crfpp("U01:%x[-1,0]/%x[0,0]\\nB\\n")
+    >>> plan = parse_crfpp("U01:%x[-1,0]/%x[0,0]\nB\n")
     >>> plan.features[0].key
     ('U01:', Ref(offset=-1, column=0, steps=(), absolute=False), '/', Ref(offset=0, column=0, steps=(), absolute=False))
     >>> plan.transitions

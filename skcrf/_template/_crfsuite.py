@@ -1,4 +1,4 @@
-"""CRFsuite's example templates (``crfutils``) parsed into a plan.
+r"""CRFsuite's example templates (``crfutils``) parsed into a plan.
 
 The semantics are those of CRFsuite's ``example/crfutils.py``
 (``apply_templates``, ``escape``, ``output_features``) and of the reader
@@ -12,10 +12,10 @@ which ``crfsuite learn`` takes the attributes ``crfutils`` writes:
   and nothing when any ``t + offset`` falls outside the sequence;
 - ``output_features`` writes each attribute through ``escape``, which
   replaces every ``:`` by ``__COLON__``; CRFsuite's reader then turns
-  ``\\\\`` into ``\\`` (and ``\\:`` into ``:``, which cannot occur any more).
+  ``\\`` into ``\`` (and ``\:`` into ``:``, which cannot occur any more).
   The attribute CRFsuite stores is that result, which is what the plan's
   names are: each value and the name go through the ``replace`` steps
-  ``(':', '__COLON__')`` then ``('\\\\\\\\', '\\\\')``. (``crfutils.to_crfsuite``,
+  ``(':', '__COLON__')`` then ``('\\\\', '\\')``. (``crfutils.to_crfsuite``,
   its tagging path through the Python module, skips the reader, so a value
   with two backslashes in a row gets another name there: the training
   file's name is kept.)
@@ -63,8 +63,7 @@ def _template(template, i, columns):
     where = f"templates[{i}]"
     if isinstance(template, str) or not isinstance(template, Sequence) or not template:
         raise TemplateError(
-            f"{where}: a template is a non-empty tuple of (field, offset) pairs, "
-            f"got {template!r}"
+            f"{where}: a template is a non-empty tuple of (field, offset) pairs, got {template!r}"
         )
     pairs = []
     for j, pair in enumerate(template):
@@ -78,7 +77,9 @@ def _template(template, i, columns):
                 f"{where}[{j}]: unknown field {field!r}; the fields are {sorted(columns)}"
             )
         if isinstance(offset, bool) or not isinstance(offset, int):
-            raise TemplateError(f"{where}[{j}]: bad number: the offset must be an int, got {offset!r}")
+            raise TemplateError(
+                f"{where}[{j}]: bad number: the offset must be an int, got {offset!r}"
+            )
         pairs.append((field, offset))
     return pairs
 
@@ -123,7 +124,8 @@ def parse_crfsuite(templates, *, columns):
     features = []
     for i, template in enumerate(templates):
         pairs = _template(template, i, columns)
-        name = "|".join("%s[%d]" % (field, offset) for field, offset in pairs)
+        # crfutils' '%s[%d]': an int offset, no '+'
+        name = "|".join(f"{field}[{offset:d}]" for field, offset in pairs)
         key = [_escaped(name + "=")]
         for j, (field, offset) in enumerate(pairs):
             if j:

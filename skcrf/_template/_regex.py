@@ -1,14 +1,14 @@
-"""Wapiti's regular expressions: its small subset, with bounded work.
+r"""Wapiti's regular expressions: its small subset, with bounded work.
 
 Wapiti 1.5.0 (``src/pattern.c``: ``rex_match``, ``rex_matchme``,
 ``rex_matchit``) matches ``%t`` and ``%m`` patterns with a backtracking
 interpreter of this subset, on the bytes of a token:
 
-- an item is one byte: ``.`` (any byte), ``\\d \\a \\w \\l \\u \\p \\s``
+- an item is one byte: ``.`` (any byte), ``\d \a \w \l \u \p \s``
   (digit, letter, letter or digit, lower case, upper case, punctuation,
   white space, in the C locale: ASCII only), their upper-case complements
-  (``\\D`` ...: every other byte, bytes >= 0x80 included), ``\\`` before any
-  other byte (that byte: ``\\n`` is ``n``), or any other byte itself
+  (``\D`` ...: every other byte, bytes >= 0x80 included), ``\`` before any
+  other byte (that byte: ``\n`` is ``n``), or any other byte itself
   (``( ) [ + | {`` are plain bytes);
 - an item may be followed by one ``*`` (any number of it) or ``?`` (at
   most one); a ``*`` or ``?`` where an item should start is refused (Wapiti
@@ -19,7 +19,7 @@ interpreter of this subset, on the bytes of a token:
 Which match: the leftmost start; at that start, the first match in
 Wapiti's backtracking order, where ``?`` first tries with its byte
 (greedy) and ``*`` first tries with none (lazy: ``a*`` matches the empty
-string, ``\\d\\d*`` one digit). That order is run here as a Pike VM (the
+string, ``\d\d*`` one digit). That order is run here as a Pike VM (the
 threads of a Thompson NFA kept in priority order), so a search costs
 O(len(pattern) x len(data)) whatever the pattern, where Wapiti's own
 matcher can take exponential time. The compiled twin is
@@ -175,7 +175,7 @@ class Regex:
 
 
 def _error(message, raw, offset, pattern):
-    """A TemplateError naming the character column of byte ``offset`` (``.column``, ``.reason``)."""
+    """A TemplateError naming the column of byte ``offset`` (``.column``, ``.reason``)."""
     column = len(raw[:offset].decode("utf-8", "surrogateescape")) + 1
     error = template_error(f"regex: {message}", column=column, text=pattern)
     error.column = column  # type: ignore[attr-defined]
@@ -185,7 +185,7 @@ def _error(message, raw, offset, pattern):
 
 @lru_cache(maxsize=1024)
 def compile_regex(pattern):
-    """Compile a pattern of Wapiti's subset (cached).
+    r"""Compile a pattern of Wapiti's subset (cached).
 
     Parameters
     ----------
@@ -199,7 +199,7 @@ def compile_regex(pattern):
     Raises
     ------
     TemplateError
-        A ``*`` or ``?`` with no item before it, or a trailing ``\\``,
+        A ``*`` or ``?`` with no item before it, or a trailing ``\``,
         naming its column in the pattern.
     """
     if not isinstance(pattern, str):

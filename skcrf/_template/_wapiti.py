@@ -1,9 +1,9 @@
-"""Wapiti patterns parsed into a plan.
+r"""Wapiti patterns parsed into a plan.
 
 The semantics are Wapiti 1.5.0's, read from its sources:
 
 - ``src/reader.c`` (``rdr_loadpat``, ``rdr_readline``): lines end at
-  ``\\n``; everything from the first ``#`` is a comment (so a pattern can
+  ``\n``; everything from the first ``#`` is a comment (so a pattern can
   hold no ``#``, not even in a regex); trailing white space is dropped; an
   empty line is skipped; the first character, lower-cased, is the type:
   ``u`` (unigram), ``b`` (bigram) or ``*`` (both); anything else, a space
@@ -20,13 +20,13 @@ The semantics are Wapiti 1.5.0's, read from its sources:
   ``sscanf("[%i,%u")``: white space may precede each number, ``off`` takes
   a sign and C's ``0x`` (hex) and leading-``0`` (octal) forms, ``col`` a
   decimal; ``[@off,`` makes the offset absolute. The regex runs to the next
-  ``"`` not escaped by ``\\`` and keeps its escapes.
+  ``"`` not escaped by ``\`` and keeps its escapes.
 - ``src/pattern.c`` (``pat_exec``): the token ``off`` away (``@k`` for
   ``k > 0``: the k-th token, 1-based; ``@-k``: the k-th from the end;
   ``@0``: before the start, always ``_x-1``); outside the sequence it is
   ``_x-1`` ... ``_x-4`` then ``_x-#`` before the start, ``_x+1`` ...
   ``_x+4`` then ``_x+#`` after the end; that text then goes through the
-  command like a token (``%t[-1,0,"\\d"]`` at the first token tests
+  command like a token (``%t[-1,0,"\d"]`` at the first token tests
   ``_x-1``: ``true``). ``%x`` copies the token, ``%t`` gives ``true`` or
   ``false``, ``%m`` the match (``""`` if none; see
   :mod:`skcrf._template._regex`); an upper-case command letter lower-cases
@@ -161,21 +161,19 @@ def _command(line, pos):
         while pos < len(text) and text[pos] != '"':
             pos += 2 if text[pos] == "\\" and pos + 1 < len(text) else 1
         if pos >= len(text):
-            raise line.error('an unended regex: no closing \'"\'', regex_start - 1)
+            raise line.error("an unended regex: no closing '\"'", regex_start - 1)
         pattern = text[regex_start:pos]
         try:
             compile_regex(pattern)
         except TemplateError as error:
             reason = getattr(error, "reason", str(error))
             raise line.error(
-                f"a regex Wapiti would reject: {reason}, in \"{pattern}\"",
+                f'a regex Wapiti would reject: {reason}, in "{pattern}"',
                 regex_start + getattr(error, "column", 1) - 1,
             ) from None
         steps.append(("regex_test" if command == "t" else "regex_match", pattern))
         pos += 1
-    pos = _expect(
-        line, pos, "]", f"unbalanced brackets: %{letter}[...] is not closed by ']' here"
-    )
+    pos = _expect(line, pos, "]", f"unbalanced brackets: %{letter}[...] is not closed by ']' here")
     # %T lower-cases 'true' / 'false': nothing to do
     if letter.isupper() and command != "t":
         steps.append(("ascii_lower",))
@@ -212,7 +210,7 @@ def _parts(line):
 
 
 def parse_wapiti(text, *, source=None):
-    """Parse a Wapiti pattern file's text into a :class:`~skcrf._template._plan.Plan`.
+    r"""Parse a Wapiti pattern file's text into a :class:`~skcrf._template._plan.Plan`.
 
     Parameters
     ----------
@@ -236,9 +234,9 @@ def parse_wapiti(text, *, source=None):
 
     Examples
     --------
-    >>> plan = parse_wapiti('u:%X[0,0]/%t[1,0,"^\\\\d"]  # a comment\\nb\\n')
+    >>> plan = parse_wapiti('u:%X[0,0]/%t[1,0,"^\\d"]  # a comment\nb\n')
     >>> plan.features[0].key[1].steps, plan.features[0].key[3].steps
-    ((('ascii_lower',),), (('regex_test', '^\\\\d'),))
+    ((('ascii_lower',),), (('regex_test', '^\\d'),))
     >>> plan.transitions
     True
     """

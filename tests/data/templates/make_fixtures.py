@@ -136,9 +136,7 @@ CRFSUITE_TEMPLATES = [
 
 # Tokens for crfutils: ':' (escaped as __COLON__) and backslashes (CRFsuite's
 # reader folds a doubled one), beside the sentences above.
-CRFSUITE_SENTENCES = [
-    [row[:3] for row in sentence] for sentence in SENTENCES
-] + [
+CRFSUITE_SENTENCES = [[row[:3] for row in sentence] for sentence in SENTENCES] + [
     [("a:b", "NN", "O"), ("c\\\\d\\", "NN", "O"), ("x\\:y", ":", "O"), ("\\\\\\", "SYM", "O")],
 ]
 
@@ -206,7 +204,9 @@ def wapiti_observations(wapiti, patterns=WAPITI_PATTERNS, sentences=SENTENCES):
         for _ in range(count):
             colon = model.index(b":", pos)
             length = int(model[pos:colon])
-            entries.append(model[colon + 1 : colon + 1 + length].decode("utf-8", "surrogateescape"))
+            entries.append(
+                model[colon + 1 : colon + 1 + length].decode("utf-8", "surrogateescape")
+            )
             pos = colon + 1 + length + 2  # ",\n"
         quarks.append(entries)
     return sorted(quarks[1])
@@ -354,8 +354,16 @@ def crfutils_attributes(crfsuite_src, templates=CRFSUITE_TEMPLATES, sentences=CR
 
 
 def _write(name, payload):
+    """The payload as JSON (ASCII: names may hold lone bytes), one list item a line."""
+    lines = []
+    for key, value in payload.items():
+        if isinstance(value, list | tuple):
+            items = ",\n  ".join(json.dumps(item) for item in value)
+            lines.append(f" {json.dumps(key)}: [\n  {items}\n ]")
+        else:
+            lines.append(f" {json.dumps(key)}: {json.dumps(value)}")
     path = HERE / name
-    path.write_text(json.dumps(payload, indent=1) + "\n", encoding="ascii")
+    path.write_text("{\n" + ",\n".join(lines) + "\n}\n", encoding="ascii")
     print(f"wrote {path}")
 
 
