@@ -296,6 +296,17 @@ def test_regex_equals_wapiti_rex_match_fixture():
     assert length_bug < len(cases) // 20
 
 
+def test_regex_equals_live_wapiti_rex_match():
+    root = _wapiti()
+    if root is None or shutil.which("cc") is None:
+        pytest.skip("Wapiti is absent (SKCRF_WAPITI: a built Wapiti 1.5.0 source tree), or no cc")
+    cases = MF.random_regex_cases(seed=41, count=5000)
+    for (pattern, text), (start, length) in zip(cases, MF.wapiti_rex_match(root, cases)):
+        ours = _ours(pattern, text)
+        assert ours[0] == start, (pattern, text)
+        assert ours[1] == length or "?" in pattern, (pattern, text)
+
+
 def test_regex_semantics_by_hand():
     assert _ours("a*", "baa") == (0, 0)  # '*' is lazy: the empty match at 0
     assert _ours("ba*", "baa") == (0, 1)

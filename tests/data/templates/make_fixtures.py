@@ -86,6 +86,7 @@ U07:%x[-01,0]/%x[007,1]
 U08
 
 U09:%x[5,0]/%x[-5,0]/%x[7,1]
+U10:%x[0,0] # not a comment]]
 # Bigram
 B
 B01:%x[0,0]
@@ -167,8 +168,8 @@ def crfpp_names(crf_learn, template=CRFPP_TEMPLATE, sentences=SENTENCES):
         sections = model.read_text(encoding="utf-8").split("\n\n")
     # header, labels, templates, "id name" lines, weights
     names = [line.split(" ", 1)[1] for line in sections[3].splitlines()]
-    version = sections[0].splitlines()[0]
-    return sorted(names), version
+    run = subprocess.run([*crf_learn, "--version"], capture_output=True, text=True, check=False)
+    return sorted(names), run.stdout.strip()
 
 
 # ---------------------------------------------------------------- Wapiti
@@ -381,7 +382,7 @@ def main(argv=None):
         names, version = crfpp_names(shlex.split(args.crf_learn))
         _write(
             "crfpp.json",
-            {"tool": f"crf_learn -t -f 1 ({version})", "template": CRFPP_TEMPLATE,
+            {"tool": f"crf_learn -t -f 1 of {version}", "template": CRFPP_TEMPLATE,
              "names": names},
         )  # fmt: skip
     elif args.tool == "wapiti":
