@@ -17,13 +17,18 @@ Conventions
   text of ``key`` (literals and refs, concatenated), followed by the value
   separator and the text of ``value`` when ``value`` is given (a
   string-valued feature ``{key: value}``, CRFsuite's ``key:value``); its
-  value is the number ``weight`` gives (a bool counts 1.0 or 0.0), or 1.0.
+  value is the number ``weight`` gives (a bool counts 1.0 or 0.0): a Ref's
+  result, or a constant (a bool, int or float, kept as given: the
+  Pythonic spec's ``{'BOS': True}``), or 1.0 when ``weight`` is None.
 - A ref at a position outside the sequence gives the feature's ``outside``
   text (a :class:`Boundary`: CRF++'s ``_B-1``, Wapiti's ``_x+1``, or a
   fixed text); with ``outside=None`` the feature is dropped for that
   token. A step may also drop it (a word missing from a ``lookup``).
 - ``when_outside=k``: the feature exists only for tokens whose position
-  ``t + k`` is outside the sequence (``BOS`` is ``when_outside=-1``).
+  ``t + k`` is outside the sequence (``BOS`` is ``when_outside=-1``);
+  ``when_inside=k``: only for those whose ``t + k`` is inside (the two
+  together give a bool at every token: ``is_first`` is True with
+  ``when_outside=-1`` and False with ``when_inside=-1``).
 - ``kind``: ``'state'`` features are the token's attributes, observed
   with each label; ``'transition'`` ones are input-conditioned transition
   attributes of the token (observed with the pair of labels ending at the
@@ -39,6 +44,7 @@ Attribute names are the text's UTF-8 bytes; steps that work on characters
 ``ascii_*`` and the regex steps work on the UTF-8 bytes as the C tools do.
 """
 
+import math
 from collections.abc import Callable, Mapping
 from collections.abc import Set as AbstractSet
 from typing import Any, NamedTuple
@@ -85,6 +91,9 @@ STEPS: dict[str, tuple[str, str, int]] = {
     "shape_collapsed": ("str", "str", 0),  # skcrf.word_shape(s, collapse=True)
     "lookup": ("str", "str", 1),  # (mapping,): mapping[s]; a missing s drops the feature
     "replace": ("str", "str", 2),  # (old, new): s.replace(old, new) (CRFsuite's escapes)
+    "min_length": ("str", "str", 1),  # (k,): s itself if len(s) >= k; else the feature drops
+    # each character on its own, no run cut: isupper 'X', islower 'x', isdigit 'd', else kept
+    "char_shape": ("str", "str", 0),
     # str -> str, on UTF-8 bytes (the C tools)
     "ascii_lower": ("str", "str", 0),  # A-Z -> a-z, other bytes kept (Wapiti's %X)
     "regex_test": ("str", "str", 1),  # (pattern,): 'true' / 'false' (Wapiti's %t)
@@ -156,11 +165,13 @@ class Feature(NamedTuple):
 
     key: tuple  # of str literals and Refs
     value: tuple | None = None  # of str literals and Refs; None: no string value
-    weight: Ref | None = None  # a Ref giving a number or bool; None: 1.0
+    weight: Ref | bool | int | float | None = None  # a Ref giving a number or bool,
+    # or a constant; None: 1.0
     outside: Boundary | None = None
     when_outside: int | None = None
     kind: str = "state"  # 'state', 'transition' or 'both'
     source: str = ""  # the template text it came from (for messages)
+    when_inside: int | None = None  # (last, so that positional Features keep their meaning)
 
 
 class Plan(NamedTuple):
@@ -197,6 +208,10 @@ def _check_step_arguments(step):
     elif name == "replace":
         if not all(isinstance(arg, str) for arg in args) or not args[0]:
             raise TemplateError(f"replace takes a non-empty str and a str, got {args!r}")
+    elif name == "min_length" and (
+        isinstance(args[0], bool) or not isinstance(args[0], int) or args[0] < 0
+    ):
+        raise TemplateError(f"min_length takes an int >= 0, got {args[0]!r}")
     elif name == "lookup" and not isinstance(args[0], Mapping):
         raise TemplateError(f"lookup takes a mapping of str to str, got {type(args[0]).__name__}")
     elif name == "in_set" and not isinstance(args[0], AbstractSet):
@@ -242,9 +257,17 @@ def check_plan(plan):
             raise TemplateError(f"{feature.source or 'a feature'}: an empty key")
         if feature.value is not None:
             _check_text(feature.value, feature, "value")
-        if feature.weight is not None:
+        if isinstance(feature.weight, bool | int | float):
+            if not math.isfinite(feature.weight):
+                raise TemplateError(
+                    f"{feature.source or 'a feature'}: a constant weight must be finite, "
+                    f"got {feature.weight!r}"
+                )
+        elif feature.weight is not None:
             if not isinstance(feature.weight, Ref):
-                raise TemplateError(f"{feature.source or 'a feature'}: the weight must be a Ref")
+                raise TemplateError(
+                    f"{feature.source or 'a feature'}: the weight must be a Ref or a number"
+                )
             if step_kind(feature.weight.steps) == "str":
                 raise TemplateError(
                     f"{feature.source or 'a feature'}: the weight's steps give text, not a number"
@@ -262,10 +285,10 @@ def check_plan(plan):
                 raise TemplateError(
                     f"{feature.source or 'a feature'}: a boundary's limit must be an int >= 1"
                 )
-        if feature.when_outside is not None and (
-            isinstance(feature.when_outside, bool) or not isinstance(feature.when_outside, int)
-        ):
-            raise TemplateError(f"{feature.source or 'a feature'}: when_outside must be an int")
+        for name in ("when_outside", "when_inside"):
+            k = getattr(feature, name)
+            if k is not None and (isinstance(k, bool) or not isinstance(k, int)):
+                raise TemplateError(f"{feature.source or 'a feature'}: {name} must be an int")
     return plan
 
 
@@ -274,7 +297,7 @@ def refs(feature):
     out = [part for part in feature.key if isinstance(part, Ref)]
     if feature.value is not None:
         out.extend(part for part in feature.value if isinstance(part, Ref))
-    if feature.weight is not None:
+    if isinstance(feature.weight, Ref):
         out.append(feature.weight)
     return out
 

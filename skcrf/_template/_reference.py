@@ -44,6 +44,12 @@ def _shape(text, collapse):
     return word_shape(text, collapse=collapse)
 
 
+def _char_shape(text):
+    return "".join(
+        "X" if c.isupper() else "x" if c.islower() else "d" if c.isdigit() else c for c in text
+    )
+
+
 def _regex(pattern):
     from ._regex import compile_regex
 
@@ -86,6 +92,8 @@ _FUNCTIONS = {
     "shape_collapsed": lambda s: _shape(s, True),
     "lookup": lambda s, mapping: mapping.get(s, DROP),
     "replace": lambda s, old, new: s.replace(old, new),
+    "min_length": lambda s, k: s if len(s) >= k else DROP,
+    "char_shape": _char_shape,
     "ascii_lower": _ascii_lower,
     "regex_test": _regex_test,
     "regex_match": _regex_match,
@@ -148,6 +156,8 @@ def _feature_item(feature, seq, t, n, i, name):
     """(key, value) of the feature at token ``t`` as a dict item, or None."""
     if feature.when_outside is not None and 0 <= t + feature.when_outside < n:
         return None
+    if feature.when_inside is not None and not 0 <= t + feature.when_inside < n:
+        return None
     key = _text(feature.key, seq, t, n, feature, i, name)
     if key is DROP:
         return None
@@ -158,6 +168,8 @@ def _feature_item(feature, seq, t, n, i, name):
         return key, value
     if feature.weight is None:
         return key, 1.0
+    if not isinstance(feature.weight, Ref):  # a constant, kept as given
+        return key, feature.weight
     weight, inside = _ref_value(feature.weight, seq, t, n, None, i, name)
     if weight is DROP:
         return None
