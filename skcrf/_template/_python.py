@@ -52,6 +52,7 @@ from ._plan import Boundary, Feature, Plan, Ref, TemplateError, check_plan
 __all__ = [
     "BOS",
     "EOS",
+    "Boundary",
     "Col",
     "Expr",
     "feature_dicts",
