@@ -167,7 +167,7 @@ class Col(Expr):
     steps: tuple
     outside_text: str | Boundary | None
     absolute: bool
-    kind: str  # what the steps give: 'str', 'bool', 'int' or 'any' (.apply)
+    kind: str  # what the steps give: 'str', 'bool', 'int' (or .apply's 'float')
     _repr: str
 
     def __init__(self, column: int | str = 0) -> None:
@@ -481,10 +481,7 @@ class Col(Expr):
         raise TypeError(f"{self!r} {op} {other!r}: {supported}")
 
     def _negated(self, negate):
-        if not negate:
-            return self
-        new = self._derive(self._repr, ("not",))
-        return new
+        return self._derive(self._repr, negate) if negate else self
 
     def _same_place(self, other):
         return (self.column, self.offset, self.absolute, self.outside_text) == (

@@ -7,7 +7,7 @@ names: the same keys in the same order, the same values and value types
 strings).
 """
 
-from ._python import BOS, EOS, Col, outside, window, word
+from ._python import BOS, EOS, Col, is_first, is_last, outside, window, word
 
 __all__ = [
     "sequence_featurizer_spec",
@@ -58,8 +58,6 @@ def treebank_seed_spec():
     -------
     spec : dict
     """
-    from ._python import is_first, is_last
-
     spec = {
         "word": word,
         "is_first": is_first,
