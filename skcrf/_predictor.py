@@ -86,8 +86,12 @@ class Predictor:
 
     # -- encoding and decoding, shared by the questions below ----------------
 
-    def encode(self, X, name="X", y=None):
-        """``X`` encoded for prediction (and ``y`` as a list, when given)."""
+    def encode(self, X, name="X", y=None, n_threads=1):
+        """``X`` encoded for prediction (and ``y`` as a list, when given).
+
+        ``n_threads``: a template's raw tokens are featurized by that many
+        threads (feature dicts are read by one).
+        """
         # a model with transition attributes takes them out of the tokens
         parts = None if self.model.conditioned is None else TransitionParts()
         if y is None:
@@ -98,10 +102,17 @@ class Predictor:
                 name=name,
                 single_hint=name == "X",
                 transitions=parts,
+                n_threads=n_threads,
             )
         else:
             encoded, y = encode_data(
-                self.vocabulary, X, y, grow=False, name=name, transitions=parts
+                self.vocabulary,
+                X,
+                y,
+                grow=False,
+                name=name,
+                transitions=parts,
+                n_threads=n_threads,
             )
         if parts is not None:
             encoded = with_transitions(
@@ -139,7 +150,7 @@ class Predictor:
         return method(encoded, n_threads, name=name, constraints=constraints)
 
     def _encode_constrained(self, X, decoding, allowed_transitions, partial_labels, scheme=None):
-        encoded = self.encode(X)
+        encoded = self.encode(X, n_threads=decoding.n_threads())
         constraints = self.constraints(
             encoded.lengths, decoding, allowed_transitions, partial_labels, scheme=scheme
         )
@@ -202,9 +213,9 @@ class Predictor:
     def sequence_log_proba(self, X, y, decoding, allowed_transitions=None, partial_labels=None):
         """``log p(y | x)`` of each sequence (``y`` None: of its decoded labels)."""
         if y is None:
-            encoded = self.encode(X)
+            encoded = self.encode(X, n_threads=decoding.n_threads())
         else:
-            encoded, y = self.encode(X, y=y)
+            encoded, y = self.encode(X, y=y, n_threads=decoding.n_threads())
         constraints = self.constraints(
             encoded.lengths, decoding, allowed_transitions, partial_labels
         )
@@ -286,7 +297,7 @@ class Predictor:
     def accuracy(self, X, y, decoding, sample_weight=None):
         """Token accuracy of the decoded labels (weighted per sequence)."""
         weights = check_sample_weight(sample_weight)
-        encoded, y = self.encode(X, y=y)
+        encoded, y = self.encode(X, y=y, n_threads=decoding.n_threads())
         if weights is not None:
             weights = check_sample_weight(weights, len(encoded.lengths))
         true = check_labels(y, encoded.lengths, name="y")

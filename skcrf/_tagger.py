@@ -900,7 +900,12 @@ calibration_candidates, calibration_max_trials : default=None
         # a pickle made before class_weight or all_possible_conditioned_transitions
         # existed: their defaults
         super().__setstate__(
-            {"class_weight": None, "all_possible_conditioned_transitions": False, **state}
+            {
+                "class_weight": None,
+                "all_possible_conditioned_transitions": False,
+                "featurizer": None,
+                **state,
+            }
         )
         # pickled before the parameter existed: the decoding it had
         self.__dict__.setdefault("decoding", "viterbi")

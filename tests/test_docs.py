@@ -34,6 +34,7 @@ PUBLIC_MODULES = [
     "skcrf.io",
     "skcrf.nltk",
     "skcrf.datasets",
+    "skcrf.templates",
     "skcrf.dask",
     "skcrf.pycrfsuite",
     "skcrf.torch",  # needs PyTorch: checked when it is installed

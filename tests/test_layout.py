@@ -32,6 +32,7 @@ FLOORS = [
         "skcrf.nltk",
         "skcrf.dask",
         "skcrf.datasets",
+        "skcrf.templates",
         "skcrf.pycrfsuite",
         # imports the moved modules by name (importlib), not by import lines
         "skcrf._moved",

@@ -46,6 +46,7 @@ def encode_data(
     single_hint=True,
     dense=False,
     transitions=None,
+    n_threads=1,
 ):
     """Encode ``X`` (any iterable of sequences), reading it once.
 
@@ -71,6 +72,9 @@ def encode_data(
         Filled with the tokens' transition attributes, which are taken out of
         the tokens by the encoder (in its one pass over the tokens).
         None: tokens are encoded as they are.
+    n_threads : int, default=1
+        Threads featurizing raw tokens (a vocabulary that ``reads_raw_tokens``,
+        a template's); feature dicts are encoded by one thread.
 
     Returns
     -------
@@ -81,7 +85,8 @@ def encode_data(
         a list), to be checked by :func:`check_labels` or
         :func:`check_partial_training_labels` as usual.
     """
-    if not is_reusable(X) and getattr(vocabulary, "reads_raw_tokens", False):
+    raw = getattr(vocabulary, "reads_raw_tokens", False)
+    if raw and not is_reusable(X):
         # raw tokens (a template's vocabulary) are small next to their
         # features: a stream of them is read into a list, checked as one
         check_iterable(X, name)
@@ -93,6 +98,7 @@ def encode_data(
             name=name,
             dense=dense,
             transitions=transitions,
+            **({"n_threads": n_threads} if raw else {}),
         )
         if y is _NO_LABELS:
             return encoded

@@ -31,10 +31,11 @@ from cpython.mem cimport PyMem_RawFree, PyMem_RawMalloc, PyMem_RawRealloc
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t, INT32_MIN
 from libc.string cimport memcpy
 
+from skcrf._template._regex_c cimport CompiledRegex, RegexProgram, regex_search, regex_test
 from skcrf._utils._byte_index cimport ByteIndex, find_padded, hash_padded, prefetch_slot
 
 from .._featurize._encoded import Encoded
-from ._plan import Ref, check_plan
+from ._plan import Ref, TemplateError, check_plan
 from ._reference import apply_steps, read_column
 
 cdef extern from "Python.h":
@@ -62,6 +63,40 @@ cdef enum:
     S_EQUALS_LOWER
     S_NOT
     S_LENGTH
+    S_MIN_LENGTH
+    S_CHAR_SHAPE
+    S_REPLACE
+    S_REGEX_TEST
+    S_REGEX_MATCH
+
+# the columns of CompiledPlan._features
+cdef enum:
+    F_FIRST_PART = 0
+    F_N_PARTS
+    F_WEIGHT_SLOT       # -1: no ref (the constant weight, 1.0 by default)
+    F_WEIGHT_OFFSET
+    F_WEIGHT_ABSOLUTE
+    F_WHEN_OUTSIDE      # _NO_BOUND: none
+    F_STATE
+    F_TRANSITION
+    F_BOUNDARY          # 0: a ref outside drops the feature; 1: boundary text
+    F_BEFORE
+    F_BEFORE_LENGTH
+    F_AFTER
+    F_AFTER_LENGTH
+    F_NUMBERED
+    F_WHEN_INSIDE       # _NO_BOUND: none
+    F_LIMIT             # 0: none; else a distance above it is written '#'
+    F_COLUMNS
+
+# the columns of CompiledPlan._parts
+cdef enum:
+    PART_TYPE = 0
+    PART_A              # literal offset | slot
+    PART_B              # literal length | offset
+    PART_ABSOLUTE
+    PART_PADDING        # -1, or the first row of its padding texts (through_steps)
+    PART_COLUMNS
 
 # part types
 cdef enum:
@@ -74,6 +109,7 @@ cdef enum:
     V_DROP = 1
     V_TEXT = 2
     V_NUMBER = 3
+    V_FAILED = 4    # out of memory in a step
 
 cdef int32_t _NO_BOUND = INT32_MIN
 
@@ -84,14 +120,16 @@ _C_STEPS = {
     "is_lower": S_IS_LOWER, "is_digit": S_IS_DIGIT, "is_alpha": S_IS_ALPHA,
     "has_digit": S_HAS_DIGIT, "equals_upper": S_EQUALS_UPPER,
     "equals_lower": S_EQUALS_LOWER, "not": S_NOT, "length": S_LENGTH,
+    "min_length": S_MIN_LENGTH, "char_shape": S_CHAR_SHAPE, "replace": S_REPLACE,
+    "regex_test": S_REGEX_TEST, "regex_match": S_REGEX_MATCH,
 }
 # exact in C on ASCII text only (Unicode case, digits and letters otherwise)
 _ASCII_ONLY = {
     "lower", "upper", "shape", "shape_collapsed", "is_title", "is_upper", "is_lower",
-    "is_digit", "is_alpha", "has_digit", "equals_upper", "equals_lower",
+    "is_digit", "is_alpha", "has_digit", "equals_upper", "equals_lower", "char_shape",
 }
-# steps that write new text (the arena holds their output)
-_WRITES = {"lower", "upper", "shape", "shape_collapsed", "ascii_lower"}
+# steps that write new text (the arena holds their output; replace's bound is its own)
+_WRITES = {"lower", "upper", "shape", "shape_collapsed", "ascii_lower", "char_shape"}
 
 
 cdef struct _Value:
@@ -318,18 +356,21 @@ cdef class CompiledPlan:
     cdef readonly Py_ssize_t n_slots, n_features, n_columns
     cdef bytes _literals            # every literal's UTF-8 bytes
     cdef const char *_literal_data
-    cdef int32_t[:, ::1] _slots      # per slot: column, first step, n steps, writes, flags
-    cdef int32_t[:, ::1] _steps      # per step: code, argument a, argument b
-    cdef int32_t[:, ::1] _features   # per feature: first part, n parts, weight slot, weight
-    #                                  offset, weight absolute, when_outside, state, transition,
-    #                                  boundary (0 drop, 1 text), before (offset, length), after
-    #                                  (offset, length), numbered
-    cdef int32_t[:, ::1] _parts      # per part: type, literal offset | slot, length | offset,
-    #                                  absolute
+    cdef int32_t[:, ::1] _slots      # per slot: column, first step, n steps, growth, flags
+    cdef int32_t[:, ::1] _steps      # per step: code, arguments a, b, c, d
+    cdef int32_t[:, ::1] _features   # per feature: the F_* columns
+    cdef double[::1] _weights        # per feature: its constant weight
+    cdef int32_t[:, ::1] _parts      # per part: the PART_* columns
+    cdef int32_t[:, ::1] _padding    # through_steps texts: (dropped, offset, length) rows
     cdef list _python_steps          # per slot: the steps (for the Python-computed values)
+    cdef list _regex_objects         # the CompiledRegex objects _regexes points into
+    cdef const RegexProgram **_regexes
     cdef readonly bint has_transitions
     cdef int32_t[::1] _columns       # the columns read, and per column its place
     cdef readonly object columns
+
+    def __dealloc__(self):
+        PyMem_RawFree(self._regexes)
 
     def __init__(self, plan):
         check_plan(plan)
@@ -338,14 +379,14 @@ cdef class CompiledPlan:
         literal_at = {}
 
         def literal(text):
-            data = text.encode("utf-8")
+            data = text.encode("utf-8", "surrogateescape")
             if data not in literal_at:
                 literal_at[data] = len(literals)
                 literals.extend(data)
             return literal_at[data], len(data)
 
         slot_of = {}
-        slots, steps, python_steps = [], [], []
+        slots, steps, python_steps, regexes = [], [], [], []
 
         def slot(ref):
             key = (ref.column, _steps_key(ref.steps))
@@ -354,67 +395,103 @@ cdef class CompiledPlan:
             first = len(steps)
             c_steps = True
             ascii_only = False
-            writes = 0
+            growth = 0
+            scale = 1
             for step in ref.steps:
                 name = step[0]
                 if name not in _C_STEPS:
                     c_steps = False
                     continue
-                a = b = 0
+                a = b = c = d = 0
                 if name == "slice":
                     a = _NO_BOUND if step[1] is None else _clamp(step[1])
                     b = _NO_BOUND if step[2] is None else _clamp(step[2])
                 elif name == "contains":
                     a, b = literal(step[1])
-                steps.append((_C_STEPS[name], a, b))
+                elif name == "min_length":
+                    a = _clamp(step[1])
+                elif name == "replace":
+                    a, b = literal(step[1])
+                    c, d = literal(step[2])
+                    # each output is at most scale x the column's length
+                    scale *= max(1, -(-d // b))
+                    growth += scale
+                elif name in ("regex_test", "regex_match"):
+                    a = len(regexes)
+                    regexes.append(CompiledRegex(step[1]))
+                    b, _ = literal("true")
+                    c, _ = literal("false")
+                steps.append((_C_STEPS[name], a, b, c, d))
                 ascii_only |= name in _ASCII_ONLY
-                writes += name in _WRITES
+                growth += scale if name in _WRITES else 0
             kind = _kind(ref.steps)
             flags = (1 if c_steps else 0) | (2 if ascii_only else 0)
             flags |= 4 if kind == "number" else 0
             slot_of[key] = len(slots)
-            slots.append((ref.column, first, len(steps) - first, writes, flags))
+            slots.append((ref.column, first, len(steps) - first, growth, flags))
             python_steps.append(ref.steps)
             return slot_of[key]
 
-        parts, features = [], []
+        parts, features, weights, padding = [], [], [], []
         separator = plan.separator
         for feature in plan.features:
             first = len(parts)
+            boundary = feature.outside
             texts = [feature.key]
             if feature.value is not None:
                 texts.append((separator,) + tuple(feature.value))
             for text in texts:
                 for part in text:
                     if isinstance(part, Ref):
-                        parts.append((P_REF, slot(part), part.offset, int(part.absolute)))
+                        rows = -1
+                        if boundary is not None and boundary.through_steps:
+                            rows = len(padding)
+                            padding.extend(_padding_rows(part, boundary, feature, literal))
+                        parts.append((P_REF, slot(part), part.offset, int(part.absolute), rows))
                     elif part:
                         offset, length = literal(part)
-                        parts.append((P_LITERAL, offset, length, 0))
-            weight_slot, weight_offset, weight_absolute = -1, 0, 0
-            if feature.weight is not None:
+                        parts.append((P_LITERAL, offset, length, 0, -1))
+            weight_slot, weight_offset, weight_absolute, weight = -1, 0, 0, 1.0
+            if isinstance(feature.weight, Ref):
                 weight_slot = slot(feature.weight)
                 weight_offset = feature.weight.offset
                 weight_absolute = int(feature.weight.absolute)
-            boundary = feature.outside
+            elif feature.weight is not None:
+                weight = float(feature.weight)
             before = literal(boundary.before) if boundary is not None else (0, 0)
             after = literal(boundary.after) if boundary is not None else (0, 0)
+            limit = 0 if boundary is None or boundary.limit is None else boundary.limit
             features.append((
                 first, len(parts) - first, weight_slot, weight_offset, weight_absolute,
                 _NO_BOUND if feature.when_outside is None else feature.when_outside,
                 int(feature.kind != "transition"), int(feature.kind != "state"),
                 int(boundary is not None), before[0], before[1], after[0], after[1],
                 int(boundary is not None and boundary.numbered),
+                _NO_BOUND if feature.when_inside is None else feature.when_inside,
+                limit,
             ))
+            weights.append(weight)
         self._literals = bytes(literals) + b"\0"
         self._literal_data = self._literals
         self.n_slots = len(slots)
         self.n_features = len(features)
-        self._slots = np.array(slots or np.zeros((0, 5)), dtype=np.int32).reshape(-1, 5)
-        self._steps = np.array(steps or np.zeros((0, 3)), dtype=np.int32).reshape(-1, 3)
-        self._parts = np.array(parts or np.zeros((0, 4)), dtype=np.int32).reshape(-1, 4)
-        self._features = np.array(features or np.zeros((0, 14)), dtype=np.int32).reshape(-1, 14)
+        self._slots = _table(slots, 5)
+        self._steps = _table(steps, 5)
+        self._parts = _table(parts, PART_COLUMNS)
+        self._features = _table(features, F_COLUMNS)
+        self._padding = _table(padding, 3)
+        self._weights = np.array(weights or [0.0], dtype=np.float64)
         self._python_steps = python_steps
+        self._regex_objects = regexes
+        self._regexes = <const RegexProgram **> PyMem_RawMalloc(
+            max(1, len(regexes)) * sizeof(RegexProgram *))
+        if self._regexes == NULL:
+            raise MemoryError()
+        cdef Py_ssize_t k
+        cdef CompiledRegex regex
+        for k in range(len(regexes)):
+            regex = regexes[k]
+            self._regexes[k] = &regex.program
         self.has_transitions = any(f.kind != "state" for f in plan.features)
         columns = sorted({s[0] for s in slots})
         self.columns = tuple(columns)
@@ -427,6 +504,41 @@ cdef class CompiledPlan:
 
     def __reduce__(self):
         return (CompiledPlan, (self.plan,))
+
+
+def _table(rows, width):
+    return np.array(rows, dtype=np.int32).reshape(-1, width) if rows else np.zeros(
+        (0, width), dtype=np.int32)
+
+
+def _padding_rows(ref, boundary, feature, literal):
+    """The texts of a ``through_steps`` boundary, through the ref's steps.
+
+    Rows: before the start at distances 1 .. limit + 1 (the last: '#'), then
+    after the end; each (dropped, literal offset, length).
+    """
+    if boundary.limit is None and boundary.numbered:
+        raise TemplateError(
+            f"{feature.source or 'a feature'}: a boundary whose text goes through the "
+            "steps needs a limit (the compiled expander computes its texts once)"
+        )
+    limit = boundary.limit if boundary.numbered else 0
+    rows = []
+    for side in (-1, 1):
+        for distance in range(1, limit + 2):
+            position = -distance if side < 0 else distance - 1  # for n == 0
+            text = apply_steps(boundary.text(position, 0), ref.steps)
+            if text is None:
+                rows.append((1, 0, 0))
+            elif isinstance(text, str):
+                offset, length = literal(text)
+                rows.append((0, offset, length))
+            else:
+                raise TemplateError(
+                    f"{feature.source or 'a feature'}: a boundary text through the steps "
+                    f"gave {type(text).__name__}, not text"
+                )
+    return rows
 
 
 def _clamp(value):
@@ -487,7 +599,8 @@ cdef class _Call:
         PyMem_RawFree(self.arena)
 
 
-cdef int _read(CompiledPlan plan, _Call call, list sequences, str name) except -1:
+cdef int _read(CompiledPlan plan, _Call call, list sequences, str name,
+               Py_ssize_t first) except -1:
     """Phase 1: locate every column the plan reads; Python-computed slot values."""
     cdef Py_ssize_t i, j, t = 0, c, k, n_columns = plan.n_columns, length, arena = 0
     cdef int32_t flags
@@ -507,13 +620,14 @@ cdef int _read(CompiledPlan plan, _Call call, list sequences, str name) except -
                         token[column]):
                     text = token[column]
                 else:
-                    text = read_column(token, column, i, j, name)  # raises, or a str subclass
+                    # raises, or gives a str subclass
+                    text = read_column(token, column, i + first, j, name)
                     text = str(text)
                 try:
                     data = PyUnicode_AsUTF8AndSize(text, &length)
                 except UnicodeEncodeError as exc:
                     raise ValueError(
-                        f"{name}[{i}][{j}]: column {column} is not valid text ({exc})"
+                        f"{name}[{i + first}][{j}]: column {column} is not valid text ({exc})"
                     ) from None
                 k = t * n_columns + c
                 call.column_data[k] = data
@@ -530,8 +644,9 @@ cdef int _read(CompiledPlan plan, _Call call, list sequences, str name) except -
                     arena += slots[k, 3] * length
                     continue
                 value = &call.values[t * plan.n_slots + k]
-                _python_value(plan, call, k, read_column(seq[j], plan._columns[c], i, j, name),
-                              value, i, j, name)
+                _python_value(plan, call, k,
+                              read_column(seq[j], plan._columns[c], i + first, j, name),
+                              value, i + first, j, name)
             t += 1
     call.arena = <char *> PyMem_RawMalloc(max(1, arena))
     if call.arena == NULL:
@@ -558,14 +673,40 @@ cdef int _python_value(CompiledPlan plan, _Call call, Py_ssize_t k, object text,
     return 0
 
 
+cdef inline Py_ssize_t _char_shape(const char *s, Py_ssize_t n, char *out) noexcept nogil:
+    cdef Py_ssize_t k
+    for k in range(n):
+        out[k] = (b'X' if _is_upper(s[k]) else b'x' if _is_lower(s[k])
+                  else b'd' if _is_digit(s[k]) else s[k])
+    return n
+
+
+cdef inline Py_ssize_t _replace(const char *s, Py_ssize_t n, const char *old, Py_ssize_t m,
+                                const char *new, Py_ssize_t r, char *out) noexcept nogil:
+    """``s.replace(old, new)`` on UTF-8 bytes (the same as on code points: UTF-8 is
+    self-synchronizing); ``out`` holds the result."""
+    cdef Py_ssize_t k = 0, size = 0
+    while k < n:
+        if k + m <= n and memcmp_(s + k, old, m):
+            memcpy(out + size, new, r)
+            size += r
+            k += m
+        else:
+            out[size] = s[k]
+            size += 1
+            k += 1
+    return size
+
+
 cdef void _compute(CompiledPlan plan, _Call call, Py_ssize_t t, Py_ssize_t k) noexcept nogil:
     """Phase 2: slot ``k`` of token ``t`` by the C steps."""
     cdef int32_t[:, ::1] slots = plan._slots
     cdef int32_t[:, ::1] steps = plan._steps
     cdef Py_ssize_t cell = t * plan.n_columns + slots[k, 0]
     cdef const char *s = call.column_data[cell]
-    cdef Py_ssize_t n = call.column_length[cell], q, m
+    cdef Py_ssize_t n = call.column_length[cell], q, m, start = 0, end
     cdef _Value *value = &call.values[t * plan.n_slots + k]
+    cdef bint ascii = call.column_ascii[cell]
     cdef double number = 0.0
     cdef bint is_number = False
     cdef int code
@@ -573,7 +714,7 @@ cdef void _compute(CompiledPlan plan, _Call call, Py_ssize_t t, Py_ssize_t k) no
     for q in range(slots[k, 1], slots[k, 1] + slots[k, 2]):
         code = steps[q, 0]
         if code == S_SLICE:
-            _slice(s, n, steps[q, 1], steps[q, 2], call.column_ascii[cell], &s, &n)
+            _slice(s, n, steps[q, 1], steps[q, 2], ascii, &s, &n)
         elif code == S_LOWER or code == S_UPPER or code == S_ASCII_LOWER:
             out = call.arena + call.arena_size
             for m in range(n):
@@ -583,11 +724,41 @@ cdef void _compute(CompiledPlan plan, _Call call, Py_ssize_t t, Py_ssize_t k) no
                     out[m] = s[m] + 32 if _is_upper(s[m]) else s[m]
             call.arena_size += n
             s = out
-        elif code == S_SHAPE or code == S_SHAPE_COLLAPSED:
+        elif code == S_SHAPE or code == S_SHAPE_COLLAPSED or code == S_CHAR_SHAPE:
             out = call.arena + call.arena_size
-            n = _shape(s, n, out, 1 if code == S_SHAPE_COLLAPSED else 4)
+            if code == S_CHAR_SHAPE:
+                n = _char_shape(s, n, out)
+            else:
+                n = _shape(s, n, out, 1 if code == S_SHAPE_COLLAPSED else 4)
             call.arena_size += n
             s = out
+        elif code == S_REPLACE:
+            out = call.arena + call.arena_size
+            n = _replace(s, n, plan._literal_data + steps[q, 1], steps[q, 2],
+                         plan._literal_data + steps[q, 3], steps[q, 4], out)
+            call.arena_size += n
+            s = out
+        elif code == S_MIN_LENGTH:
+            if (n if ascii else _code_points(s, n)) < steps[q, 1]:
+                value.state = V_DROP
+                return
+        elif code == S_REGEX_MATCH:
+            end = regex_search(plan._regexes[steps[q, 1]], <const unsigned char *> s, n, &start)
+            if end == -2:
+                value.state = V_FAILED
+                return
+            if end < 0:
+                n = 0
+            else:
+                s = s + start
+                n = end - start
+        elif code == S_REGEX_TEST:
+            end = regex_test(plan._regexes[steps[q, 1]], <const unsigned char *> s, n)
+            if end < 0:
+                value.state = V_FAILED
+                return
+            s = plan._literal_data + (steps[q, 2] if end else steps[q, 3])
+            n = 4 if end else 5
         elif code == S_CONTAINS:
             number = 1.0 if _contains(s, n, plan._literal_data + steps[q, 1], steps[q, 2]) else 0.0
             is_number = True
@@ -658,6 +829,37 @@ cdef struct _Pending:
     int32_t feature
 
 
+cdef int _boundary(CompiledPlan plan, Py_ssize_t f, Py_ssize_t k, Py_ssize_t q, Py_ssize_t n,
+                   _Buffer *name) noexcept nogil:
+    """Write the boundary text of part ``k`` (feature ``f``) at position ``q``, outside.
+
+    Returns 0, 1 when the feature drops there, -1 out of memory.
+    """
+    cdef int32_t[:, ::1] features = plan._features
+    cdef int32_t[:, ::1] padding = plan._padding
+    cdef Py_ssize_t distance = -q if q < 0 else q - n + 1, row, limit
+    cdef bint before = q < 0
+    if not features[f, F_BOUNDARY]:
+        return 1
+    row = plan._parts[k, PART_PADDING]
+    if row >= 0:  # the texts through the ref's steps, computed once
+        limit = features[f, F_LIMIT] if features[f, F_NUMBERED] else 0
+        if distance > limit + 1:
+            distance = limit + 1
+        row += (0 if before else limit + 1) + distance - 1
+        if padding[row, 0]:
+            return 1
+        return _append(name, plan._literal_data + padding[row, 1], padding[row, 2])
+    if _append(name, plan._literal_data + features[f, F_BEFORE if before else F_AFTER],
+               features[f, F_BEFORE_LENGTH if before else F_AFTER_LENGTH]) < 0:
+        return -1
+    if not features[f, F_NUMBERED]:
+        return 0
+    if features[f, F_LIMIT] and distance > features[f, F_LIMIT]:
+        return _append(name, b"#", 1)
+    return _write_number(name, distance)
+
+
 cdef int _expand(CompiledPlan plan, _Call call, const Py_ssize_t *lengths, Py_ssize_t n_seq,
                  ByteIndex index, ByteIndex transitions, bint grow,
                  _Rows *state, _Rows *transition, _Buffer *name, _Pending *pending,
@@ -668,6 +870,7 @@ cdef int _expand(CompiledPlan plan, _Call call, const Py_ssize_t *lengths, Py_ss
     prefetched, then looked up: the cache misses of a token overlap.
     """
     cdef Py_ssize_t i, t, k, f, q, n, start = 0, position, found, n_pending
+    cdef int code
     cdef int32_t[:, ::1] features = plan._features
     cdef int32_t[:, ::1] parts = plan._parts
     cdef _Value *value
@@ -689,17 +892,23 @@ cdef int _expand(CompiledPlan plan, _Call call, const Py_ssize_t *lengths, Py_ss
             name.size = 0
             n_pending = 0
             for f in range(plan.n_features):
-                when = features[f, 5]
+                when = features[f, F_WHEN_OUTSIDE]
                 if when != _NO_BOUND and 0 <= position + when < n:
                     continue
-                weight = 1.0
-                if features[f, 2] >= 0:
-                    q = _position(position, features[f, 3], features[f, 4], n)
+                when = features[f, F_WHEN_INSIDE]
+                if when != _NO_BOUND and not 0 <= position + when < n:
+                    continue
+                weight = plan._weights[f]
+                if features[f, F_WEIGHT_SLOT] >= 0:
+                    q = _position(position, features[f, F_WEIGHT_OFFSET],
+                                  features[f, F_WEIGHT_ABSOLUTE], n)
                     if q < 0 or q >= n:
                         continue
-                    value = &call.values[(start + q) * plan.n_slots + features[f, 2]]
+                    value = &call.values[(start + q) * plan.n_slots + features[f, F_WEIGHT_SLOT]]
                     if value.state == V_DROP:
                         continue
+                    if value.state == V_FAILED:
+                        return -1
                     if value.state != V_NUMBER:
                         failed[0] = start + position
                         failed[1] = f
@@ -708,33 +917,28 @@ cdef int _expand(CompiledPlan plan, _Call call, const Py_ssize_t *lengths, Py_ss
                 p = &pending[n_pending]
                 p.start = name.size
                 dropped = False
-                for k in range(features[f, 0], features[f, 0] + features[f, 1]):
-                    if parts[k, 0] == P_LITERAL:
-                        if _append(name, plan._literal_data + parts[k, 1], parts[k, 2]) < 0:
+                for k in range(features[f, F_FIRST_PART],
+                               features[f, F_FIRST_PART] + features[f, F_N_PARTS]):
+                    if parts[k, PART_TYPE] == P_LITERAL:
+                        if _append(name, plan._literal_data + parts[k, PART_A],
+                                   parts[k, PART_B]) < 0:
                             return -1
                         continue
-                    q = _position(position, parts[k, 2], parts[k, 3], n)
+                    q = _position(position, parts[k, PART_B], parts[k, PART_ABSOLUTE], n)
                     if q < 0 or q >= n:
-                        if not features[f, 8]:
+                        code = _boundary(plan, f, k, q, n, name)
+                        if code == -1:
+                            return -1
+                        if code == 1:
                             dropped = True
                             break
-                        if q < 0:
-                            if _append(name, plan._literal_data + features[f, 9],
-                                       features[f, 10]) < 0:
-                                return -1
-                            if features[f, 13] and _write_number(name, -q) < 0:
-                                return -1
-                        else:
-                            if _append(name, plan._literal_data + features[f, 11],
-                                       features[f, 12]) < 0:
-                                return -1
-                            if features[f, 13] and _write_number(name, q - n + 1) < 0:
-                                return -1
                         continue
-                    value = &call.values[(start + q) * plan.n_slots + parts[k, 1]]
+                    value = &call.values[(start + q) * plan.n_slots + parts[k, PART_A]]
                     if value.state == V_DROP:
                         dropped = True
                         break
+                    if value.state == V_FAILED:
+                        return -1
                     if value.state != V_TEXT:
                         failed[0] = start + position
                         failed[1] = f
@@ -754,12 +958,12 @@ cdef int _expand(CompiledPlan plan, _Call call, const Py_ssize_t *lengths, Py_ss
                 for k in range(n_pending):
                     p = &pending[k]
                     p.hash = hash_padded(name.data + p.start, p.length)
-                    if features[p.feature, 6]:
+                    if features[p.feature, F_STATE]:
                         prefetch_slot(index, p.hash)
             for k in range(n_pending):
                 p = &pending[k]
                 f = p.feature
-                if features[f, 6]:
+                if features[f, F_STATE]:
                     if grow:
                         found = index.add(name.data + p.start, p.length)
                     else:
@@ -768,12 +972,12 @@ cdef int _expand(CompiledPlan plan, _Call call, const Py_ssize_t *lengths, Py_ss
                         return -1
                     if found >= 0 and _push(state, found, p.weight) < 0:
                         return -1
-                if features[f, 7] and transition != NULL and position > 0:
+                if features[f, F_TRANSITION] and transition != NULL and position > 0:
                     if grow:
                         found = transitions.add(name.data + p.start, p.length)
                     else:
                         found = find_padded(transitions, name.data + p.start, p.length,
-                                                    p.hash)
+                                            p.hash)
                     if found == -2:
                         return -1
                     if found >= 0 and _push(transition, found, p.weight) < 0:
@@ -809,7 +1013,7 @@ cdef object _finish(_Rows *rows, Py_ssize_t n_tokens, object lengths):
 
 
 def expand(CompiledPlan plan, list sequences, ByteIndex index, ByteIndex transitions=None, *,
-           bint grow=False, str name="X"):
+           bint grow=False, str name="X", Py_ssize_t first_sequence=0):
     """Encode raw token sequences: the plan's attributes' ids in ``index``.
 
     Parameters
@@ -826,6 +1030,8 @@ def expand(CompiledPlan plan, list sequences, ByteIndex index, ByteIndex transit
     grow : bool
     name : str
         How errors call the data (``X[i][j]``).
+    first_sequence : int
+        The index of ``sequences[0]`` in the data (errors name ``i`` from it).
 
     Returns
     -------
@@ -839,11 +1045,12 @@ def expand(CompiledPlan plan, list sequences, ByteIndex index, ByteIndex transit
         lengths_view[i] = len(sequences[i])
         n_tokens += lengths_view[i]
     cdef _Call call = _Call(n_tokens, plan.n_columns, plan.n_slots)
-    _read(plan, call, sequences, name)
+    _read(plan, call, sequences, name, first_sequence)
     cdef _Rows state, transition
     cdef _Buffer buffer
     cdef Py_ssize_t failed[2]
-    cdef _Pending *pending = <_Pending *> PyMem_RawMalloc(max(1, plan.n_features) * sizeof(_Pending))
+    cdef _Pending *pending = <_Pending *> PyMem_RawMalloc(
+        max(1, plan.n_features) * sizeof(_Pending))
     state.ids = NULL
     state.values = NULL
     state.size = state.capacity = 0
@@ -853,8 +1060,6 @@ def expand(CompiledPlan plan, list sequences, ByteIndex index, ByteIndex transit
     state.indptr = <int64_t *> PyMem_RawMalloc((n_tokens + 1) * sizeof(int64_t))
     transition.indptr = <int64_t *> PyMem_RawMalloc((n_tokens + 1) * sizeof(int64_t))
     cdef bint with_transitions = transitions is not None
-    if grow and not with_transitions and plan.has_transitions:
-        raise ValueError("the plan has transition features: give a transition index")
     try:
         if (state.indptr == NULL or transition.indptr == NULL or pending == NULL
                 or _reserve(&buffer, 64) < 0):
@@ -868,6 +1073,7 @@ def expand(CompiledPlan plan, list sequences, ByteIndex index, ByteIndex transit
             raise MemoryError()
         if code == -2:
             i, j = _locate(failed[0], lengths)
+            i += first_sequence
             source = plan.plan.features[failed[1]].source or f"feature {failed[1]}"
             raise ValueError(
                 f"{source}: a template ref gave a number where text is needed (or text "

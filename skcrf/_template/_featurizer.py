@@ -146,14 +146,18 @@ class TemplateFeaturizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
         return tags
 
     def plan(self):
-        """The parsed template (a :class:`~skcrf._template._plan.Plan`)."""
+        """The parsed template: the plan the compiled expander runs (checked).
+
+        Raises :class:`~skcrf.templates.TemplateError` naming the line and
+        column of a bad template.
+        """
         self._validate_params()
         if self.templates is None:
             raise TemplateError("TemplateFeaturizer needs templates; got None")
         return parse_templates(self.templates, self.syntax, self.columns)
 
     def compile(self):
-        """The plan laid out for the compiled expander (a ``CompiledPlan``)."""
+        """The plan laid out for the compiled expander."""
         from ._expand import CompiledPlan
 
         return CompiledPlan(self.plan())

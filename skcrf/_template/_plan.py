@@ -376,6 +376,22 @@ def _text_from_data(parts):
     return tuple(part if isinstance(part, str) else _ref_from_data(part) for part in parts)
 
 
+def _weight_to_data(weight, where):
+    if weight is None:
+        return None
+    if isinstance(weight, Ref):
+        return _ref_to_data(weight, where)
+    return {"constant": weight}
+
+
+def _weight_from_data(data):
+    if data is None:
+        return None
+    if "constant" in data:
+        return data["constant"]
+    return _ref_from_data(data)
+
+
 def plan_to_data(plan):
     """The plan as plain values (str, int, bool, None, lists, dicts), for model files.
 
@@ -388,9 +404,10 @@ def plan_to_data(plan):
             {
                 "key": _text_to_data(f.key, where),
                 "value": None if f.value is None else _text_to_data(f.value, where),
-                "weight": None if f.weight is None else _ref_to_data(f.weight, where),
+                "weight": _weight_to_data(f.weight, where),
                 "outside": None if f.outside is None else list(f.outside),
                 "when_outside": f.when_outside,
+                "when_inside": f.when_inside,
                 "kind": f.kind,
                 "source": f.source,
             }
@@ -410,9 +427,10 @@ def plan_from_data(data):
             Feature(
                 key=_text_from_data(f["key"]),
                 value=None if f["value"] is None else _text_from_data(f["value"]),
-                weight=None if f["weight"] is None else _ref_from_data(f["weight"]),
+                weight=_weight_from_data(f["weight"]),
                 outside=None if f["outside"] is None else Boundary(*f["outside"]),
                 when_outside=f["when_outside"],
+                when_inside=f.get("when_inside"),
                 kind=f["kind"],
                 source=f["source"],
             )

@@ -9,6 +9,11 @@ through the one encoding entry point (``_featurize._stream.encode_data``)
 as with feature dicts, with no Python object per feature.
 """
 
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from .._featurize._encoded import Encoded
 from .._featurize._validation import check_nonempty
 from .._featurize._vocabulary import Vocabulary
 from .._utils._byte_index import ByteIndex
@@ -43,12 +48,13 @@ class TemplateVocabulary(Vocabulary):
             (self.compiled, self.attributes, self.transition_index.names()),
         )
 
-    def encode(self, sequences, *, grow, name="X", dense=False, transitions=None):
+    def encode(self, sequences, *, grow, name="X", dense=False, transitions=None, n_threads=1):
         """Encode raw token sequences (see the module's notes).
 
         ``transitions`` (a :class:`TransitionParts`) receives the
         transition rows already encoded, and, when growing, the names of
-        the transition index.
+        the transition index. ``n_threads`` threads featurize a prediction's
+        sequences (contiguous shards; the index is only read).
         """
         sequences = [seq if type(seq) is list else list(seq) for seq in sequences]
         wanted = transitions is not None and self.compiled.has_transitions
@@ -57,13 +63,14 @@ class TemplateVocabulary(Vocabulary):
         before = len(self.index)
         before_transitions = len(self.transition_index)
         try:
-            encoded = expand(
+            encoded = _expand_in_threads(
                 self.compiled,
                 sequences,
                 self.index,
                 self.transition_index if wanted else None,
                 grow=grow,
                 name=name,
+                n_threads=1 if grow else n_threads,
             )
         except BaseException as exc:
             # a failed fit leaves the vocabulary as it was
@@ -88,3 +95,52 @@ class TemplateVocabulary(Vocabulary):
                 transitions.names = self.transition_index.names(0)
                 transitions.first_new = before_transitions
         return encoded._replace(transitions=None)
+
+
+#: Fewer tokens than this per thread are featurized by one thread.
+_TOKENS_PER_THREAD = 2048
+
+
+def _expand_in_threads(compiled, sequences, index, transitions, *, grow, name, n_threads):
+    """:func:`expand` over contiguous shards in threads, the rows concatenated."""
+    lengths = np.fromiter(map(len, sequences), dtype=np.intp, count=len(sequences))
+    n_tokens = int(lengths.sum())
+    n_threads = max(1, min(n_threads, n_tokens // _TOKENS_PER_THREAD))
+    if n_threads == 1:
+        return expand(compiled, sequences, index, transitions, grow=grow, name=name)
+    # shard k ends where the running token count passes k / n of the total
+    ends = np.searchsorted(np.cumsum(lengths), np.arange(1, n_threads) * n_tokens / n_threads)
+    bounds = [0, *sorted(set(int(e) + 1 for e in ends)), len(sequences)]
+    bounds = sorted(set(min(b, len(sequences)) for b in bounds))
+    shards = list(zip(bounds[:-1], bounds[1:], strict=False))
+
+    def run(shard):
+        start, stop = shard
+        return expand(
+            compiled,
+            sequences[start:stop],
+            index,
+            transitions,
+            grow=False,
+            name=name,
+            first_sequence=start,
+        )
+
+    with ThreadPoolExecutor(len(shards)) as pool:
+        parts = list(pool.map(run, shards))
+    state = _join(parts, lengths)
+    if parts[0].transitions is None:
+        return state
+    return state._replace(transitions=_join([e.transitions for e in parts], lengths))
+
+
+def _join(encodeds, lengths):
+    offsets = np.cumsum([0] + [e.indptr[-1] for e in encodeds[:-1]])
+    tails = [e.indptr[1:] + o for e, o in zip(encodeds, offsets, strict=True)]
+    indptr = np.concatenate([encodeds[0].indptr[:1], *tails])
+    return Encoded(
+        indptr,
+        np.concatenate([e.ids for e in encodeds]),
+        np.concatenate([e.values for e in encodeds]),
+        lengths,
+    )
