@@ -59,11 +59,102 @@ def window_token_features(words, i):
     return features
 
 
+def tutorial_word2features(sent, i):
+    """sklearn-crfsuite's CoNLL 2002 tutorial ``word2features``; tokens ``(word, postag)``."""
+    word = sent[i][0]
+    postag = sent[i][1]
+    features = {
+        "bias": 1.0,
+        "word.lower()": word.lower(),
+        "word[-3:]": word[-3:],
+        "word[-2:]": word[-2:],
+        "word.isupper()": word.isupper(),
+        "word.istitle()": word.istitle(),
+        "word.isdigit()": word.isdigit(),
+        "postag": postag,
+        "postag[:2]": postag[:2],
+    }
+    if i > 0:
+        word1 = sent[i - 1][0]
+        postag1 = sent[i - 1][1]
+        features.update(
+            {
+                "-1:word.lower()": word1.lower(),
+                "-1:word.istitle()": word1.istitle(),
+                "-1:word.isupper()": word1.isupper(),
+                "-1:postag": postag1,
+                "-1:postag[:2]": postag1[:2],
+            }
+        )
+    else:
+        features["BOS"] = True
+    if i < len(sent) - 1:
+        word1 = sent[i + 1][0]
+        postag1 = sent[i + 1][1]
+        features.update(
+            {
+                "+1:word.lower()": word1.lower(),
+                "+1:word.istitle()": word1.istitle(),
+                "+1:word.isupper()": word1.isupper(),
+                "+1:postag": postag1,
+                "+1:postag[:2]": postag1[:2],
+            }
+        )
+    else:
+        features["EOS"] = True
+    return features
+
+
 TOKEN_FEATURES = {
     "seed": treebank_token_features,
     "window": window_token_features,
     "universal": window_token_features,
+    "tutorial": tutorial_word2features,
 }
+
+
+def _templates():
+    from skcrf.templates import treebank_seed_spec, treebank_window_spec, tutorial_spec
+
+    return {"seed": treebank_seed_spec, "window": treebank_window_spec, "tutorial": tutorial_spec}
+
+
+class _Templates(dict):
+    """task -> a function returning its template (a Pythonic spec), imported on use."""
+
+    def __missing__(self, task):
+        self.update(_templates())
+        return dict.__getitem__(self, task)
+
+
+#: The template of each task's features (the same attributes as TOKEN_FEATURES).
+TEMPLATES = _Templates()
+
+
+def raw_task(task, split=None, quick=False):
+    """``X_train, y_train, X_test, y_test`` as raw tokens (no features).
+
+    Words for ``seed`` and ``window`` (labels: Penn tags); ``(word, Penn tag)``
+    tuples for ``tutorial`` (labels: the universal tags).
+    """
+    if split is None:
+        train, test = load_treebank()
+    else:
+        with open(split) as f:
+            parts = json.load(f)
+        train, test = parts["train"], parts["test"]
+    if quick:
+        train, test = train[: QUICK_SENTENCES[0]], test[: QUICK_SENTENCES[1]]
+    out = []
+    for part in (train, test):
+        if task == "tutorial":
+            universal = universal_tags(part)
+            out.append([[(w, t) for w, t in s] for s in part])
+            out.append([[t for _, t in s] for s in universal])
+        else:
+            out.append([[w for w, _ in s] for s in part])
+            out.append([[t for _, t in s] for s in part])
+    return tuple(out)
 
 
 def universal_tags(tagged_sentences):

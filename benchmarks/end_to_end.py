@@ -1,23 +1,39 @@
-"""End to end, raw tokens to tags: skcrf against sklearn-crfsuite on both Treebank tasks.
+"""End to end, raw tokens to tags: skcrf (feature dicts, and templates) against sklearn-crfsuite.
 
     NLTK_DATA=/work/shared/nltk_data PYTHONPATH=. python benchmarks/end_to_end.py
+    ... --part predict   (or fit; default both)
 
-What a user's tagger does: the words of each test sentence go through the
-task's Python featurizer (``benchmarks/_tasks.py``: the seed features or the
-window template) and the feature dicts to the tagger. One model per task
-(trained here by skcrf, c1=0.1, c2=0.1, 100 iterations, all possible
-transitions, written as a CRFsuite file) is served by both engines, so both
-tag with the same weights:
+Three feature sets (``benchmarks/_tasks.py``), each as the Python function
+a user writes and as a template (``skcrf.templates`` recipes giving the same
+attributes):
 
-- ``sklearn-crfsuite``: ``sklearn_crfsuite.CRF(model_filename=path)``;
-- ``skcrf``: ``skcrf.CRFTagger.from_crfsuite(path)`` with ``n_jobs`` 1 or 2.
+- ``seed``: the Treebank seed features, tokens are words;
+- ``window``: the window template, tokens are words;
+- ``tutorial``: sklearn-crfsuite's tutorial ``word2features`` over
+  ``(word, POS)`` tokens, labels the universal tags (the CoNLL layout: a POS
+  column in, another tagging out).
 
-Two ways of calling, each timed from the raw words: ``single`` (each sentence
-alone: featurize, ``predict_single``) and ``batch`` (featurize the whole test
-part, one ``predict``). Every (engine, task) runs in its own process,
-alternated, ``--repeats`` times; the table gives medians of tokens per second,
-the ratio skcrf ÷ sklearn-crfsuite, and the share of skcrf's time spent
-building the feature dicts. Tags are checked equal.
+Prediction (``--part predict``): one model per task, trained here by skcrf
+from raw tokens (c1=0.1, c2=0.1, 100 iterations, all possible transitions;
+the same model as from the dicts, bit for bit), served by every engine:
+
+- ``sklearn-crfsuite``: the Python function's dicts, ``sklearn_crfsuite.CRF``
+  on the model's CRFsuite file;
+- ``skcrf dicts``: the same dicts, ``CRFTagger.from_crfsuite``;
+- ``skcrf template``: the raw tokens, the model saved by ``CRFTagger.save``
+  (it carries its template).
+
+Each with ``n_jobs`` 1 and 2 (skcrf), two ways: ``single`` (each test
+sentence alone, ``predict_single``) and ``batch`` (one ``predict``), timed
+from the raw tokens. Every (engine, task) runs in its own process,
+alternated, ``--repeats`` times; medians; tags checked equal.
+
+Training (``--part fit``): from the raw training tokens to a fitted model
+(100 iterations, same settings), each engine in its own process:
+``sklearn-crfsuite`` (dicts + CRFsuite's fit), ``skcrf dicts`` (dicts +
+fit) and ``skcrf template`` (raw tokens, ``featurizer=``); wall time and
+the peak RSS above the process's RSS once the raw tokens are loaded
+(the dicts included, for the engines that build them).
 """
 
 import argparse
@@ -30,63 +46,121 @@ import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-TASKS = ("seed", "window")
-ENGINES = ("sklearn-crfsuite", "skcrf n_jobs=1", "skcrf n_jobs=2")
+TASKS = ("seed", "window", "tutorial")
+ENGINES = (
+    "sklearn-crfsuite",
+    "skcrf dicts n_jobs=1",
+    "skcrf dicts n_jobs=2",
+    "skcrf template n_jobs=1",
+    "skcrf template n_jobs=2",
+)
+FIT_ENGINES = ("sklearn-crfsuite", "skcrf dicts", "skcrf template")
+SETTINGS = "c1=0.1, c2=0.1, max_iterations=100, all_possible_transitions=True"
 
-_MEASURE = """
-import json, sys, time
+_COMMON = """
+import json, resource, sys, time
 sys.path.insert(0, {here!r})
-from _tasks import TOKEN_FEATURES
+from _tasks import raw_task, TOKEN_FEATURES, TEMPLATES
+
+def rss_mb():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * resource.getpagesize() / 2**20
+
+def peak_mb():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+"""
+
+_MEASURE = (
+    _COMMON
+    + """
 engine, task, model, split = sys.argv[1:5]
-with open(split) as f:
-    test = json.load(f)["test"]
-sentences = [[word for word, _ in sentence] for sentence in test]
+_, _, sentences, _ = raw_task(task, split)
 features = TOKEN_FEATURES[task]
+template = engine.startswith("skcrf template")
 if engine == "sklearn-crfsuite":
     import sklearn_crfsuite
-    tagger = sklearn_crfsuite.CRF(model_filename=model)
+    tagger = sklearn_crfsuite.CRF(model_filename=model + ".crfsuite")
 else:
     import skcrf
-    tagger = skcrf.CRFTagger.from_crfsuite(model)
+    tagger = (skcrf.CRFTagger.load(model + ".skcrf") if template
+              else skcrf.CRFTagger.from_crfsuite(model + ".crfsuite"))
     tagger.set_params(n_jobs=int(engine.rsplit("=", 1)[1]))
-tagger.predict_single([features(sentences[0], i) for i in range(len(sentences[0]))])
+
+def featurize(tokens):
+    if template:
+        return tokens
+    return [features(tokens, i) for i in range(len(tokens))]
+
+tagger.predict_single(featurize(sentences[0]))
 start = time.perf_counter()
 single = []
 featurizing = 0.0
-for words in sentences:
+for tokens in sentences:
     t = time.perf_counter()
-    xseq = [features(words, i) for i in range(len(words))]
+    xseq = featurize(tokens)
     featurizing += time.perf_counter() - t
     single.append(tagger.predict_single(xseq))
 single_s = time.perf_counter() - start
 start = time.perf_counter()
-X = [[features(words, i) for i in range(len(words))] for words in sentences]
+X = [featurize(tokens) for tokens in sentences]
 batch_featurizing = time.perf_counter() - start
 batch = tagger.predict(X)
 batch_s = time.perf_counter() - start
 print(json.dumps({{
     "tokens": sum(map(len, sentences)), "single_s": single_s, "single_featurizing_s": featurizing,
     "batch_s": batch_s, "batch_featurizing_s": batch_featurizing,
-    "tags": [list(map(str, seq)) for seq in single], "batch_equal": [list(seq) for seq in batch] == [list(seq) for seq in single],
+    "tags": [list(map(str, seq)) for seq in single],
+    "batch_equal": [list(seq) for seq in batch] == [list(seq) for seq in single],
 }}))
 """
+)
 
-_TRAIN = """
-import sys
-sys.path.insert(0, {here!r})
+_TRAIN = (
+    _COMMON
+    + """
 import skcrf
-from _tasks import load_task
 task, split, path = sys.argv[1:4]
-X, y, _, _ = load_task(task, split=split)
-skcrf.CRFTagger(c1=0.1, c2=0.1, max_iterations=100, all_possible_transitions=True).fit(
-    X, y
-).to_crfsuite(path)
+X, y, _, _ = raw_task(task, split)
+tagger = skcrf.CRFTagger(featurizer=skcrf.TemplateFeaturizer(TEMPLATES[task]()), {settings})
+tagger.fit(X, y)
+tagger.save(path + ".skcrf")
+tagger.to_crfsuite(path + ".crfsuite")
 """
+)
+
+_FIT = (
+    _COMMON
+    + """
+import warnings
+warnings.simplefilter("ignore")
+engine, task, split = sys.argv[1:4]
+X, y, _, _ = raw_task(task, split)
+if engine == "sklearn-crfsuite":
+    import sklearn_crfsuite
+else:
+    import skcrf
+features = TOKEN_FEATURES[task]
+before = rss_mb()
+start = time.perf_counter()
+if engine == "skcrf template":
+    tagger = skcrf.CRFTagger(featurizer=skcrf.TemplateFeaturizer(TEMPLATES[task]()), {settings})
+    tagger.fit(X, y)
+else:
+    dicts = [[features(s, i) for i in range(len(s))] for s in X]
+    if engine == "sklearn-crfsuite":
+        tagger = sklearn_crfsuite.CRF(algorithm="lbfgs", {settings})
+    else:
+        tagger = skcrf.CRFTagger({settings})
+    tagger.fit(dicts, y)
+seconds = time.perf_counter() - start
+print(json.dumps({{"fit_s": seconds, "peak_mb": peak_mb() - before, "tokens": sum(map(len, X))}}))
+"""
+)
 
 
 def _run(script, *args):
     out = subprocess.run(
-        [sys.executable, "-c", script.format(here=str(HERE)), *args],
+        [sys.executable, "-c", script.format(here=str(HERE), settings=SETTINGS), *args],
         capture_output=True,
         text=True,
     )
@@ -95,72 +169,132 @@ def _run(script, *args):
     return out.stdout
 
 
+def _predict_rows(split, tmp, repeats):
+    rows = []
+    for task in TASKS:
+        model = os.path.join(tmp, task)
+        _run(_TRAIN, task, split, model)
+        runs = {engine: [] for engine in ENGINES}
+        for _ in range(repeats):
+            for engine in ENGINES:
+                runs[engine].append(json.loads(_run(_MEASURE, engine, task, model, split)))
+        reference = runs["sklearn-crfsuite"]
+        for engine in ENGINES:
+            result = runs[engine]
+            tokens = result[0]["tokens"]
+            row = {"task": task, "engine": engine, "tokens": tokens}
+            for mode in ("single", "batch"):
+                seconds = [r[f"{mode}_s"] for r in result]
+                row[f"{mode}_tokens_per_s"] = tokens / statistics.median(seconds)
+                row[f"{mode}_featurizing_share"] = statistics.median(
+                    r[f"{mode}_featurizing_s"] / r[f"{mode}_s"] for r in result
+                )
+                row[f"{mode}_ratio"] = statistics.median(
+                    ref[f"{mode}_s"] / r[f"{mode}_s"] for ref, r in zip(reference, result)
+                )
+            row["same_tags"] = all(
+                r["tags"] == ref["tags"] and r["batch_equal"] for r, ref in zip(result, reference)
+            )
+            rows.append(row)
+            print(
+                f"{task} {engine}: single {row['single_ratio']:.2f}x, "
+                f"batch {row['batch_ratio']:.2f}x",
+                file=sys.stderr,
+            )
+    return rows
+
+
+def _fit_rows(split, repeats):
+    rows = []
+    for task in TASKS:
+        runs = {engine: [] for engine in FIT_ENGINES}
+        for _ in range(repeats):
+            for engine in FIT_ENGINES:
+                runs[engine].append(json.loads(_run(_FIT, engine, task, split)))
+        for engine in FIT_ENGINES:
+            row = {
+                "task": task,
+                "engine": engine,
+                "fit_s": statistics.median(r["fit_s"] for r in runs[engine]),
+                "peak_mb": statistics.median(r["peak_mb"] for r in runs[engine]),
+            }
+            rows.append(row)
+        by = {r["engine"]: r for r in rows if r["task"] == task}
+        for row in by.values():
+            row["speed_vs_dicts"] = by["skcrf dicts"]["fit_s"] / row["fit_s"]
+            row["memory_vs_dicts"] = row["peak_mb"] / by["skcrf dicts"]["peak_mb"]
+            row["memory_vs_crfsuite"] = row["peak_mb"] / by["sklearn-crfsuite"]["peak_mb"]
+            print(f"{task} {row['engine']}: {row}", file=sys.stderr)
+    return rows
+
+
+def _report(predict, fit, repeats):
+    lines = []
+    if predict:
+        lines += [
+            f"Raw test tokens to tags, medians of {repeats} alternated runs, each engine "
+            "in its own process; ratio = sklearn-crfsuite time ÷ this engine's time; "
+            "featurizing = the share of the time spent building feature dicts in "
+            "Python (0 for templates: the compiled path featurizes while encoding).",
+            "",
+            "| task | engine | single: tokens/s | ratio | featurizing | batch: tokens/s "
+            "| ratio | featurizing | same tags |",
+            "|---|---|--:|--:|--:|--:|--:|--:|---|",
+        ]
+        lines += [
+            f"| {r['task']} | {r['engine']} | {r['single_tokens_per_s']:,.0f} | "
+            f"{r['single_ratio']:.2f}× | {r['single_featurizing_share']:.0%} | "
+            f"{r['batch_tokens_per_s']:,.0f} | {r['batch_ratio']:.2f}× | "
+            f"{r['batch_featurizing_share']:.0%} | {r['same_tags']} |"
+            for r in predict
+        ]
+    if fit:
+        lines += [
+            "",
+            f"Raw training tokens to a fitted model ({SETTINGS}), medians of {repeats} "
+            "runs, each in its own process; peak = peak RSS above the RSS with the raw "
+            "tokens loaded (dicts included).",
+            "",
+            "| task | engine | fit s | × skcrf dicts | peak MB | ÷ skcrf dicts | ÷ CRFsuite |",
+            "|---|---|--:|--:|--:|--:|--:|",
+        ]
+        lines += [
+            f"| {r['task']} | {r['engine']} | {r['fit_s']:.2f} | {r['speed_vs_dicts']:.2f}× "
+            f"| {r['peak_mb']:.0f} | {r['memory_vs_dicts']:.2f} | {r['memory_vs_crfsuite']:.2f} |"
+            for r in fit
+        ]
+    return "\n".join(lines)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--fit-repeats", type=int, default=3)
+    parser.add_argument("--part", choices=("predict", "fit", "all"), default="all")
     parser.add_argument("--output", default=str(HERE / "results" / "end_to_end.json"))
     args = parser.parse_args()
     sys.path.insert(0, str(HERE))
     from _tasks import save_split
 
-    rows = []
+    predict, fit = [], []
     with tempfile.TemporaryDirectory() as tmp:
         split = os.path.join(tmp, "split.json")
         save_split(split)
-        for task in TASKS:
-            model = os.path.join(tmp, f"{task}.crfsuite")
-            _run(_TRAIN, task, split, model)
-            runs = {engine: [] for engine in ENGINES}
-            for _ in range(args.repeats):
-                for engine in ENGINES:
-                    runs[engine].append(json.loads(_run(_MEASURE, engine, task, model, split)))
-            reference = runs["sklearn-crfsuite"]
-            for engine in ENGINES:
-                result = runs[engine]
-                tokens = result[0]["tokens"]
-                row = {"task": task, "engine": engine, "tokens": tokens}
-                for mode in ("single", "batch"):
-                    seconds = [r[f"{mode}_s"] for r in result]
-                    row[f"{mode}_tokens_per_s"] = tokens / statistics.median(seconds)
-                    row[f"{mode}_featurizing_share"] = statistics.median(
-                        r[f"{mode}_featurizing_s"] / r[f"{mode}_s"] for r in result
-                    )
-                    row[f"{mode}_ratio"] = statistics.median(
-                        ref[f"{mode}_s"] / r[f"{mode}_s"] for ref, r in zip(reference, result)
-                    )
-                row["same_tags"] = all(
-                    r["tags"] == ref["tags"] and r["batch_equal"]
-                    for r, ref in zip(result, reference)
-                )
-                rows.append(row)
-                print(
-                    f"{task} {engine}: single {row['single_ratio']:.2f}x, "
-                    f"batch {row['batch_ratio']:.2f}x",
-                    file=sys.stderr,
-                )
-
-    lines = [
-        f"Raw words of the {rows[0]['tokens']:,} test tokens (seed) to tags, medians of "
-        f"{args.repeats} alternated runs, each engine in its own process; ratio = "
-        "sklearn-crfsuite time ÷ skcrf time; featurizing = the share of the time spent "
-        "building feature dicts in Python.",
-        "",
-        "| task | engine | single: tokens/s | ratio | featurizing | batch: tokens/s | ratio "
-        "| featurizing | same tags |",
-        "|---|---|--:|--:|--:|--:|--:|--:|---|",
-    ]
-    lines += [
-        f"| {r['task']} | {r['engine']} | {r['single_tokens_per_s']:,.0f} | "
-        f"{r['single_ratio']:.2f}× | {r['single_featurizing_share']:.0%} | "
-        f"{r['batch_tokens_per_s']:,.0f} | {r['batch_ratio']:.2f}× | "
-        f"{r['batch_featurizing_share']:.0%} | {r['same_tags']} |"
-        for r in rows
-    ]
-    report = "\n".join(lines)
+        if args.part in ("predict", "all"):
+            predict = _predict_rows(split, tmp, args.repeats)
+        if args.part in ("fit", "all"):
+            fit = _fit_rows(split, args.fit_repeats)
+    report = _report(predict, fit, args.repeats)
     print(report)
-    Path(args.output).parent.mkdir(parents=True, exist_ok=True)
-    with open(args.output, "w") as f:
-        json.dump({"rows": rows, "report": report}, f, indent=1)
+    output = Path(args.output)
+    previous = json.loads(output.read_text()) if output.exists() else {}
+    document = {
+        "predict": predict or previous.get("predict", []),
+        "fit": fit or previous.get("fit", []),
+    }
+    document["report"] = _report(document["predict"], document["fit"], args.repeats)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(json.dumps(document, indent=1))
 
 
 if __name__ == "__main__":
