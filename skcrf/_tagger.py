@@ -3,6 +3,7 @@
 import copy
 import os
 import threading
+import warnings
 from collections.abc import Callable, Iterable, Mapping
 from numbers import Integral, Real
 from typing import Any
@@ -268,7 +269,10 @@ calibration_candidates, calibration_max_trials : default=None
         per feature. The fitted model keeps its template: ``save`` /
         ``load`` and pickle carry it, so a loaded model tags raw tokens.
         ``GridSearchCV`` can tune ``featurizer__...`` beside ``c1``/``c2``.
-        None: ``X`` holds feature dicts (or lists of feature names).
+        A CRFsuite file (``model_filename``, ``to_crfsuite``) holds the
+        weights only: read back through ``model_filename``, the template
+        comes from this parameter. None: ``X`` holds feature dicts (or lists
+        of feature names).
 
     Attributes
     ----------
@@ -847,6 +851,10 @@ calibration_candidates, calibration_max_trials : default=None
         template = state.extra.get("template")
         if template is not None:
             extra["template"] = CompiledPlan(plan_from_data(template))
+        elif self.__dict__.get("featurizer") is not None:
+            # weights from a CRFsuite file (model_filename), the template
+            # from the parameter
+            extra["template"] = self.featurizer.compile()
         self._set_fitted(state.model, state.n_iter, state.status, state.training_log, **extra)
 
     def _fitted_model(self):
@@ -968,9 +976,20 @@ calibration_candidates, calibration_max_trials : default=None
         As CRFsuite's own trainer does, only the features with a nonzero
         weight are written (and the attributes that keep one): the file
         predicts exactly what this tagger predicts, and a tagger read back
-        from it has those features only.
+        from it has those features only. A tagger with a ``featurizer``
+        warns: the file cannot hold the template (``save`` keeps it).
         """
-        write_crfsuite(self._crfsuite_model("to_crfsuite").without_zeros(), path)
+        model = self._crfsuite_model("to_crfsuite").without_zeros()
+        if self.__dict__.get("_template") is not None:
+            warnings.warn(
+                "The CRFsuite file holds the model's weights, not its template: "
+                "CRFsuite, python-crfsuite and CRFTagger.from_crfsuite tag it with "
+                "feature dicts (TemplateFeaturizer.transform gives them). Use save() "
+                "to keep the template with the model.",
+                UserWarning,
+                stacklevel=2,
+            )
+        write_crfsuite(model, path)
 
     def _crfsuite_model(self, what):
         """The fitted model, which must be one a CRFsuite file can hold."""

@@ -428,3 +428,26 @@ def test_compiled_expander_equals_the_dict_functions_on_the_treebank(recipe, tre
     got = expand(CompiledPlan(plan), X, index, ByteIndex(), grow=True)
     assert index.names() == vocabulary.attributes
     _assert_same_rows(got, expected)
+
+
+def test_crfsuite_files_hold_the_weights_and_say_the_template_is_not_there(
+    small_treebank, tmp_path
+):
+    words, tags, test_words, _ = small_treebank
+    plan = Plan(features=_window_plan().features[:-1])  # no transition features
+    settings = {**SETTINGS, "max_iterations": 5}
+    target = tmp_path / "fitted.crfsuite"
+    with pytest.warns(Warning):
+        tagger = CRFTagger(
+            featurizer=TemplateFeaturizer(plan), model_filename=target, **settings
+        ).fit(words, tags)
+    expected = tagger.predict(test_words)
+    path = tmp_path / "model.crfsuite"
+    with pytest.warns(UserWarning, match="not its template"):
+        tagger.to_crfsuite(path)
+    # the file tags the template's dicts as the template tagger tags raw tokens
+    from_file = CRFTagger.from_crfsuite(path)
+    assert from_file.predict(TemplateFeaturizer(plan).transform(test_words)) == expected
+    # model_filename: the weights from the file, the template from the parameter
+    reader = CRFTagger(featurizer=TemplateFeaturizer(plan), model_filename=target)
+    assert reader.predict(test_words) == expected

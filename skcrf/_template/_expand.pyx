@@ -356,17 +356,20 @@ cdef class CompiledPlan:
     cdef readonly Py_ssize_t n_slots, n_features, n_columns
     cdef bytes _literals            # every literal's UTF-8 bytes
     cdef const char *_literal_data
-    cdef int32_t[:, ::1] _slots      # per slot: column, first step, n steps, growth, flags
-    cdef int32_t[:, ::1] _steps      # per step: code, arguments a, b, c, d
-    cdef int32_t[:, ::1] _features   # per feature: the F_* columns
-    cdef double[::1] _weights        # per feature: its constant weight
-    cdef int32_t[:, ::1] _parts      # per part: the PART_* columns
-    cdef int32_t[:, ::1] _padding    # through_steps texts: (dropped, offset, length) rows
+    # Row-major int32 tables read through raw pointers (a memoryview taken in
+    # a function costs two atomic operations per call, which threads share):
+    cdef const int32_t *_slots       # per slot (5): column, first step, n steps, growth, flags
+    cdef const int32_t *_steps       # per step (5): code, arguments a, b, c, d
+    cdef const int32_t *_features    # per feature (F_COLUMNS): the F_* columns
+    cdef const double *_weights      # per feature: its constant weight
+    cdef const int32_t *_parts       # per part (PART_COLUMNS): the PART_* columns
+    cdef const int32_t *_padding     # through_steps texts (3): dropped, offset, length
+    cdef list _arrays                # the numpy arrays the pointers point into
     cdef list _python_steps          # per slot: the steps (for the Python-computed values)
     cdef list _regex_objects         # the CompiledRegex objects _regexes points into
     cdef const RegexProgram **_regexes
     cdef readonly bint has_transitions
-    cdef int32_t[::1] _columns       # the columns read, and per column its place
+    cdef const int32_t *_columns     # the columns read
     cdef readonly object columns
 
     def __dealloc__(self):
@@ -475,12 +478,24 @@ cdef class CompiledPlan:
         self._literal_data = self._literals
         self.n_slots = len(slots)
         self.n_features = len(features)
-        self._slots = _table(slots, 5)
-        self._steps = _table(steps, 5)
-        self._parts = _table(parts, PART_COLUMNS)
-        self._features = _table(features, F_COLUMNS)
-        self._padding = _table(padding, 3)
-        self._weights = np.array(weights or [0.0], dtype=np.float64)
+        columns = sorted({s[0] for s in slots})
+        place = {c: k for k, c in enumerate(columns)}
+        # a slot's column -> its place among the columns read
+        slots = [(place[s[0]], *s[1:]) for s in slots]
+        self._arrays = [
+            _table(slots, 5), _table(steps, 5), _table(parts, PART_COLUMNS),
+            _table(features, F_COLUMNS), _table(padding, 3),
+            np.array(weights or [0.0], dtype=np.float64),
+            np.array(columns or [0], dtype=np.int32),
+        ]
+        self._slots = _int32_data(self._arrays[0])
+        self._steps = _int32_data(self._arrays[1])
+        self._parts = _int32_data(self._arrays[2])
+        self._features = _int32_data(self._arrays[3])
+        self._padding = _int32_data(self._arrays[4])
+        cdef double[::1] weights_view = self._arrays[5]
+        self._weights = &weights_view[0]
+        self._columns = _int32_data(self._arrays[6])
         self._python_steps = python_steps
         self._regex_objects = regexes
         self._regexes = <const RegexProgram **> PyMem_RawMalloc(
@@ -493,22 +508,29 @@ cdef class CompiledPlan:
             regex = regexes[k]
             self._regexes[k] = &regex.program
         self.has_transitions = any(f.kind != "state" for f in plan.features)
-        columns = sorted({s[0] for s in slots})
         self.columns = tuple(columns)
         self.n_columns = len(columns)
-        place = {c: k for k, c in enumerate(columns)}
-        # slot column -> its place among the columns read
-        for k in range(self.n_slots):
-            self._slots[k, 0] = place[slots[k][0]]
-        self._columns = np.array(columns or [0], dtype=np.int32)
 
     def __reduce__(self):
         return (CompiledPlan, (self.plan,))
 
 
 def _table(rows, width):
-    return np.array(rows, dtype=np.int32).reshape(-1, width) if rows else np.zeros(
-        (0, width), dtype=np.int32)
+    # one row more than needed: never empty, so its data pointer is valid
+    table = np.zeros((len(rows) + 1, width), dtype=np.int32)
+    if rows:
+        table[:-1] = rows
+    return table
+
+
+cdef const int32_t *_int32_data(object array):
+    cdef int32_t[:, ::1] table
+    cdef int32_t[::1] flat
+    if array.ndim == 2:
+        table = array
+        return &table[0, 0]
+    flat = array
+    return &flat[0]
 
 
 def _padding_rows(ref, boundary, feature, literal):
@@ -604,10 +626,10 @@ cdef int _read(CompiledPlan plan, _Call call, list sequences, str name,
     """Phase 1: locate every column the plan reads; Python-computed slot values."""
     cdef Py_ssize_t i, j, t = 0, c, k, n_columns = plan.n_columns, length, arena = 0
     cdef int32_t flags
+    cdef const int32_t *slot
     cdef object token, text
     cdef const char *data
     cdef _Value *value
-    cdef int32_t[:, ::1] slots = plan._slots
     for i in range(len(sequences)):
         seq = sequences[i]
         for j in range(len(seq)):
@@ -637,11 +659,12 @@ cdef int _read(CompiledPlan plan, _Call call, list sequences, str name,
                     # keep the str (its UTF-8 buffer) alive for the call
                     call.keep.append(text)
             for k in range(plan.n_slots):
-                flags = slots[k, 4]
-                c = slots[k, 0]
+                slot = plan._slots + k * 5
+                flags = slot[4]
+                c = slot[0]
                 length = call.column_length[t * n_columns + c]
                 if (flags & 1) and not ((flags & 2) and not call.column_ascii[t * n_columns + c]):
-                    arena += slots[k, 3] * length
+                    arena += slot[3] * length
                     continue
                 value = &call.values[t * plan.n_slots + k]
                 _python_value(plan, call, k,
@@ -700,9 +723,9 @@ cdef inline Py_ssize_t _replace(const char *s, Py_ssize_t n, const char *old, Py
 
 cdef void _compute(CompiledPlan plan, _Call call, Py_ssize_t t, Py_ssize_t k) noexcept nogil:
     """Phase 2: slot ``k`` of token ``t`` by the C steps."""
-    cdef int32_t[:, ::1] slots = plan._slots
-    cdef int32_t[:, ::1] steps = plan._steps
-    cdef Py_ssize_t cell = t * plan.n_columns + slots[k, 0]
+    cdef const int32_t *slot = plan._slots + k * 5
+    cdef const int32_t *step
+    cdef Py_ssize_t cell = t * plan.n_columns + slot[0]
     cdef const char *s = call.column_data[cell]
     cdef Py_ssize_t n = call.column_length[cell], q, m, start = 0, end
     cdef _Value *value = &call.values[t * plan.n_slots + k]
@@ -711,10 +734,11 @@ cdef void _compute(CompiledPlan plan, _Call call, Py_ssize_t t, Py_ssize_t k) no
     cdef bint is_number = False
     cdef int code
     cdef char *out
-    for q in range(slots[k, 1], slots[k, 1] + slots[k, 2]):
-        code = steps[q, 0]
+    for q in range(slot[1], slot[1] + slot[2]):
+        step = plan._steps + q * 5
+        code = step[0]
         if code == S_SLICE:
-            _slice(s, n, steps[q, 1], steps[q, 2], ascii, &s, &n)
+            _slice(s, n, step[1], step[2], ascii, &s, &n)
         elif code == S_LOWER or code == S_UPPER or code == S_ASCII_LOWER:
             out = call.arena + call.arena_size
             for m in range(n):
@@ -734,16 +758,16 @@ cdef void _compute(CompiledPlan plan, _Call call, Py_ssize_t t, Py_ssize_t k) no
             s = out
         elif code == S_REPLACE:
             out = call.arena + call.arena_size
-            n = _replace(s, n, plan._literal_data + steps[q, 1], steps[q, 2],
-                         plan._literal_data + steps[q, 3], steps[q, 4], out)
+            n = _replace(s, n, plan._literal_data + step[1], step[2],
+                         plan._literal_data + step[3], step[4], out)
             call.arena_size += n
             s = out
         elif code == S_MIN_LENGTH:
-            if (n if ascii else _code_points(s, n)) < steps[q, 1]:
+            if (n if ascii else _code_points(s, n)) < step[1]:
                 value.state = V_DROP
                 return
         elif code == S_REGEX_MATCH:
-            end = regex_search(plan._regexes[steps[q, 1]], <const unsigned char *> s, n, &start)
+            end = regex_search(plan._regexes[step[1]], <const unsigned char *> s, n, &start)
             if end == -2:
                 value.state = V_FAILED
                 return
@@ -753,14 +777,14 @@ cdef void _compute(CompiledPlan plan, _Call call, Py_ssize_t t, Py_ssize_t k) no
                 s = s + start
                 n = end - start
         elif code == S_REGEX_TEST:
-            end = regex_test(plan._regexes[steps[q, 1]], <const unsigned char *> s, n)
+            end = regex_test(plan._regexes[step[1]], <const unsigned char *> s, n)
             if end < 0:
                 value.state = V_FAILED
                 return
-            s = plan._literal_data + (steps[q, 2] if end else steps[q, 3])
+            s = plan._literal_data + (step[2] if end else step[3])
             n = 4 if end else 5
         elif code == S_CONTAINS:
-            number = 1.0 if _contains(s, n, plan._literal_data + steps[q, 1], steps[q, 2]) else 0.0
+            number = 1.0 if _contains(s, n, plan._literal_data + step[1], step[2]) else 0.0
             is_number = True
         elif code == S_NOT:
             number = 0.0 if number != 0.0 else 1.0
@@ -835,27 +859,27 @@ cdef int _boundary(CompiledPlan plan, Py_ssize_t f, Py_ssize_t k, Py_ssize_t q, 
 
     Returns 0, 1 when the feature drops there, -1 out of memory.
     """
-    cdef int32_t[:, ::1] features = plan._features
-    cdef int32_t[:, ::1] padding = plan._padding
+    cdef const int32_t *frow = plan._features + f * F_COLUMNS
+    cdef const int32_t *padding = plan._padding
     cdef Py_ssize_t distance = -q if q < 0 else q - n + 1, row, limit
     cdef bint before = q < 0
-    if not features[f, F_BOUNDARY]:
+    if not frow[F_BOUNDARY]:
         return 1
-    row = plan._parts[k, PART_PADDING]
+    row = plan._parts[k * PART_COLUMNS + PART_PADDING]
     if row >= 0:  # the texts through the ref's steps, computed once
-        limit = features[f, F_LIMIT] if features[f, F_NUMBERED] else 0
+        limit = frow[F_LIMIT] if frow[F_NUMBERED] else 0
         if distance > limit + 1:
             distance = limit + 1
         row += (0 if before else limit + 1) + distance - 1
-        if padding[row, 0]:
+        if padding[(row) * 3 + 0]:
             return 1
-        return _append(name, plan._literal_data + padding[row, 1], padding[row, 2])
-    if _append(name, plan._literal_data + features[f, F_BEFORE if before else F_AFTER],
-               features[f, F_BEFORE_LENGTH if before else F_AFTER_LENGTH]) < 0:
+        return _append(name, plan._literal_data + padding[(row) * 3 + 1], padding[(row) * 3 + 2])
+    if _append(name, plan._literal_data + frow[F_BEFORE if before else F_AFTER],
+               frow[F_BEFORE_LENGTH if before else F_AFTER_LENGTH]) < 0:
         return -1
-    if not features[f, F_NUMBERED]:
+    if not frow[F_NUMBERED]:
         return 0
-    if features[f, F_LIMIT] and distance > features[f, F_LIMIT]:
+    if frow[F_LIMIT] and distance > frow[F_LIMIT]:
         return _append(name, b"#", 1)
     return _write_number(name, distance)
 
@@ -871,8 +895,9 @@ cdef int _expand(CompiledPlan plan, _Call call, const Py_ssize_t *lengths, Py_ss
     """
     cdef Py_ssize_t i, t, k, f, q, n, start = 0, position, found, n_pending
     cdef int code
-    cdef int32_t[:, ::1] features = plan._features
-    cdef int32_t[:, ::1] parts = plan._parts
+    cdef const int32_t *features = plan._features
+    cdef const int32_t *frow
+    cdef const int32_t *prow
     cdef _Value *value
     cdef _Pending *p
     cdef double weight
@@ -892,19 +917,20 @@ cdef int _expand(CompiledPlan plan, _Call call, const Py_ssize_t *lengths, Py_ss
             name.size = 0
             n_pending = 0
             for f in range(plan.n_features):
-                when = features[f, F_WHEN_OUTSIDE]
+                frow = features + f * F_COLUMNS
+                when = frow[F_WHEN_OUTSIDE]
                 if when != _NO_BOUND and 0 <= position + when < n:
                     continue
-                when = features[f, F_WHEN_INSIDE]
+                when = frow[F_WHEN_INSIDE]
                 if when != _NO_BOUND and not 0 <= position + when < n:
                     continue
                 weight = plan._weights[f]
-                if features[f, F_WEIGHT_SLOT] >= 0:
-                    q = _position(position, features[f, F_WEIGHT_OFFSET],
-                                  features[f, F_WEIGHT_ABSOLUTE], n)
+                if frow[F_WEIGHT_SLOT] >= 0:
+                    q = _position(position, frow[F_WEIGHT_OFFSET],
+                                  frow[F_WEIGHT_ABSOLUTE], n)
                     if q < 0 or q >= n:
                         continue
-                    value = &call.values[(start + q) * plan.n_slots + features[f, F_WEIGHT_SLOT]]
+                    value = &call.values[(start + q) * plan.n_slots + frow[F_WEIGHT_SLOT]]
                     if value.state == V_DROP:
                         continue
                     if value.state == V_FAILED:
@@ -917,14 +943,14 @@ cdef int _expand(CompiledPlan plan, _Call call, const Py_ssize_t *lengths, Py_ss
                 p = &pending[n_pending]
                 p.start = name.size
                 dropped = False
-                for k in range(features[f, F_FIRST_PART],
-                               features[f, F_FIRST_PART] + features[f, F_N_PARTS]):
-                    if parts[k, PART_TYPE] == P_LITERAL:
-                        if _append(name, plan._literal_data + parts[k, PART_A],
-                                   parts[k, PART_B]) < 0:
+                for k in range(frow[F_FIRST_PART], frow[F_FIRST_PART] + frow[F_N_PARTS]):
+                    prow = plan._parts + k * PART_COLUMNS
+                    if prow[PART_TYPE] == P_LITERAL:
+                        if _append(name, plan._literal_data + prow[PART_A],
+                                   prow[PART_B]) < 0:
                             return -1
                         continue
-                    q = _position(position, parts[k, PART_B], parts[k, PART_ABSOLUTE], n)
+                    q = _position(position, prow[PART_B], prow[PART_ABSOLUTE], n)
                     if q < 0 or q >= n:
                         code = _boundary(plan, f, k, q, n, name)
                         if code == -1:
@@ -933,7 +959,7 @@ cdef int _expand(CompiledPlan plan, _Call call, const Py_ssize_t *lengths, Py_ss
                             dropped = True
                             break
                         continue
-                    value = &call.values[(start + q) * plan.n_slots + parts[k, PART_A]]
+                    value = &call.values[(start + q) * plan.n_slots + prow[PART_A]]
                     if value.state == V_DROP:
                         dropped = True
                         break
@@ -958,12 +984,13 @@ cdef int _expand(CompiledPlan plan, _Call call, const Py_ssize_t *lengths, Py_ss
                 for k in range(n_pending):
                     p = &pending[k]
                     p.hash = hash_padded(name.data + p.start, p.length)
-                    if features[p.feature, F_STATE]:
+                    if features[p.feature * F_COLUMNS + F_STATE]:
                         prefetch_slot(index, p.hash)
             for k in range(n_pending):
                 p = &pending[k]
                 f = p.feature
-                if features[f, F_STATE]:
+                frow = features + f * F_COLUMNS
+                if frow[F_STATE]:
                     if grow:
                         found = index.add(name.data + p.start, p.length)
                     else:
@@ -972,7 +999,7 @@ cdef int _expand(CompiledPlan plan, _Call call, const Py_ssize_t *lengths, Py_ss
                         return -1
                     if found >= 0 and _push(state, found, p.weight) < 0:
                         return -1
-                if features[f, F_TRANSITION] and transition != NULL and position > 0:
+                if frow[F_TRANSITION] and transition != NULL and position > 0:
                     if grow:
                         found = transitions.add(name.data + p.start, p.length)
                     else:
