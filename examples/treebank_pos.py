@@ -5,13 +5,19 @@ Part-of-speech tagging of the NLTK Penn Treebank sample
 Trains a :class:`~skcrf.CRFTagger` on the first 80% of the treebank sentences
 (the Treebank task), prints the test accuracy, a per-tag classification
 report, the most informative state features and transitions, and tags a
-sentence. With ``--plot`` it draws the learning curve (training objective and
+sentence. The task's seed features are given as a template
+(:func:`skcrf.templates.treebank_seed_spec` in a
+:class:`~skcrf.TemplateFeaturizer`): the tagger takes the raw words and
+featurizes them in compiled code. ``--features dicts`` builds the same
+features as Python dicts instead (:func:`skcrf.datasets.treebank_token_features`),
+the same model. With ``--plot`` it draws the learning curve (training objective and
 test accuracy at every L-BFGS iteration, from ``training_log_``), the
 strongest state-feature weights and the transition weights as a heatmap::
 
     python examples/treebank_pos.py
     python examples/treebank_pos.py --sentence "The cat sat on the mat ."
     python examples/treebank_pos.py --plot          # the figures, saved as PNG files
+    python examples/treebank_pos.py --features dicts  # feature dicts built in Python
 
 The data comes from NLTK's data path; when it is missing the script calls
 nltk.download('treebank'). Without network access, set NLTK_DATA to a folder
@@ -26,9 +32,10 @@ from collections import Counter
 
 from sklearn.exceptions import ConvergenceWarning
 
-from skcrf import CRFTagger
+from skcrf import CRFTagger, TemplateFeaturizer
 from skcrf.datasets import load_treebank, treebank_sentence_features, treebank_token_features
 from skcrf.metrics import flat_accuracy_score, flat_classification_report
+from skcrf.templates import treebank_seed_spec
 
 
 def parse_args(argv=None):
@@ -48,6 +55,12 @@ def parse_args(argv=None):
         default="The quick brown fox jumps over the lazy dog .",
         help="a sentence to tag (words separated by spaces)",
     )
+    parser.add_argument(
+        "--features",
+        choices=("template", "dicts"),
+        default="template",
+        help="the seed features as a compiled template (raw words in) or as Python dicts",
+    )
     parser.add_argument("--top", type=int, default=10, help="features to show")
     parser.add_argument("--plot", action="store_true", help="draw the figures")
     parser.add_argument(
@@ -64,11 +77,19 @@ def main(argv=None):
         train, test = load_treebank(max_sentences=args.max_sentences)
     except LookupError as exc:
         sys.exit(str(exc))
-    X_train, y_train = treebank_sentence_features(train)
-    X_test, y_test = treebank_sentence_features(test)
+    if args.features == "template":
+        # raw words: the tagger's featurizer turns them into the seed features
+        X_train, y_train = [[w for w, _ in s] for s in train], [[t for _, t in s] for s in train]
+        X_test, y_test = [[w for w, _ in s] for s in test], [[t for _, t in s] for s in test]
+        featurizer = TemplateFeaturizer(treebank_seed_spec())
+    else:
+        X_train, y_train = treebank_sentence_features(train)
+        X_test, y_test = treebank_sentence_features(test)
+        featurizer = None
     print(
         f"train: {len(X_train)} sentences, {sum(map(len, X_train))} tokens; "
-        f"test: {len(X_test)} sentences, {sum(map(len, X_test))} tokens"
+        f"test: {len(X_test)} sentences, {sum(map(len, X_test))} tokens; "
+        f"features: {args.features}"
     )
 
     tagger = CRFTagger(
@@ -77,6 +98,7 @@ def main(argv=None):
         max_iterations=args.max_iterations,
         all_possible_transitions=True,
         n_jobs=args.n_jobs,
+        featurizer=featurizer,
     )
     start = time.perf_counter()
     with warnings.catch_warnings():
@@ -99,7 +121,11 @@ def main(argv=None):
     show_features(tagger, args.top)
 
     words = args.sentence.split()
-    tags = tagger.predict_single([treebank_token_features(words, i) for i in range(len(words))])
+    if featurizer is not None:
+        tags = tagger.predict_single(words)
+    else:
+        features = [treebank_token_features(words, i) for i in range(len(words))]
+        tags = tagger.predict_single(features)
     print("tagged:", " ".join(f"{w}/{t}" for w, t in zip(words, tags)))
 
     if args.plot:

@@ -51,10 +51,17 @@ def accuracy(stdout, label="test token accuracy"):
 @pytest.mark.treebank
 def test_treebank_pos(treebank):
     stdout = run_example("treebank_pos.py", *QUICK, "--n-jobs", "1", "--top", "3")
-    assert "train: 60 sentences" in stdout
+    assert "train: 60 sentences" in stdout and "features: template" in stdout
     assert 0.5 < accuracy(stdout) <= 1.0
     assert "Top 3 state features:" in stdout and "Top 3 transitions:" in stdout
     assert re.search(r"^tagged: The/\S+ quick/\S+", stdout, flags=re.MULTILINE)
+    # the dict version: the same features, so the same model and report
+    dicts = run_example(
+        "treebank_pos.py", *QUICK, "--n-jobs", "1", "--top", "3", "--features", "dicts"
+    )
+    assert "features: dicts" in dicts
+    assert accuracy(dicts) == accuracy(stdout)
+    assert dicts.split("Top 3 state features:")[1] == stdout.split("Top 3 state features:")[1]
 
 
 @pytest.mark.treebank
