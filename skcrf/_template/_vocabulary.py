@@ -103,6 +103,8 @@ _TOKENS_PER_THREAD = 2048
 
 def _expand_in_threads(compiled, sequences, index, transitions, *, grow, name, n_threads):
     """:func:`expand` over contiguous shards in threads, the rows concatenated."""
+    if n_threads <= 1 or len(sequences) < 2:
+        return expand(compiled, sequences, index, transitions, grow=grow, name=name)
     lengths = np.fromiter(map(len, sequences), dtype=np.intp, count=len(sequences))
     n_tokens = int(lengths.sum())
     n_threads = max(1, min(n_threads, n_tokens // _TOKENS_PER_THREAD))
