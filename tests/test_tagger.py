@@ -248,16 +248,25 @@ def test_n_jobs_far_above_the_blocks_decodes_on_as_many_threads(monkeypatch):
     expected_marginals = tagger.predict_marginals(X)
     sizes = _record_thread_pools(monkeypatch)
     tagger.set_params(n_jobs=500)
-    assert tagger.predict(X) == expected
     assert tagger.predict_marginals(X) == expected_marginals
     tagger.predict_nbest(X, 2)
     tagger.sequence_log_proba(X)
     assert sizes == []  # one block: decoded on the calling thread
+    # Viterbi decodes sequence by sequence: no more threads than sequences,
+    # nor than the usable cores, each with 4000 tokens at least
+    from skcrf._utils._threads import usable_cores
+
+    assert tagger.predict(X) == expected
+    threads = min(3, usable_cores())
+    assert sizes == ([threads] if threads > 1 else [])
+    assert tagger.predict(X[:1]) == expected[:1]
+    assert sizes == ([threads] if threads > 1 else [])  # one sequence: the calling thread
     # more blocks: no more threads than blocks
+    sizes.clear()
     X_more = X * 8  # 96,000 tokens: 5 blocks of 21,845 tokens at most
     n_blocks = count_blocks([4000] * 24, len(tagger.classes_))
     assert 1 < n_blocks < 96_000 // 4000
-    assert tagger.predict(X_more) == expected * 8
+    assert tagger.predict_marginals(X_more) == expected_marginals * 8
     assert sizes and max(sizes) <= n_blocks
 
 

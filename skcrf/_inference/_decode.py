@@ -167,22 +167,8 @@ class Decoder:
         path = np.empty(n_tokens, dtype=np.intp)
         if self.conditioned is not None:
             return self._conditioned_viterbi(encoded, n_threads, name, constraints, path)
-        transitions = self.transitions
-        pruning = self._pruning
         if constraints is None:
-
-            def decode_block(block, workspace):
-                emissions = workspace.psi[: block.n_rows]
-                self._emissions(block.indptr, block.ids, block.values, emissions)
-                _check_finite(emissions)
-                block_path = np.empty(block.n_rows, dtype=np.intp)
-                viterbi_packed(
-                    emissions, transitions, block.batch_sizes, block_path, pruning=pruning
-                )
-                return block_path
-
-            return self._run(encoded, n_threads, decode_block, path, name)
-
+            return self._viterbi_sequences(encoded, n_threads, name, path)
         # Forbidden pairs are -inf transitions: the Viterbi kernel then prunes
         # nothing (its bound needs finite scores) but stays exact.
         arrays = self.constrained_arrays(constraints)
@@ -328,6 +314,39 @@ class Decoder:
             sink(block, marginals)
 
         self._run(encoded, n_threads, decode_block, None, name)
+
+    def _viterbi_sequences(self, encoded, n_threads, name, path):
+        """Unconstrained Viterbi, sequence by sequence in compiled code (no blocks).
+
+        The one-sentence decoder over every sequence, one call per thread's
+        shard without the GIL: faster than the batched blocks for sparse
+        state features, and the threads run in parallel.
+        """
+        lengths = np.asarray(encoded.lengths, dtype=np.intp)
+        n_tokens = int(lengths.sum())
+        starts = np.zeros(len(lengths), dtype=np.intp)
+        np.cumsum(lengths[:-1], out=starts[1:])
+        n_threads = min(n_threads, max(1, n_tokens // _TOKENS_PER_THREAD))
+        shards = split_sequences(lengths, n_threads)
+        indptr = np.ascontiguousarray(encoded.indptr, dtype=np.int64)
+        ids = np.ascontiguousarray(encoded.ids, dtype=np.int32)
+        values = np.ascontiguousarray(encoded.values, dtype=np.float64)
+
+        def run(which):
+            return self._single.decode_sequences(
+                indptr, ids, values, starts, lengths, which.astype(np.intp), path
+            )
+
+        if len(shards) == 1:
+            bad = [run(shards[0])]
+        else:
+            with ThreadPoolExecutor(len(shards)) as pool:
+                bad = list(pool.map(run, shards))
+        if any(b >= 0 for b in bad):
+            emissions = np.zeros((n_tokens, self.n_labels))
+            self._emissions(encoded.indptr, encoded.ids, encoded.values, emissions)
+            check_emissions(emissions, lengths, name=name)
+        return path
 
     def viterbi_single(self, encoded, name="X"):
         """Label indices of one encoded sequence (no blocks, no threads)."""

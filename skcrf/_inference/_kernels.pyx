@@ -961,6 +961,89 @@ cdef class SequenceDecoder:
                             &ids_view[0] if ids_view.shape[0] else NULL,
                             &values_view[0] if values_view.shape[0] else NULL)
 
+    def decode_sequences(self, const long long[::1] indptr, const int[::1] ids,
+                         const double[::1] values, const intp[::1] starts,
+                         const intp[::1] lengths, const intp[::1] which, intp[::1] path):
+        """Decode the sequences ``which`` of encoded data into ``path`` (flat rows).
+
+        Sequence ``s`` has the rows ``starts[s]`` .. ``starts[s] + lengths[s]``
+        of the CSR arrays (``indptr`` over all tokens). One call for many
+        sentences, each decoded as :meth:`decode` decodes it, without the
+        GIL: threads decoding shards of one batch run in parallel. Returns
+        -1, or the first row whose scores are not finite (nothing written
+        after it).
+        """
+        cdef Py_ssize_t q, s, total = 0, bad = -1, n_labels = self.n_labels
+        cdef int status = 0
+        cdef bint build
+        cdef double* new_bound = NULL
+        cdef const double* bound
+        if n_labels == 0:
+            return -1
+        for q in range(which.shape[0]):
+            s = which[q]
+            if (s < 0 or s >= starts.shape[0] or starts[s] < 0 or lengths[s] < 0
+                    or starts[s] + lengths[s] > path.shape[0]
+                    or starts[s] + lengths[s] >= indptr.shape[0]):
+                raise ValueError("sequence rows out of range")
+            total += lengths[s]
+        build = shared_bound_claim(&self.shared, n_labels, total)
+        bound = self.shared.bound
+        with nogil:
+            for q in range(which.shape[0]):
+                s = which[q]
+                if lengths[s] == 0:
+                    continue
+                status = self._decode_rows(&indptr[starts[s]], lengths[s], &ids[0],
+                                           &values[0], bound, &path[starts[s]], &bad)
+                if status != 0 or bad >= 0:
+                    if bad >= 0:
+                        bad += starts[s]
+                    break
+            if build:
+                new_bound = viterbi_bound_new(&self.model)
+        if build:
+            self.shared.bound = new_bound
+        if status != 0:
+            raise MemoryError()
+        return bad
+
+    cdef int _decode_rows(self, const long long* indptr, Py_ssize_t length, const int* ids,
+                          const double* values, const double* bound, intp* path_data,
+                          Py_ssize_t* bad) noexcept nogil:
+        """The path of one sequence's rows into ``path_data``; -1 out of memory.
+
+        ``bad`` gets the first row (from 0) whose scores are not finite.
+        """
+        cdef Py_ssize_t r, p, k, a, j, n_labels = self.n_labels
+        cdef double v
+        cdef double* row
+        cdef ViterbiWork work
+        cdef double* scores = <double*> malloc(length * n_labels * sizeof(double))
+        if scores == NULL or viterbi_work_share(&work, &self.model, bound, length) != 0:
+            free(scores)
+            return -1
+        for r in range(length):
+            row = scores + r * n_labels
+            for j in range(n_labels):
+                row[j] = 0.0
+            for p in range(indptr[r], indptr[r + 1]):
+                a = ids[p]
+                v = values[p]
+                for k in range(self.state_ptr[a], self.state_ptr[a + 1]):
+                    row[self.state_labels[k]] += v * self.state_weights[k]
+            for j in range(n_labels):
+                if not isfinite(row[j]):
+                    bad[0] = r
+                    break
+            if bad[0] >= 0:
+                break
+        if bad[0] < 0:
+            viterbi_sequence(&work, scores, NULL, 0, length, path_data)
+        viterbi_work_free(&work)
+        free(scores)
+        return 0
+
     cdef object _decode(self, const long long* indptr, Py_ssize_t length, const int* ids,
                         const double* values):
         cdef Py_ssize_t r, p, k, a, j

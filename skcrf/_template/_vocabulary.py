@@ -99,6 +99,8 @@ class TemplateVocabulary(Vocabulary):
 
 #: Fewer tokens than this per thread are featurized by one thread.
 _TOKENS_PER_THREAD = 2048
+#: Shards per featurizing thread.
+_SHARDS_PER_THREAD = 4
 
 
 def _expand_in_threads(compiled, sequences, index, transitions, *, grow, name, n_threads):
@@ -110,8 +112,11 @@ def _expand_in_threads(compiled, sequences, index, transitions, *, grow, name, n
     n_threads = max(1, min(n_threads, n_tokens // _TOKENS_PER_THREAD))
     if n_threads == 1:
         return expand(compiled, sequences, index, transitions, grow=grow, name=name)
-    # shard k ends where the running token count passes k / n of the total
-    ends = np.searchsorted(np.cumsum(lengths), np.arange(1, n_threads) * n_tokens / n_threads)
+    # Several shards a thread: a thread reads its next shard's tokens (with
+    # the GIL) while the others expand theirs (without). Shard k ends where
+    # the running token count passes k / n of the total.
+    n_shards = n_threads * _SHARDS_PER_THREAD
+    ends = np.searchsorted(np.cumsum(lengths), np.arange(1, n_shards) * n_tokens / n_shards)
     bounds = [0, *sorted(set(int(e) + 1 for e in ends)), len(sequences)]
     bounds = sorted(set(min(b, len(sequences)) for b in bounds))
     shards = list(zip(bounds[:-1], bounds[1:], strict=False))
@@ -128,7 +133,7 @@ def _expand_in_threads(compiled, sequences, index, transitions, *, grow, name, n
             first_sequence=start,
         )
 
-    with ThreadPoolExecutor(len(shards)) as pool:
+    with ThreadPoolExecutor(n_threads) as pool:
         parts = list(pool.map(run, shards))
     state = _join(parts, lengths)
     if parts[0].transitions is None:
