@@ -10,6 +10,12 @@ cdef class CQDBIndex:
     cdef Py_ssize_t _backward         # offset of the backward array (id -> record)
     cdef uint32_t _table_offset[256]
     cdef uint32_t _table_size[256]
+    # the first lookup's verification: unchecked, sound or damaged (read and
+    # written atomically)
+    cdef uint8_t _verdict
+    cdef str _where                   # names the chunk in messages
+    cdef public str source            # names the model in lookup errors
 
+    cdef bint _sound(self) noexcept nogil
     cdef Py_ssize_t find(self, const char *key, Py_ssize_t length) noexcept nogil
     cdef Py_ssize_t find_str(self, str name) except -3
