@@ -45,6 +45,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from ._tagger import CRFTagger as _Estimator
 from ._training._fit import ALGORITHM_DEFAULTS, FEATURE_DEFAULTS
+from ._utils._cqdb_index import LazyNames
 
 __all__ = ["CRFTagger", "TRAINING_OPTIONS"]
 
@@ -313,8 +314,21 @@ class CRFTagger(TaggerI):
         Parameters
         ----------
         model_file : str or path-like
+
+        Raises
+        ------
+        ValueError
+            If the file is not a well-formed CRFsuite model (truncated,
+            corrupted, crafted; its attributes' hash tables verified in full
+            here, not at the first lookup): the message names the file and
+            what is wrong, and the tagger keeps its previous model.
         """
         estimator = _Estimator.from_crfsuite(model_file)
+        attributes = estimator._fitted_model().attributes
+        if isinstance(attributes, LazyNames):
+            # what the first lookup would verify, now: a damaged file keeps
+            # the previous model
+            attributes.check()
         if self._n_jobs is not None:
             estimator.set_params(n_jobs=self._n_jobs)
         self._set_estimator(estimator)

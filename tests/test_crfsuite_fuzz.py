@@ -2,8 +2,10 @@
 
 Seeded mutants of a small model trained by python-crfsuite (bytes changed,
 32-bit fields overwritten, tables' buckets and records aimed at, files cut):
-each must be either refused by skcrf (a ValueError naming what is wrong) or
-opened and tagged exactly as python-crfsuite tags it. python-crfsuite runs in
+each must be either refused by skcrf (a ValueError naming what is wrong: at
+open, or, for what the attributes' hash tables hold beyond their shape, at
+the first lookup, which verifies them before anything is tagged) or opened
+and tagged exactly as python-crfsuite tags it. python-crfsuite runs in
 a subprocess (one for all the mutants skcrf accepts), each mutant in a child
 of its own, forked, killed after a timeout: a mutant can make CRFsuite crash
 or probe forever, and then skcrf must have refused it.
@@ -151,16 +153,20 @@ def mutants(data, rng, n):
 
 
 def skcrf_outcome(data, sequences):
-    """skcrf's tags of ``sequences`` with the file ``data``, or its error."""
+    """skcrf's tags of ``sequences`` with the file ``data``, or its error (and
+    the sequences tagged before a lookup found the file damaged)."""
     try:
         tagger = Tagger()
         tagger.open_inmemory(data)
     except ValueError as exc:
         return {"error": str(exc)}
+    tags = []
     try:
-        return {"tags": [tagger.tag(xseq) for xseq in sequences]}
-    except ValueError as exc:  # accepted, then found damaged: not what is wanted
-        return {"tag error": str(exc)}
+        for xseq in sequences:
+            tags.append(tagger.tag(xseq))
+    except ValueError as exc:  # found damaged by the first lookup's verification
+        return {"error": str(exc), "tagged before": tags}
+    return {"tags": tags}
 
 
 def test_mutants_are_refused_or_tagged_as_pycrfsuite_tags_them(tmp_path):
@@ -178,6 +184,8 @@ def test_mutants_are_refused_or_tagged_as_pycrfsuite_tags_them(tmp_path):
         outcomes.append(outcome)
         if "error" in outcome:
             assert outcome["error"].startswith("Invalid model: "), outcome["error"]
+            # refused at the first lookup: nothing tagged from the damaged file
+            assert outcome.get("tagged before", []) == [], outcome
             continue
         file = tmp_path / f"mutant{k}.crfsuite"
         file.write_bytes(mutated)
@@ -191,19 +199,23 @@ def test_mutants_are_refused_or_tagged_as_pycrfsuite_tags_them(tmp_path):
     # the mutants reach both sides: refused ones and accepted ones (unchanged
     # bytes in padding, or changes CRFsuite reads the same way)
     n_refused = sum("error" in o for o in outcomes)
+    n_at_lookup = sum("tagged before" in o for o in outcomes)
     print(
-        f"{N_MUTANTS} mutants (seed {SEED}): skcrf refused {n_refused}; accepted "
-        f"{len(accepted)}, pycrfsuite: {sorted(set(next(iter(r)) for r in theirs))}"
+        f"{N_MUTANTS} mutants (seed {SEED}): skcrf refused {n_refused} ({n_at_lookup} at "
+        f"the first lookup); accepted {len(accepted)}, pycrfsuite: "
+        f"{sorted(set(next(iter(r)) for r in theirs))}"
     )
     assert 0.3 * N_MUTANTS < n_refused < N_MUTANTS
-    # CRFTagger.from_crfsuite refuses what Tagger.open refuses, and tags the
-    # others as it does
+    # CRFTagger.from_crfsuite refuses what Tagger.open refuses (at open, or at
+    # the first prediction, naming the file), and tags the others as it does
     for k in range(0, N_MUTANTS, 7):
         file = tmp_path / "again.crfsuite"
         file.write_bytes(all_mutants[k])
         if "error" in outcomes[k]:
-            with pytest.raises(ValueError, match="Cannot read CRFsuite model"):
-                CRFTagger.from_crfsuite(file)
+            with pytest.raises(ValueError, match=r"Cannot read CRFsuite model '.*again\.crfsuite'"):
+                crf = CRFTagger.from_crfsuite(file)
+                assert "tagged before" in outcomes[k]  # (else refused at open)
+                crf.predict_single(sequences[0])
         else:
             crf = CRFTagger.from_crfsuite(file)
             assert [list(crf.predict_single(x)) for x in sequences] == outcomes[k]["tags"]

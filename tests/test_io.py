@@ -474,15 +474,20 @@ def test_format_3_damaged_names(state, tmp_path):
     bwd = int(chunk[20:24].view("<u4")[0])
     record = int(chunk[bwd : bwd + 4].view("<u4")[0])
     # a byte of id 0's name: load_state (which lists) names the damage; the
-    # lazy load finds it too, at once (the name no longer has its bucket's
-    # hash: every record a bucket reaches is checked when the index is made)
+    # lazy load finds it too, at its first lookup (the name no longer has its
+    # bucket's hash: the first lookup verifies every bucket and record), and
+    # every lookup after it, naming the file
     chunk[record + 8] = 0xFF
     bad = tmp_path / "bad.npz"
     write_parts(bad, doc, {**arrays, "attributes": chunk})
     with pytest.raises(ValueError, match="Cannot load skcrf model.*id 0 is not valid UTF-8"):
         load_state(bad)
-    with pytest.raises(ValueError, match="Cannot load skcrf model.*not its string's"):
-        load_state(bad, lazy_attributes=True)
+    lazy = load_state(bad, lazy_attributes=True).model
+    for name in (state.model.attributes[-1], "absent", state.model.attributes[-1]):
+        with pytest.raises(ValueError, match=r"Cannot load skcrf model .*bad\.npz.*not its string's"):
+            lazy.attributes.id_of(name)
+    with pytest.raises(ValueError, match="Cannot load skcrf model.*id 0 is not valid UTF-8"):
+        lazy.attribute_names()
     # structure damaged: refused at once, lazily or not
     for lazy_attributes in (False, True):
         chunk = arrays["attributes"].copy()

@@ -30,7 +30,13 @@ from skcrf import CRFTagger
 from skcrf._featurize._vocabulary import Vocabulary
 from skcrf._persist._cqdb import cqdb_bytes, encode_strings
 from skcrf._persist._crfsuite_file import crfsuite_bytes, read_crfsuite
-from skcrf._utils._cqdb_index import CQDBIndex, LazyNames, hashlittle
+from skcrf._utils._cqdb_index import (
+    CQDBIndex,
+    LazyNames,
+    _first_bucket,
+    _key_hash_at,
+    hashlittle,
+)
 from skcrf.pycrfsuite import Tagger
 
 pycrfsuite = pytest.importorskip("pycrfsuite")
@@ -107,10 +113,11 @@ def test_index_refuses_what_its_lookups_rely_on():
         CQDBIndex(chunk[:100], 0, n, "attributes")
 
 
-def test_a_corrupted_table_or_record_is_refused_at_open_never_a_wrong_id():
-    # the index checks every bucket and the record it points to when it is
-    # made: a damaged chunk is refused then (naming the chunk), and a chunk it
-    # accepts answers every lookup exactly
+def test_a_corrupted_table_or_record_is_refused_at_open_or_first_lookup_never_a_wrong_id():
+    # the index checks the tables' shape when it is made, and every bucket and
+    # the record it points to at its first lookup: a damaged chunk is refused
+    # then (naming the chunk), by that lookup and every later one, and a
+    # chunk it accepts answers every lookup exactly
     names = [f"s{i}" for i in range(200)]
     chunk = bytearray(cqdb_bytes(*encode_strings(names, "attribute")))
     rng = np.random.default_rng(1)
@@ -130,10 +137,21 @@ def test_a_corrupted_table_or_record_is_refused_at_open_never_a_wrong_id():
             assert str(exc).startswith("the attributes CQDB chunk at offset 0: ")
             outcomes.add("refused")
             continue
+        try:
+            found = index.lookup(names[int(rng.integers(len(names)))])
+        except ValueError as exc:
+            assert str(exc).startswith("the attributes CQDB chunk at offset 0 is corrupted")
+            for name in [*names, "s200", ""]:  # and so is every lookup after it
+                with pytest.raises(ValueError, match="chunk at offset 0 is corrupted"):
+                    index.lookup(name)
+            outcomes.add("refused at the first lookup")
+            continue
+        assert found >= 0
         outcomes.add("accepted")
         for k, name in enumerate(names):
             assert index.lookup(name) == k
         assert index.lookup("s200") == -1 and index.lookup("") == -1
+    assert outcomes == {"refused", "refused at the first lookup", "accepted"}
 
 
 def _one_table(chunk, fill):
@@ -443,3 +461,178 @@ def test_damaged_tables_are_refused_by_every_entry_point(trained, tmp_path):
         for lazy in (False, True):
             with pytest.raises(ValueError, match=match):
                 read_crfsuite(data, lazy_attributes=lazy)
+
+
+# -- what the first lookup verifies ------------------------------------------------------
+
+
+def _damaged_name(data):
+    """The CRFsuite file ``data`` with a byte of its last attribute's name
+    changed: the tables' shape intact (the open accepts it), the first lookup's
+    verification finds a bucket whose hash is no longer its string's."""
+    layout = _layout(data)
+    cq = layout["attributes"]
+    record = cq + _u32(data, cq + _u32(data, cq + 20) + 4 * (layout["n_attributes"] - 1))
+    damaged = bytearray(data)
+    damaged[record + 8] = ord("#") if damaged[record + 8] != ord("#") else ord("%")
+    return bytes(damaged)
+
+
+def test_a_table_damaged_beyond_its_shape_is_refused_by_the_first_lookup(trained, tmp_path):
+    from skcrf.nltk import CRFTagger as NLTKTagger
+
+    data = _damaged_name(trained.read_bytes())
+    path = tmp_path / "damaged-name.crfsuite"
+    path.write_bytes(data)
+    X = _random_sequences(read_crfsuite(trained).model, 14, n_sequences=3)
+    problem = r"the attributes CQDB chunk at offset \d+ is corrupted \((looking up .*|checking it)\)"
+    problem += ": bucket .* holds the hash .*, not its string's"
+    with pytest.raises(ValueError, match="the bucket of the string of id .* does not match"):
+        read_crfsuite(data)  # the full reader refuses it
+    lazy = read_crfsuite(data, lazy_attributes=True).model  # the open accepts it
+    with pytest.raises(ValueError, match=r"Cannot read CRFsuite model \(bytes\): " + problem):
+        lazy.attributes.check()
+
+    tagger = Tagger()
+    tagger.open(str(path))
+    for xseq in X:  # the first lookup, and every one after it
+        with pytest.raises(ValueError, match=rf"Invalid model file '.*{path.name}': {problem}"):
+            tagger.tag(xseq)
+    tagger = Tagger()
+    tagger.open_inmemory(data)
+    with pytest.raises(ValueError, match=rf"Invalid model: {problem}"):
+        tagger.tag(X[0])
+    crf = CRFTagger.from_crfsuite(path)
+    for predict in (crf.predict_single, crf.predict_marginals_single):
+        with pytest.raises(ValueError, match=rf"Cannot read CRFsuite model '.*{path.name}': "):
+            predict(X[0])
+    with pytest.raises(ValueError, match=rf"Cannot read CRFsuite model '.*{path.name}': "):
+        CRFTagger(model_filename=str(path)).predict(X)
+    # names looked up one by one: the same
+    with pytest.raises(ValueError, match=problem):
+        "w:a" in CRFTagger.from_crfsuite(path)._model.attributes
+
+    # NLTK's set_model_file verifies at once and keeps the previous model
+    nltk_tagger = NLTKTagger()
+    nltk_tagger.set_model_file(str(trained))
+    model = nltk_tagger._estimator
+    with pytest.raises(ValueError, match=rf"Cannot read CRFsuite model '.*{path.name}'.*{problem}"):
+        nltk_tagger.set_model_file(str(path))
+    assert nltk_tagger._estimator is model and nltk_tagger._model_file == str(trained)
+    assert nltk_tagger.tag_sents([["the", "cat"]])
+
+
+def test_threads_meet_a_damaged_table_at_once(trained, tmp_path):
+    # 8 threads make their first lookups together: each is refused, naming the
+    # file; none tags (the verdict is published once the verification is done)
+    path = tmp_path / "damaged-name.crfsuite"
+    path.write_bytes(_damaged_name(trained.read_bytes()))
+    X = _random_sequences(read_crfsuite(trained).model, 15, n_sequences=16)
+    for _ in range(3):
+        crf = CRFTagger.from_crfsuite(path)
+        tagger = Tagger()
+        tagger.open(str(path))
+        errors, tagged = [], []
+        barrier = threading.Barrier(8)
+
+        def work(i, crf=crf, tagger=tagger, errors=errors, tagged=tagged, barrier=barrier):
+            barrier.wait()
+            for xseq in X[i::8]:
+                try:
+                    tagged.append(crf.predict_single(xseq) if i % 2 else tagger.tag(xseq))
+                except ValueError as exc:
+                    errors.append(str(exc))
+
+        threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert not tagged and len(errors) == len(X)
+        assert all(path.name in e and "not its string's" in e for e in errors), errors[:2]
+
+
+def test_the_fast_verification_agrees_with_the_bucket_by_bucket_one():
+    # the first lookup's verification reads the records in file order (fast);
+    # when it finds anything, or the records are in another order, the
+    # bucket-by-bucket one decides (and names the problem): they must agree
+    rng = np.random.default_rng(3)
+    seen = set()
+    for trial in range(900):
+        n = int(rng.integers(1, 400)) if trial % 50 else 5000
+        names = list(
+            dict.fromkeys(
+                f"s{i}" * int(rng.integers(1, 4)) + "x" * int(rng.integers(0, 30))
+                for i in range(n)
+            )
+        )
+        data = bytearray(cqdb_bytes(*encode_strings(names, "attribute")))
+        kind, shuffled = trial % 5, False
+        tables = [(_u32(data, 24 + 8 * t), _u32(data, 28 + 8 * t)) for t in range(256)]
+        tables = [(offset, m) for offset, m in tables if m]
+        if kind == 0:  # bytes of the records and tables
+            for position in rng.integers(2072, len(data), size=int(rng.integers(1, 4))):
+                data[position] = int(rng.integers(256))
+        elif kind == 1:  # a 32-bit field
+            at = 4 * int(rng.integers(518, len(data) // 4))
+            value = int(rng.integers(64)) if rng.random() < 0.5 else int(rng.integers(2**32))
+            struct.pack_into("<I", data, at, value)
+        elif kind == 2:  # two buckets' records swapped
+            (o1, m1), (o2, m2) = (tables[int(rng.integers(len(tables)))] for _ in range(2))
+            b1, b2 = o1 + 8 * int(rng.integers(m1)) + 4, o2 + 8 * int(rng.integers(m2)) + 4
+            data[b1 : b1 + 4], data[b2 : b2 + 4] = data[b2 : b2 + 4], data[b1 : b1 + 4]
+        elif kind == 3:  # sound, the ids given in another order than the records
+            order = rng.permutation(len(names))
+            records = [_u32(data, _u32(data, 20) + 4 * k) for k in range(len(names))]
+            for k, record in enumerate(records):
+                struct.pack_into("<I", data, record, int(order[k]))
+                struct.pack_into("<I", data, _u32(data, 20) + 4 * int(order[k]), record)
+            names = [names[k] for k in np.argsort(order)]
+            shuffled = bool((order != np.arange(len(order))).any())
+        try:
+            index = CQDBIndex(bytes(data), 0, len(names), "attributes")
+        except ValueError:
+            seen.add("refused at open")
+            continue
+        fast, slow = index._verifications()
+        assert fast in (0, 1) and (fast == 0 or slow == 0), (trial, fast, slow)
+        if kind == 3 and shuffled:
+            assert (fast, slow) == (0, 0)  # (the fast one declines: records out of order)
+        elif kind >= 3:
+            assert (fast, slow) == (1, 0)
+        seen.add(("fast", fast, "sound", slow == 0))
+        if slow:
+            with pytest.raises(ValueError, match="chunk at offset 0 is corrupted"):
+                index.check()
+        else:
+            index.check()
+            assert all(index.lookup(name) == k for k, name in enumerate(names))
+            assert index.lookup("absent") == -1
+    assert seen == {
+        "refused at open",
+        ("fast", 1, "sound", True),
+        ("fast", 0, "sound", True),
+        ("fast", 0, "sound", False),
+    }
+
+
+def test_the_verification_hashes_and_first_buckets_are_crfsuite_s():
+    rng = np.random.default_rng(4)
+    for length in range(1, 50):
+        for trial in range(60):
+            high = 4 if trial % 2 else 256
+            key = rng.integers(1 - trial % 3 // 2, high, size=length, dtype=np.uint8)
+            if trial % 3 == 0:
+                key[-1] = 0
+            key = key.tobytes()
+            for slack in (0, 1, 5, 11, 12, 30):  # (near the end: read without the slack)
+                before = int(rng.integers(7))
+                data = b"\x01" * before + key + b"\x00" * slack
+                assert _key_hash_at(data, before, length) == (
+                    reference_hashlittle(key),
+                    key[-1] == 0 and b"\0" not in key[:-1],
+                )
+    sizes = [1, 2, 3, 7, 255, 256, 257, 4097, 2**20 + 3, 2**29 - 1, 2**31 + 5, 2**32 - 1]
+    for m in sizes:
+        for h in [0, 2**32 - 1, 2**32 - 256, *rng.integers(2**32, size=300).tolist()]:
+            assert _first_bucket(h, m) == (h >> 8) % m

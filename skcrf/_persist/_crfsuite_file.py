@@ -502,6 +502,7 @@ def _parse_in_order(data, fields, name):
         index = CQDBIndex(data, off_attributes, n_attributes, "attributes")
     except ValueError:
         return None
+    index.source = f"Cannot read CRFsuite model {name}"  # (a lookup's error names it)
     label_names, labels_end = read_cqdb(data, off_labels, n_labels, "labels", _HEADER.size)
     attributes_end = off_attributes + struct.unpack_from("<I", data, off_attributes + 4)[0]
     end = max(features_end, labels_end, attributes_end, label_refs_end, attribute_refs_end)

@@ -823,6 +823,7 @@ def _attributes(chunk, n_attributes, where, lazy):
     if not lazy:
         return read_cqdb(chunk, 0, n_attributes, "attributes", 0)[0]
     index = CQDBIndex(chunk, 0, n_attributes, "attributes")
+    index.source = f"Cannot load skcrf model {where}"  # (a lookup's error names it)
 
     def read_all():
         try:

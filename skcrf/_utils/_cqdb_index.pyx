@@ -546,6 +546,17 @@ cdef inline uint32_t _start_bucket(uint32_t h, uint64_t multiplier, int shift,
     return x - <uint32_t> ((x * multiplier) >> shift) * m
 
 
+def _first_bucket(uint32_t h, uint32_t m):
+    """(for tests) :func:`_start_bucket` of ``h`` in a table of ``m > 0``
+    buckets, as the verification computes it."""
+    cdef int shift = 24
+    if m == 0:
+        raise ValueError("m must be positive")
+    while (<uint64_t> 1 << (shift - 24)) < <uint64_t> m:
+        shift += 1
+    return _start_bucket(h, ((<uint64_t> 1 << shift) + m - 1) // m, shift, m)
+
+
 cdef int _verify_code(CQDBIndex self, Py_ssize_t *where_table,
                       Py_ssize_t *where_bucket) noexcept nogil:
     """0 if every filled bucket of ``self`` is sound, else what is wrong with
@@ -901,6 +912,11 @@ class LazyNames(Sequence):
     def id_of(self, name):
         """The id of ``name``, or -1."""
         return self.string_index.lookup(name)
+
+    def check(self):
+        """Verify the index now (:meth:`CQDBIndex.check`): what the first
+        lookup does otherwise; ValueError naming the model if it is damaged."""
+        self.string_index.check()
 
     def __len__(self):
         return len(self.string_index)

@@ -34,6 +34,7 @@ from .._training import _defaults
 from .._training._lbfgs import LBFGSStatus
 from .._training._online_train import OnlineStatus
 from .._training._training_log import TrainingLog
+from .._utils._cqdb_index import LazyNames
 from ._logparser import TrainLogParser
 
 __all__ = [
@@ -369,6 +370,9 @@ class Tagger(CRFsuiteTagger):
             state = read_crfsuite(data, lazy_attributes=True)
         except ValueError as exc:
             raise ValueError(f"Invalid {what}: {exc}") from None
+        attributes = state.model.attributes
+        if isinstance(attributes, LazyNames):  # a damaged table found by a lookup names it
+            attributes.string_index.source = f"Invalid {what}"
         self._load(state.model, file_header=file_header(data))
         return contextlib.closing(self)
 
