@@ -1019,7 +1019,12 @@ calibration_candidates, calibration_max_trials : default=None
         ------
         ValueError
             If the file is not a well-formed CRFsuite model (truncated,
-            corrupted or crafted): the message names what is wrong.
+            corrupted or crafted): the message names what is wrong. The
+            attributes' hash tables are checked here for their shape, and
+            verified in full by the first prediction (the first attribute
+            looked up): damage found then is that prediction's ValueError,
+            and every later one's, naming the file (never a prediction from
+            a damaged table).
         """
         params = {}
         if not isinstance(source, (str, bytes, os.PathLike)):

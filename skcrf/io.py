@@ -35,9 +35,10 @@ arrays, stored (not compressed), in this order:
     hash tables: CRFsuite's CQDB format), its size the array's. An
     estimator's ``load`` looks names up in its hash tables where they lie
     instead of decoding every one: the chunk's
-    structure is checked on loading, each record as a lookup reads it, and
-    the whole chunk (valid UTF-8, distinct names, every name found by its
-    hash) when the names are first listed; :func:`load_state` lists them.
+    structure is checked on loading, its tables and records (every name
+    found by its hash) by the first lookup, and the whole chunk (valid
+    UTF-8, distinct names) when the names are first listed;
+    :func:`load_state` lists them.
 ``state_ptr`` : int64, shape (n_attributes + 1,)
     The state features of attribute ``a`` are ``state_ptr[a]:state_ptr[a +
     1]``: non-decreasing from 0 to ``n_states``.

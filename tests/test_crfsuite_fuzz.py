@@ -212,7 +212,9 @@ def test_mutants_are_refused_or_tagged_as_pycrfsuite_tags_them(tmp_path):
         file = tmp_path / "again.crfsuite"
         file.write_bytes(all_mutants[k])
         if "error" in outcomes[k]:
-            with pytest.raises(ValueError, match=r"Cannot read CRFsuite model '.*again\.crfsuite'"):
+            with pytest.raises(
+                ValueError, match=r"Cannot read CRFsuite model '.*again\.crfsuite'"
+            ):
                 crf = CRFTagger.from_crfsuite(file)
                 assert "tagged before" in outcomes[k]  # (else refused at open)
                 crf.predict_single(sequences[0])

@@ -484,7 +484,9 @@ def test_format_3_damaged_names(state, tmp_path):
         load_state(bad)
     lazy = load_state(bad, lazy_attributes=True).model
     for name in (state.model.attributes[-1], "absent", state.model.attributes[-1]):
-        with pytest.raises(ValueError, match=r"Cannot load skcrf model .*bad\.npz.*not its string's"):
+        with pytest.raises(
+            ValueError, match=r"Cannot load skcrf model .*bad\.npz.*not its string's"
+        ):
             lazy.attributes.id_of(name)
     with pytest.raises(ValueError, match="Cannot load skcrf model.*id 0 is not valid UTF-8"):
         lazy.attribute_names()

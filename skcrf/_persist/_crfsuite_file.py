@@ -468,11 +468,12 @@ def _parse_in_order(data, fields, name):
     builds the arrays and checks the reference chunks; the labels are read
     and checked as by :func:`_parse`; the attributes' CQDB chunk is not read
     but looked up in place (:class:`~skcrf._utils._cqdb_index.LazyNames`):
-    its structure, every bucket and every record a bucket points to are
-    checked now (in one compiled pass), the strings' UTF-8 and distinctness
-    when the names are first listed. None when the file is
-    in another order or anything fails a check: then :func:`_parse` reads
-    it (or names what is wrong).
+    its structure and its tables' shape are checked now (one compiled pass
+    over the tables and the backward array), every bucket and the record it
+    points to by the first lookup (a ValueError naming the file then), the
+    strings' UTF-8 and distinctness when the names are first listed. None
+    when the file is in another order or anything fails a check: then
+    :func:`_parse` reads it (or names what is wrong).
     """
     (
         n_features,
@@ -661,12 +662,17 @@ def read_crfsuite(source, *, lazy_attributes=False):
         (``state.model.attributes`` a
         :class:`~skcrf._utils._cqdb_index.LazyNames`) when the file is in
         CRFsuite's order: opening then costs no Python object per
-        attribute. The attributes' hash tables, every record they point to
-        and the backward links are checked before this returns (one
-        compiled pass: a damaged table is a ValueError here, as without
-        it); only the strings' UTF-8 and distinctness wait until the names
-        are first listed (a ValueError then). Everything else is checked
-        before this returns, as without it.
+        attribute. The shape of the attributes' hash tables (each half
+        empty, its buckets' hashes its own, their offsets inside the
+        records) and the backward links (distinct) are checked before this
+        returns (a ValueError here, as without it); every bucket and the
+        record it points to (its key's hash, its id, its backward link,
+        CRFsuite's probe reaching it) are verified by the first lookup,
+        once, in one compiled pass (a ValueError of that lookup and every
+        later one, naming the file: never an id or "unseen" from a damaged
+        table); the strings' UTF-8 and distinctness when the names are
+        first listed (a ValueError then). Everything else is checked before
+        this returns, as without it.
     """
     if isinstance(source, (bytes, bytearray, memoryview)):
         data = bytes(source)

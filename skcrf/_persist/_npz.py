@@ -815,8 +815,8 @@ def _attributes(chunk, n_attributes, where, lazy):
     """The names of the ``attributes`` array (a CQDB chunk): a list, or lazy.
 
     Lazy: a :class:`~skcrf._utils._cqdb_index.LazyNames` looking names up in
-    place, the chunk's structure checked now, each record when a lookup reads
-    it, the whole chunk when the names are first listed.
+    place, the chunk's structure checked now, its tables and records by the
+    first lookup, the whole chunk when the names are first listed.
     """
     if len(chunk) < 8 or int(chunk[4:8].view("<u4")[0]) != len(chunk):
         raise ValueError("the attributes array is not one CQDB chunk (its size differs).")
@@ -991,9 +991,9 @@ def load_state(path: str | os.PathLike[str], *, lazy_attributes: bool = False) -
         The model file.
     lazy_attributes : bool, default=False
         For the estimators' ``load``: the attribute names of a format 3 file
-        as a lazy sequence (``len``, ``in`` and lookups where the names lie,
-        each record checked as a lookup reads it, the whole chunk when the
-        names are first listed) instead of a list.
+        as a lazy sequence (``len``, ``in`` and lookups where the names lie:
+        the chunk's tables verified by the first lookup, the whole chunk
+        when the names are first listed) instead of a list.
 
     Returns
     -------

@@ -14,8 +14,10 @@ cdef class CQDBIndex:
     # written atomically)
     cdef uint8_t _verdict
     cdef str _where                   # names the chunk in messages
+    cdef str _problem                 # what the verification found wrong, in words
     cdef public str source            # names the model in lookup errors
 
     cdef bint _sound(self) noexcept nogil
+    cdef int _verified(self) except -1
     cdef Py_ssize_t find(self, const char *key, Py_ssize_t length) noexcept nogil
     cdef Py_ssize_t find_str(self, str name) except -3

@@ -10,25 +10,29 @@ attribute. :class:`LazyNames` is the model's attribute list over such an
 index: its length and lookups come from the index, the list itself is
 read (and checked whole) on first use.
 
-Safety, in two steps, so that opening stays as fast as CRFsuite's (which
+Safety, in two steps, so that opening stays close to CRFsuite's open (which
 checks nothing) while no lookup answers from a damaged chunk:
 
-- At open (:func:`_open_problem`, reading the header, the backward array
-  and the tables in order, no record): the header, the 256 table
+- At open (:func:`_open_problem`, reading the header, the tables and the
+  backward array in order, no record): the header, the 256 table
   references, the backward array's place; every table exactly half empty
   (so no probe chain is endless: a full table, on which CRFsuite probes
-  forever, is refused); every backward link inside the records' range,
-  no two alike. A chunk that fails is an error naming the chunk, at open.
+  forever, is refused), every filled bucket holding a hash of its table
+  and an offset inside the records' range; every backward link inside that
+  range, no two alike. A chunk that fails is an error naming the chunk, at
+  open.
 - At the first lookup, once (:func:`_verify_code`, O(chunk), amortized on
-  that first use; the GIL released meanwhile): every filled bucket in the
-  table of its hash, reachable by CRFsuite's linear probing, pointing to a
-  record inside the chunk whose key is one NUL-terminated string with that
-  very hash, whose id is in range, in no other bucket, and has this record
-  as its backward link. A chunk that fails makes that lookup, and every
-  later one, a ValueError naming the model (:attr:`CQDBIndex.source`), the
-  chunk and the problem: never an id, never "absent". Threads may verify
-  at once (the same answer); the verdict is a byte stored after the work
-  and read before any answer is given.
+  that first use; the GIL released meanwhile): every filled bucket
+  reachable by CRFsuite's linear probing, pointing to a record whose key is
+  one NUL-terminated string inside the chunk with the bucket's hash, whose
+  id is in range, in no other bucket, and has this record as its backward
+  link. An answer "absent" rests on every table (a string missing from the
+  table of its hash, where CRFsuite looks, may sit in another), so the
+  first lookup verifies them all. A chunk that fails makes that
+  lookup, and every later one, a ValueError naming the model
+  (:attr:`CQDBIndex.source`), the chunk and the problem: never an id, never
+  "absent". Threads may verify at once (the same answer); the verdict is a
+  byte stored after the work and read before any answer.
 
 A chunk that passes answers every lookup as CRFsuite does. A lookup still
 checks every bucket and record it reads (a last guard), so nothing can read
@@ -37,7 +41,7 @@ outside the chunk, loop forever or answer with another string's id.
 
 from collections.abc import Sequence
 
-from cpython.mem cimport PyMem_Calloc, PyMem_Free, PyMem_Malloc
+from cpython.mem cimport PyMem_Calloc, PyMem_Free
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport int32_t, uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport calloc, free, malloc
@@ -72,7 +76,8 @@ cdef extern from *:
         SKCRF_FENCE();
         return v;
     }
-    #define SKCRF_STORE_RELEASE(p, v) do { SKCRF_FENCE(); *(volatile unsigned char *) (p) = (v); } while (0)
+    #define SKCRF_STORE_RELEASE(p, v) \\
+        do { SKCRF_FENCE(); *(volatile unsigned char *) (p) = (v); } while (0)
     #else
     #define SKCRF_LOAD_ACQUIRE(p) (*(volatile const unsigned char *) (p))
     #define SKCRF_STORE_RELEASE(p, v) (*(volatile unsigned char *) (p) = (v))
@@ -323,6 +328,7 @@ cdef class CQDBIndex:
         self._n = n_ids
         self._where = where
         self._verdict = _UNCHECKED
+        self._problem = None
         self.source = None
         problem = _open_problem(self)
         if problem is not None:
@@ -386,14 +392,22 @@ cdef class CQDBIndex:
                 slot = 0
         return -1
 
+    cdef int _verified(self) except -1:
+        """Run the verification if it has not run (the GIL released: other
+        threads run meanwhile); MemoryError if it cannot."""
+        if _load_acquire(&self._verdict) == _UNCHECKED:
+            with nogil:
+                self._sound()
+            if _load_acquire(&self._verdict) == _UNCHECKED:
+                raise MemoryError("no memory to verify the CQDB chunk's hash tables.")
+        return 0
+
     cdef Py_ssize_t find_str(self, str name) except -3:
         """The id of ``name``, -1 if absent (raises if the chunk is corrupted)."""
         cdef Py_ssize_t length
         cdef const char *key = PyUnicode_AsUTF8AndSize(name, &length)
         cdef Py_ssize_t found
-        if _load_acquire(&self._verdict) == _UNCHECKED:
-            with nogil:  # the first lookup verifies the chunk: other threads run meanwhile
-                self._sound()
+        self._verified()  # (the first lookup)
         found = self.find(key, length)
         if found == _CORRUPT:
             raise ValueError(self._damage(f"looking up {name!r:.100}"))
@@ -401,10 +415,13 @@ cdef class CQDBIndex:
 
     def _damage(self, str doing):
         """The message of the error of a lookup (``doing``) that found the
-        chunk damaged."""
-        problem = _verify_words(self)  # (MemoryError if the verification could not run)
-        if problem is None:  # a guard failing on a verified chunk: should not happen
-            problem = "a bucket or record a lookup reads is damaged"
+        chunk damaged (what is wrong found once, then remembered)."""
+        problem = self._problem
+        if problem is None:
+            problem = _problem_words(self)
+            if problem is None:  # a guard failing on a verified chunk: should not happen
+                problem = "a bucket or record a lookup reads is damaged"
+            self._problem = problem
         prefix = "" if self.source is None else f"{self.source}: "
         return f"{prefix}{self._where} is corrupted ({doing}): {problem}."
 
@@ -417,9 +434,7 @@ cdef class CQDBIndex:
             If the chunk is damaged: the message names ``source``, the chunk
             and what is wrong.
         """
-        if _load_acquire(&self._verdict) == _UNCHECKED:
-            with nogil:
-                self._sound()
+        self._verified()
         if _load_acquire(&self._verdict) != _SOUND:
             raise ValueError(self._damage("checking it"))
 
@@ -464,9 +479,9 @@ cdef str _open_problem(CQDBIndex self):
     ``m / 2`` empty (then every probe chain ends at an empty bucket, and
     CRFsuite's count of records, half the buckets, is the number of ids),
     every filled one holding a hash of that table and an offset inside the
-    records' range [2072, size - 8]; every backward link inside the records' range [2072, size - 8] and no
-    two alike (increasing, as CRFsuite writes them; else compared through a
-    bitmap of the offsets).
+    records' range [2072, size - 8]; every backward link inside that range
+    and no two alike (increasing, as CRFsuite writes them; else compared
+    through a bitmap of the offsets).
     """
     cdef Py_ssize_t t, s, k, m, n_empty, first
     cdef uint32_t h, record, previous, rel, empty, unordered = 0, stray = 0
@@ -845,13 +860,14 @@ cdef int _locate_code(CQDBIndex self, Py_ssize_t *where_table,
     return 0
 
 
-cdef str _verify_words(CQDBIndex self):
-    """What :func:`_verify_code` finds wrong with ``self``, in words, or None
-    (MemoryError if it cannot run)."""
+cdef str _problem_words(CQDBIndex self):
+    """What :func:`_verify_code` finds wrong with ``self``, in words (the
+    first bucket :func:`_locate_code` finds wrong), or None; MemoryError if
+    it cannot run."""
     cdef Py_ssize_t t = 0, s = 0
     cdef int code
     with nogil:
-        code = _verify_code(self, &t, &s)
+        code = _locate_code(self, &t, &s)
     if code < 0:
         raise MemoryError()
     if code == 0:

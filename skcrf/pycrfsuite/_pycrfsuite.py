@@ -335,7 +335,11 @@ class Tagger(CRFsuiteTagger):
             If the file cannot be read.
         ValueError
             If it is not a well-formed CRFsuite model file (the message says
-            what is wrong).
+            what is wrong). The attributes' hash tables are checked here for
+            their shape and verified in full by the first ``tag`` (or
+            ``set``) that looks an attribute up: damage found then is its
+            ValueError, and every later one's (``Invalid model file ...``),
+            never tags from a damaged table.
         """
         # a regular file only: a device or a FIFO would never end
         data = read_crfsuite_file(name)
