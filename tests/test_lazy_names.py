@@ -30,6 +30,7 @@ from skcrf import CRFTagger
 from skcrf._featurize._vocabulary import Vocabulary
 from skcrf._persist._cqdb import cqdb_bytes, encode_strings
 from skcrf._persist._crfsuite_file import crfsuite_bytes, read_crfsuite
+from skcrf._persist._feature_scan import check_references, scan_features
 from skcrf._utils._cqdb_index import (
     CQDBIndex,
     LazyNames,
@@ -311,6 +312,62 @@ def test_hostile_files_lazy_refuses_what_full_refuses(trained):
     # are refused there (only equal or non-UTF-8 strings with their right
     # hash, which random bytes do not make, would be left to the listing)
     assert {"refused", "read"} <= seen
+
+
+def test_references_in_crfsuite_order_need_no_feature_record(trained):
+    # the attributes' reference lists as CRFsuite writes them (each attribute's
+    # state features, in order) are checked against the scanned arrays, without
+    # reading the feature records: the verdict must be the general check's
+    rng = np.random.default_rng(8)
+    for data in [trained.read_bytes(), *_written_files()]:
+        layout = _layout(data)
+        first, num = layout["features"] + 12, _u32(data, layout["features"] + 8)
+        arrays, first_state = scan_features(
+            data, first, num, layout["n_labels"], layout["n_attributes"]
+        )
+        n_states = len(arrays["state_labels"])
+        assert first_state == (0 if n_states else -1)  # (CRFsuite writes them first)
+        start = layout["attribute_refs"]
+        end = start + _u32(data, start + 4)
+        verdicts = set()
+        for trial in range(300):
+            mutated = bytearray(data)
+            lists = [_u32(data, start + 12 + 4 * a) for a in range(layout["n_attributes"])]
+            long_lists = [at for at in lists if _u32(data, at) > 1]
+            if trial == 1:  # a list in another order: valid, not CRFsuite's
+                for at in long_lists[:1]:
+                    at += 4
+                    mutated[at : at + 4], mutated[at + 4 : at + 8] = (
+                        data[at + 4 : at + 8],
+                        data[at : at + 4],
+                    )
+            elif trial:  # (the first: intact)
+                at = int(rng.integers(start + 4, end))
+                if rng.random() < 0.5:
+                    mutated[at] = int(rng.integers(256))
+                else:
+                    at -= at % 4
+                    value = (
+                        int(rng.integers(len(data)))
+                        if rng.random() < 0.5
+                        else int(rng.integers(num + 2))
+                    )
+                    struct.pack_into("<I", mutated, at, value)
+            args = (
+                bytes(mutated),
+                start,
+                b"AFRF",
+                layout["n_attributes"],
+                0,
+                first,
+                num,
+                n_states,
+            )
+            general = check_references(*args)
+            assert check_references(*args, arrays["state_ptr"], first_state) == general
+            verdicts.add(general >= 0)
+            assert trial > 1 or general == end  # (intact, or in another order)
+        assert verdicts == {True, False}
 
 
 # -- the vocabulary ----------------------------------------------------------------

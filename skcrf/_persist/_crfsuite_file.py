@@ -487,15 +487,25 @@ def _parse_in_order(data, fields, name):
     ) = fields
     num, features_end = _features_chunk(data, off_features, n_features)
     first = off_features + _CHUNK.size
-    arrays = scan_features(data, first, num, n_labels, n_attributes)
-    if arrays is None:
+    scanned = scan_features(data, first, num, n_labels, n_attributes)
+    if scanned is None:
         return None
+    arrays, first_state = scanned
     n_states = len(arrays["state_labels"])
     label_refs_end = check_references(
         data, off_label_refs, b"LFRF", n_labels, _TRANSITION, first, num, num - n_states
     )
     attribute_refs_end = check_references(
-        data, off_attribute_refs, b"AFRF", n_attributes, _STATE, first, num, n_states
+        data,
+        off_attribute_refs,
+        b"AFRF",
+        n_attributes,
+        _STATE,
+        first,
+        num,
+        n_states,
+        arrays["state_ptr"],
+        first_state,
     )
     if label_refs_end < 0 or attribute_refs_end < 0 or off_attributes < _HEADER.size:
         return None

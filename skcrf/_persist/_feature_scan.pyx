@@ -62,17 +62,21 @@ def scan_features(const uint8_t[::1] data, Py_ssize_t offset, Py_ssize_t n_featu
 
     Returns
     -------
-    dict or None
+    (dict, int) or None
         ``state_ptr``, ``state_labels``, ``state_weights``,
         ``transition_index``, ``transition_weights`` (the arrays of
         :class:`~skcrf._model.CRFModel`, with every invariant that
         ``check_model_arrays`` checks), when every feature has a known type,
         a finite weight and ids in range, and the state features (by
         ``(attribute, label)``) and the transitions (by ``(from, to)``) each
-        come in strictly increasing order; else None.
+        come in strictly increasing order; else None. With it, the id of
+        the first state feature when the state features are contiguous (as
+        CRFsuite writes them: then the ``r``-th state feature, of the
+        attribute ``a`` with ``state_ptr[a] <= r < state_ptr[a + 1]``, has
+        the id ``first + r``), else -1.
     """
     cdef const uint8_t *p
-    cdef Py_ssize_t k, n_states = 0, n_transitions = 0
+    cdef Py_ssize_t k, n_states = 0, n_transitions = 0, first_state = -1, last_state_id = -1
     cdef Py_ssize_t transition_capacity = min(n_features, n_labels * n_labels)
     cdef uint32_t kind, src, dst
     cdef int64_t key, last_state = -1, last_transition = -1
@@ -112,6 +116,9 @@ def scan_features(const uint8_t[::1] data, Py_ssize_t offset, Py_ssize_t n_featu
                 if key <= last_state:
                     break
                 last_state = key
+                if first_state < 0:
+                    first_state = k
+                last_state_id = k
                 ptr[src + 1] += 1
                 labels[n_states] = <int32_t> dst
                 state_weights[n_states] = weight
@@ -136,13 +143,16 @@ def scan_features(const uint8_t[::1] data, Py_ssize_t offset, Py_ssize_t n_featu
     state_weight_array = state_weight_array[:n_states]
     transition_index = transition_index[:n_transitions]
     transition_weight_array = transition_weight_array[:n_transitions]
-    return {
+    arrays = {
         "state_ptr": state_ptr,
         "state_labels": state_labels,
         "state_weights": state_weight_array,
         "transition_index": transition_index,
         "transition_weights": transition_weight_array,
     }
+    if n_states and last_state_id - first_state + 1 != n_states:
+        first_state = -1  # (transitions among the state features)
+    return arrays, first_state
 
 
 cdef Py_ssize_t _count_references(const uint8_t *data, Py_ssize_t offset, Py_ssize_t size,
@@ -172,9 +182,36 @@ cdef Py_ssize_t _count_references(const uint8_t *data, Py_ssize_t offset, Py_ssi
     return total
 
 
+cdef bint _references_in_order(const uint8_t *data, Py_ssize_t offset, Py_ssize_t size,
+                               Py_ssize_t first, Py_ssize_t n_owners,
+                               const int64_t *ptr, Py_ssize_t first_id) noexcept nogil:
+    """Whether each owner ``a``'s list is inside the chunk and names, in
+    order, the features ``first_id + ptr[a] .. first_id + ptr[a + 1] - 1``
+    (what CRFsuite writes for state features that are contiguous from
+    ``first_id`` and ordered by attribute, ``ptr`` their CSR pointers): no
+    feature record is read."""
+    cdef Py_ssize_t a, list_at, count, i
+    cdef uint32_t expected
+    cdef const uint8_t *entry
+    for a in range(n_owners):
+        list_at = _u32(data + offset + 12 + 4 * a)
+        if list_at < first or list_at > offset + size - 4 or (list_at - offset) % 4:
+            return False
+        count = _u32(data + list_at)
+        if count != ptr[a + 1] - ptr[a] or count > (offset + size - list_at - 4) // 4:
+            return False
+        expected = <uint32_t> (first_id + ptr[a])
+        entry = data + list_at + 4
+        for i in range(count):
+            if _u32(entry + 4 * i) != expected + <uint32_t> i:
+                return False
+    return True
+
+
 def check_references(const uint8_t[::1] data, Py_ssize_t offset, bytes magic,
                      Py_ssize_t n_owners, Py_ssize_t kind, Py_ssize_t features,
-                     Py_ssize_t n_features, Py_ssize_t n_kind):
+                     Py_ssize_t n_features, Py_ssize_t n_kind, state_ptr=None,
+                     Py_ssize_t first_state=-1):
     """The end of a valid reference chunk at ``offset``, or -1.
 
     Valid as the general reader's ``_read_refs`` requires: the chunk id
@@ -183,10 +220,20 @@ def check_references(const uint8_t[::1] data, Py_ssize_t offset, bytes magic,
     naming every feature of type ``kind`` (``n_kind`` of them) exactly
     once, each in the list of its ``src``. ``features`` is the offset of
     the first of the ``n_features`` feature records (checked to fit).
+
+    For the state features' references, ``state_ptr`` (the int64 CSR
+    pointers of :func:`scan_features`, ``n_owners + 1`` of them) and
+    ``first_state`` (its contiguous first state feature, else -1): lists
+    naming each attribute's features in order, as CRFsuite writes them, are
+    then checked without reading the feature records (the same verdict:
+    those features are of that kind and that attribute); any other lists
+    are checked one feature at a time.
     """
     cdef Py_ssize_t n_bytes = data.shape[0], size, num, first, total
     cdef const uint8_t *base
     cdef uint8_t[::1] seen
+    cdef const int64_t[::1] ptr
+    cdef bint in_order = False
     cdef const char *tag = magic
     if offset < 48 or offset > n_bytes - 12 or offset % 4 or len(magic) != 4:
         return -1
@@ -199,6 +246,15 @@ def check_references(const uint8_t[::1] data, Py_ssize_t offset, bytes magic,
     if size < 12 or size > n_bytes - offset or num < n_owners or num > (size - 12) // 4:
         return -1
     first = offset + 12 + 4 * num
+    if (kind == _STATE and state_ptr is not None and first_state >= 0
+            and len(state_ptr) == n_owners + 1 and state_ptr[n_owners] == n_kind
+            and first_state + n_kind <= n_features):
+        ptr = state_ptr
+        with nogil:
+            in_order = _references_in_order(&data[0], offset, size, first, n_owners,
+                                            &ptr[0], first_state)
+        if in_order:
+            return offset + size
     seen = np.zeros(n_features, dtype=np.uint8)
     with nogil:
         total = _count_references(&data[0], offset, size, first, n_owners, kind,
