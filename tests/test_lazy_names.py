@@ -28,8 +28,8 @@ from test_crfsuite_file import (
 
 from skcrf import CRFTagger
 from skcrf._featurize._vocabulary import Vocabulary
-from skcrf._persist._cqdb import cqdb_bytes, encode_strings
-from skcrf._persist._crfsuite_file import crfsuite_bytes, read_crfsuite
+from skcrf._persist._cqdb import cqdb_bytes, encode_strings, read_cqdb
+from skcrf._persist._crfsuite_file import _labels_in_place, crfsuite_bytes, read_crfsuite
 from skcrf._persist._feature_scan import check_references, scan_features
 from skcrf._utils._cqdb_index import (
     CQDBIndex,
@@ -368,6 +368,33 @@ def test_references_in_crfsuite_order_need_no_feature_record(trained):
             verdicts.add(general >= 0)
             assert trial > 1 or general == end  # (intact, or in another order)
         assert verdicts == {True, False}
+
+
+def test_labels_read_in_place_as_read_cqdb_reads_them(trained):
+    # the fast route reads the labels through the compiled index: what it
+    # accepts, read_cqdb accepts, with the same strings (else read_cqdb reads
+    # them, or names what is wrong)
+    rng = np.random.default_rng(9)
+    outcomes = set()
+    for data in [trained.read_bytes(), *_written_files()]:
+        layout = _layout(data)
+        offset, n_labels = layout["labels"], layout["n_labels"]
+        end = offset + _u32(data, offset + 4)
+        for trial in range(300):
+            mutated = bytearray(data)
+            if trial:
+                for at in rng.integers(offset, end, size=int(rng.integers(1, 3))):
+                    mutated[at] = int(rng.integers(256))
+            mutated = bytes(mutated)
+            fast = _labels_in_place(mutated, offset, n_labels)
+            try:
+                full = read_cqdb(mutated, offset, n_labels, "labels", 48)
+            except ValueError:
+                full = None
+            assert fast is None or fast == full, trial
+            assert trial or fast == full is not None  # (intact: read in place)
+            outcomes.add((fast is not None, full is not None))
+    assert {(True, True), (False, False)} <= outcomes
 
 
 # -- the vocabulary ----------------------------------------------------------------

@@ -461,6 +461,46 @@ def _classes(data, end, label_names):
     return classes
 
 
+# the most labels _labels_in_place reads (more: read_cqdb, vectorized)
+_FEW_LABELS = 1024
+
+
+def _labels_in_place(data, offset, n_labels):
+    """The labels' strings and chunk end as :func:`read_cqdb` reads them, or None.
+
+    Read through the compiled index (no numpy: read_cqdb's first call costs
+    most of a millisecond); None if the chunk fails any of read_cqdb's
+    checks, or holds more than ``_FEW_LABELS`` strings. read_cqdb's checks:
+    the index's at open and in full (``CQDBIndex.check``: the header, the
+    tables, every bucket, record, hash and backward link), each string
+    valid UTF-8 (decoded strictly), and here the strings distinct, the
+    tables' buckets no more than the chunk holds and no two records
+    overlapping.
+    """
+    if offset < _HEADER.size or n_labels > _FEW_LABELS:
+        return None
+    try:
+        index = CQDBIndex(data, offset, n_labels, "labels")
+        index.check()
+        names = [index.name(k) for k in range(n_labels)]
+    except (ValueError, UnicodeDecodeError):
+        return None
+    (size,) = struct.unpack_from("<I", data, offset + 4)
+    (backward,) = struct.unpack_from("<I", data, offset + 20)
+    refs = struct.unpack_from("<512I", data, offset + 24)
+    records = sorted(
+        struct.unpack_from("<I", data, offset + backward + 4 * k)[0] for k in range(n_labels)
+    )
+    ends = [r + 8 + struct.unpack_from("<I", data, offset + r + 4)[0] for r in records]
+    if (
+        len(set(names)) != n_labels
+        or 8 * sum(refs[1::2]) > size
+        or any(later < end for later, end in zip(records[1:], ends))
+    ):
+        return None
+    return names, offset + size
+
+
 def _parse_in_order(data, fields, name):
     """The model of a file in CRFsuite's order, its attributes lazy; None if not.
 
@@ -514,7 +554,10 @@ def _parse_in_order(data, fields, name):
     except ValueError:
         return None
     index.source = f"Cannot read CRFsuite model {name}"  # (a lookup's error names it)
-    label_names, labels_end = read_cqdb(data, off_labels, n_labels, "labels", _HEADER.size)
+    labels = _labels_in_place(data, off_labels, n_labels)
+    if labels is None:  # (read_cqdb reads them, or names what is wrong)
+        labels = read_cqdb(data, off_labels, n_labels, "labels", _HEADER.size)
+    label_names, labels_end = labels
     attributes_end = off_attributes + struct.unpack_from("<I", data, off_attributes + 4)[0]
     end = max(features_end, labels_end, attributes_end, label_refs_end, attribute_refs_end)
 
