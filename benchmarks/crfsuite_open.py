@@ -28,6 +28,7 @@ medians, written there.
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -165,6 +166,7 @@ def main(argv=None):
         "CRFTagger.from_crfsuite": from_crfsuite,
     }
     times = {name: [] for name in engines}  # (open, open + first tag) per repetition
+    load_before = os.getloadavg()
     if args.fresh:
         for _ in range(args.repeats):
             for name in engines:
@@ -206,6 +208,8 @@ def main(argv=None):
             "first_tag_items": FIRST,
             "medians": medians,
             "target": "skcrf.pycrfsuite open_ratio <= 1.5 (issue 40)",
+            "load_average_before_after": [load_before, os.getloadavg()],
+            "cpu_count": os.cpu_count(),
             "samples_s": {
                 name: [[round(a, 6), round(b, 6)] for a, b in values]
                 for name, values in times.items()
