@@ -108,6 +108,9 @@ def fresh_open(name, path):
         capture_output=True,
         text=True,
         check=True,
+        # (not the current folder: from a checkout, ``-c`` would import its
+        # skcrf before the one PYTHONPATH names)
+        cwd=tempfile.gettempdir(),
     )
     return tuple(json.loads(out.stdout))
 
