@@ -514,6 +514,20 @@ cdef class CompiledPlan:
     def __reduce__(self):
         return (CompiledPlan, (self.plan,))
 
+    def constant_ids(self, ByteIndex index):
+        """Per feature, the id in ``index`` of a state feature whose name is
+        constant (no ref: ``bias``, ``BOS``...; -1 when absent), else -2."""
+        out = np.full(max(self.n_features, 1), -2, dtype=np.int32)
+        separator = self.plan.separator
+        for f, feature in enumerate(self.plan.features):
+            texts = list(feature.key) + (
+                [] if feature.value is None else [separator, *feature.value])
+            if feature.kind != "state" or isinstance(feature.weight, Ref) or any(
+                    isinstance(part, Ref) for part in texts):
+                continue
+            out[f] = index.lookup("".join(texts))
+        return out[:self.n_features]
+
 
 def _table(rows, width):
     # one row more than needed: never empty, so its data pointer is valid
@@ -851,6 +865,7 @@ cdef struct _Pending:
     uint64_t hash
     double weight
     int32_t feature
+    int32_t id           # -2: look the name up; else its id, known (-1: absent)
 
 
 cdef int _boundary(CompiledPlan plan, Py_ssize_t f, Py_ssize_t k, Py_ssize_t q, Py_ssize_t n,
@@ -887,7 +902,7 @@ cdef int _boundary(CompiledPlan plan, Py_ssize_t f, Py_ssize_t k, Py_ssize_t q, 
 cdef int _expand(CompiledPlan plan, _Call call, const Py_ssize_t *lengths, Py_ssize_t n_seq,
                  ByteIndex index, ByteIndex transitions, bint grow,
                  _Rows *state, _Rows *transition, _Buffer *name, _Pending *pending,
-                 Py_ssize_t *failed) noexcept nogil:
+                 const int32_t *known, Py_ssize_t *failed) noexcept nogil:
     """Phase 2; returns -1 (memory) or -2 (a ref is not text: ``failed`` = token, feature).
 
     Each token's names are all written first and their table slots
@@ -942,6 +957,15 @@ cdef int _expand(CompiledPlan plan, _Call call, const Py_ssize_t *lengths, Py_ss
                     weight = value.number
                 p = &pending[n_pending]
                 p.start = name.size
+                p.id = -2
+                if known != NULL and known[f] != -2:
+                    # a constant name, looked up once per index (no text to build)
+                    p.length = 0
+                    p.weight = weight
+                    p.feature = <int32_t> f
+                    p.id = known[f]
+                    n_pending += 1
+                    continue
                 dropped = False
                 for k in range(frow[F_FIRST_PART], frow[F_FIRST_PART] + frow[F_N_PARTS]):
                     prow = plan._parts + k * PART_COLUMNS
@@ -983,6 +1007,8 @@ cdef int _expand(CompiledPlan plan, _Call call, const Py_ssize_t *lengths, Py_ss
                 # bytes were stored one by one would wait for the stores)
                 for k in range(n_pending):
                     p = &pending[k]
+                    if p.id != -2:
+                        continue
                     p.hash = hash_padded(name.data + p.start, p.length)
                     if features[p.feature * F_COLUMNS + F_STATE]:
                         prefetch_slot(index, p.hash)
@@ -991,7 +1017,9 @@ cdef int _expand(CompiledPlan plan, _Call call, const Py_ssize_t *lengths, Py_ss
                 f = p.feature
                 frow = features + f * F_COLUMNS
                 if frow[F_STATE]:
-                    if grow:
+                    if p.id != -2:
+                        found = p.id
+                    elif grow:
                         found = index.add(name.data + p.start, p.length)
                     else:
                         found = find_padded(index, name.data + p.start, p.length, p.hash)
@@ -1040,7 +1068,8 @@ cdef object _finish(_Rows *rows, Py_ssize_t n_tokens, object lengths):
 
 
 def expand(CompiledPlan plan, list sequences, ByteIndex index, ByteIndex transitions=None, *,
-           bint grow=False, str name="X", Py_ssize_t first_sequence=0):
+           bint grow=False, str name="X", Py_ssize_t first_sequence=0,
+           const int32_t[::1] constant_ids=None):
     """Encode raw token sequences: the plan's attributes' ids in ``index``.
 
     Parameters
@@ -1059,6 +1088,9 @@ def expand(CompiledPlan plan, list sequences, ByteIndex index, ByteIndex transit
         How errors call the data (``X[i][j]``).
     first_sequence : int
         The index of ``sequences[0]`` in the data (errors name ``i`` from it).
+    constant_ids : ndarray of int32, optional
+        :meth:`CompiledPlan.constant_ids` of ``index`` (predict only): the
+        features whose name is constant are not looked up per token.
 
     Returns
     -------
@@ -1087,6 +1119,11 @@ def expand(CompiledPlan plan, list sequences, ByteIndex index, ByteIndex transit
     state.indptr = <int64_t *> PyMem_RawMalloc((n_tokens + 1) * sizeof(int64_t))
     transition.indptr = <int64_t *> PyMem_RawMalloc((n_tokens + 1) * sizeof(int64_t))
     cdef bint with_transitions = transitions is not None
+    cdef const int32_t *known = NULL
+    if constant_ids is not None and not grow:
+        if constant_ids.shape[0] != plan.n_features:
+            raise ValueError("constant_ids must hold one id per feature")
+        known = &constant_ids[0] if plan.n_features else NULL
     try:
         if (state.indptr == NULL or transition.indptr == NULL or pending == NULL
                 or _reserve(&buffer, 64) < 0):
@@ -1095,7 +1132,7 @@ def expand(CompiledPlan plan, list sequences, ByteIndex index, ByteIndex transit
             code = _expand(plan, call, &lengths_view[0] if n_seq else NULL, n_seq, index,
                            transitions, grow, &state,
                            &transition if with_transitions else NULL, &buffer, pending,
-                           failed)
+                           known, failed)
         if code == -1:
             raise MemoryError()
         if code == -2:

@@ -41,6 +41,9 @@ class TemplateVocabulary(Vocabulary):
         self.compiled = compiled
         self.index = ByteIndex(attributes)
         self.transition_index = ByteIndex(transition_attributes)
+        # the ids of the constant names (bias, BOS...): set when the index
+        # changes (here and by a growing encode), only read by predictions
+        self.constant_ids = compiled.constant_ids(self.index)
 
     def __reduce__(self):
         return (
@@ -71,6 +74,7 @@ class TemplateVocabulary(Vocabulary):
                 grow=grow,
                 name=name,
                 n_threads=1 if grow else n_threads,
+                constant_ids=None if grow else self.constant_ids,
             )
         except BaseException as exc:
             # a failed fit leaves the vocabulary as it was
@@ -88,6 +92,7 @@ class TemplateVocabulary(Vocabulary):
             Vocabulary.encode(self, [[dict.fromkeys(new, 1.0)]], grow=True)
             if len(self) != len(self.index):
                 raise RuntimeError("template vocabulary out of step with its index")
+            self.constant_ids = self.compiled.constant_ids(self.index)
         if wanted:
             transitions.found = True
             transitions.encoded = encoded.transitions
@@ -103,15 +108,33 @@ _TOKENS_PER_THREAD = 2048
 _SHARDS_PER_THREAD = 4
 
 
-def _expand_in_threads(compiled, sequences, index, transitions, *, grow, name, n_threads):
+def _expand_in_threads(
+    compiled, sequences, index, transitions, *, grow, name, n_threads, constant_ids
+):
     """:func:`expand` over contiguous shards in threads, the rows concatenated."""
     if n_threads <= 1 or len(sequences) < 2:
-        return expand(compiled, sequences, index, transitions, grow=grow, name=name)
+        return expand(
+            compiled,
+            sequences,
+            index,
+            transitions,
+            grow=grow,
+            name=name,
+            constant_ids=constant_ids,
+        )
     lengths = np.fromiter(map(len, sequences), dtype=np.intp, count=len(sequences))
     n_tokens = int(lengths.sum())
     n_threads = max(1, min(n_threads, n_tokens // _TOKENS_PER_THREAD))
     if n_threads == 1:
-        return expand(compiled, sequences, index, transitions, grow=grow, name=name)
+        return expand(
+            compiled,
+            sequences,
+            index,
+            transitions,
+            grow=grow,
+            name=name,
+            constant_ids=constant_ids,
+        )
     # Several shards a thread: a thread reads its next shard's tokens (with
     # the GIL) while the others expand theirs (without). Shard k ends where
     # the running token count passes k / n of the total.
@@ -131,6 +154,7 @@ def _expand_in_threads(compiled, sequences, index, transitions, *, grow, name, n
             grow=False,
             name=name,
             first_sequence=start,
+            constant_ids=constant_ids,
         )
 
     with ThreadPoolExecutor(n_threads) as pool:
