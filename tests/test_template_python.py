@@ -48,7 +48,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _benchmark_tasks():
-    """benchmarks/_tasks.py: the window features exactly as the benchmark computes them."""
+    """benchmarks/_tasks.py: the window and tutorial features as the benchmark computes them."""
     spec = importlib.util.spec_from_file_location(
         "_skcrf_benchmark_tasks", ROOT / "benchmarks" / "_tasks.py"
     )
@@ -57,34 +57,10 @@ def _benchmark_tasks():
     return module
 
 
-window_token_features = _benchmark_tasks().window_token_features
-
-
-def tutorial_word2features(sent, i):
-    """The sklearn-crfsuite CoNLL 2002 tutorial's features of token i of (word, postag) tokens."""
-    word, postag = sent[i][0], sent[i][1]
-    features = {
-        "bias": 1.0,
-        "word.lower()": word.lower(),
-        "word[-3:]": word[-3:],
-        "word[-2:]": word[-2:],
-        "word.isupper()": word.isupper(),
-        "word.istitle()": word.istitle(),
-        "word.isdigit()": word.isdigit(),
-        "postag": postag,
-        "postag[:2]": postag[:2],
-    }
-    for j, sign, edge in ((i - 1, "-1", "BOS"), (i + 1, "+1", "EOS")):
-        if 0 <= j < len(sent):
-            other, other_tag = sent[j][0], sent[j][1]
-            features[sign + ":word.lower()"] = other.lower()
-            features[sign + ":word.istitle()"] = other.istitle()
-            features[sign + ":word.isupper()"] = other.isupper()
-            features[sign + ":postag"] = other_tag
-            features[sign + ":postag[:2]"] = other_tag[:2]
-        else:
-            features[edge] = True
-    return features
+_TASKS = _benchmark_tasks()
+window_token_features = _TASKS.window_token_features
+# sklearn-crfsuite's CoNLL 2002 tutorial word2features, as the tutorial writes it
+tutorial_word2features = _TASKS.tutorial_word2features
 
 
 def by_function(function, X):

@@ -1046,15 +1046,10 @@ cdef class SequenceDecoder:
 
     cdef object _decode(self, const long long* indptr, Py_ssize_t length, const int* ids,
                         const double* values):
-        cdef Py_ssize_t r, p, k, a, j
         cdef Py_ssize_t n_labels = self.n_labels, bad = -1
         cdef cnp.npy_intp size = max(length, 0)
-        cdef double v
-        cdef double* row
-        cdef double* scores
         cdef double* new_bound = NULL
         cdef const double* bound
-        cdef ViterbiWork work
         cdef int status = 0
         cdef bint build
         path = cnp.PyArray_EMPTY(1, &size, cnp.NPY_INTP, 0)
@@ -1065,29 +1060,7 @@ cdef class SequenceDecoder:
         build = shared_bound_claim(&self.shared, n_labels, length)
         bound = self.shared.bound
         with nogil:
-            scores = <double*> malloc(length * n_labels * sizeof(double))
-            if scores == NULL or viterbi_work_share(&work, &self.model, bound, length) != 0:
-                status = -1
-            else:
-                for r in range(length):
-                    row = scores + r * n_labels
-                    for j in range(n_labels):
-                        row[j] = 0.0
-                    for p in range(indptr[r], indptr[r + 1]):
-                        a = ids[p]
-                        v = values[p]
-                        for k in range(self.state_ptr[a], self.state_ptr[a + 1]):
-                            row[self.state_labels[k]] += v * self.state_weights[k]
-                    for j in range(n_labels):
-                        if not isfinite(row[j]):
-                            bad = r
-                            break
-                    if bad >= 0:
-                        break
-                if bad < 0:
-                    viterbi_sequence(&work, scores, NULL, 0, length, path_data)
-                viterbi_work_free(&work)
-            free(scores)
+            status = self._decode_rows(indptr, length, ids, values, bound, path_data, &bad)
             if build:
                 new_bound = viterbi_bound_new(&self.model)
         if build:

@@ -112,29 +112,26 @@ def _expand_in_threads(
     compiled, sequences, index, transitions, *, grow, name, n_threads, constant_ids
 ):
     """:func:`expand` over contiguous shards in threads, the rows concatenated."""
-    if n_threads <= 1 or len(sequences) < 2:
+
+    def run(start, stop):
         return expand(
             compiled,
-            sequences,
+            sequences[start:stop],
             index,
             transitions,
             grow=grow,
             name=name,
+            first_sequence=start,
             constant_ids=constant_ids,
         )
+
+    if grow or n_threads <= 1 or len(sequences) < 2:
+        return run(0, len(sequences))
     lengths = np.fromiter(map(len, sequences), dtype=np.intp, count=len(sequences))
     n_tokens = int(lengths.sum())
     n_threads = max(1, min(n_threads, n_tokens // _TOKENS_PER_THREAD))
     if n_threads == 1:
-        return expand(
-            compiled,
-            sequences,
-            index,
-            transitions,
-            grow=grow,
-            name=name,
-            constant_ids=constant_ids,
-        )
+        return run(0, len(sequences))
     # Several shards a thread: a thread reads its next shard's tokens (with
     # the GIL) while the others expand theirs (without). Shard k ends where
     # the running token count passes k / n of the total.
@@ -142,23 +139,8 @@ def _expand_in_threads(
     ends = np.searchsorted(np.cumsum(lengths), np.arange(1, n_shards) * n_tokens / n_shards)
     bounds = [0, *sorted(set(int(e) + 1 for e in ends)), len(sequences)]
     bounds = sorted(set(min(b, len(sequences)) for b in bounds))
-    shards = list(zip(bounds[:-1], bounds[1:], strict=False))
-
-    def run(shard):
-        start, stop = shard
-        return expand(
-            compiled,
-            sequences[start:stop],
-            index,
-            transitions,
-            grow=False,
-            name=name,
-            first_sequence=start,
-            constant_ids=constant_ids,
-        )
-
     with ThreadPoolExecutor(n_threads) as pool:
-        parts = list(pool.map(run, shards))
+        parts = list(pool.map(run, bounds[:-1], bounds[1:]))
     state = _join(parts, lengths)
     if parts[0].transitions is None:
         return state
