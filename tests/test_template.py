@@ -451,3 +451,15 @@ def test_crfsuite_files_hold_the_weights_and_say_the_template_is_not_there(
     # model_filename: the weights from the file, the template from the parameter
     reader = CRFTagger(featurizer=TemplateFeaturizer(plan), model_filename=target)
     assert reader.predict(test_words) == expected
+
+
+def test_raw_tokens_stream_into_fit_and_predict(fitted_pair, small_treebank):
+    _, _, by_template = fitted_pair
+    words, tags, test_words, _ = small_treebank
+    with pytest.warns(Warning):
+        streamed = clone(by_template).fit((s for s in words), (t for t in tags))
+    assert np.array_equal(streamed._model.weights, by_template._model.weights)
+    assert streamed.predict(s for s in test_words) == by_template.predict(test_words)
+    # every decoding method takes raw tokens
+    assert len(streamed.sequence_log_proba(test_words[:3])) == 3
+    assert len(streamed.predict_transition_marginals(test_words[:2])) == 2
