@@ -32,8 +32,9 @@ Training (``--part fit``): from the raw training tokens to a fitted model
 (100 iterations, same settings), each engine in its own process:
 ``sklearn-crfsuite`` (dicts + CRFsuite's fit), ``skcrf dicts`` (dicts +
 fit) and ``skcrf template`` (raw tokens, ``featurizer=``); wall time and
-the peak RSS above the process's RSS once the raw tokens are loaded
-(the dicts included, for the engines that build them).
+the peak RSS above the process's RSS once the raw tokens are loaded and
+the engine's modules imported (the dicts included, for the engines that
+build them).
 """
 
 import argparse
@@ -135,10 +136,16 @@ import warnings
 warnings.simplefilter("ignore")
 engine, task, split = sys.argv[1:4]
 X, y, _, _ = raw_task(task, split)
+# every module the fit uses is imported before the baseline (skcrf imports its
+# estimator, scikit-learn and SciPy lazily: their import is not the fit's memory)
 if engine == "sklearn-crfsuite":
     import sklearn_crfsuite
+    import pycrfsuite
+    sklearn_crfsuite.CRF()
 else:
     import skcrf
+    import skcrf._training._fit, skcrf._training._objective, skcrf._template._expand
+    skcrf.CRFTagger(featurizer=skcrf.TemplateFeaturizer(TEMPLATES[task]()))
 features = TOKEN_FEATURES[task]
 before = rss_mb()
 start = time.perf_counter()
