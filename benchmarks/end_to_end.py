@@ -235,7 +235,7 @@ def _fit_rows(split, repeats):
     return rows
 
 
-def _report(predict, fit, repeats):
+def _report(predict, fit, repeats, fit_repeats):
     lines = []
     if predict:
         lines += [
@@ -258,7 +258,7 @@ def _report(predict, fit, repeats):
     if fit:
         lines += [
             "",
-            f"Raw training tokens to a fitted model ({SETTINGS}), medians of {repeats} "
+            f"Raw training tokens to a fitted model ({SETTINGS}), medians of {fit_repeats} "
             "runs, each in its own process; peak = peak RSS above the RSS with the raw "
             "tokens loaded (dicts included).",
             "",
@@ -291,15 +291,18 @@ def main():
             predict = _predict_rows(split, tmp, args.repeats)
         if args.part in ("fit", "all"):
             fit = _fit_rows(split, args.fit_repeats)
-    report = _report(predict, fit, args.repeats)
-    print(report)
+    print(_report(predict, fit, args.repeats, args.fit_repeats))
     output = Path(args.output)
     previous = json.loads(output.read_text()) if output.exists() else {}
     document = {
         "predict": predict or previous.get("predict", []),
+        "predict_repeats": args.repeats if predict else previous.get("predict_repeats"),
         "fit": fit or previous.get("fit", []),
+        "fit_repeats": args.fit_repeats if fit else previous.get("fit_repeats"),
     }
-    document["report"] = _report(document["predict"], document["fit"], args.repeats)
+    document["report"] = _report(
+        document["predict"], document["fit"], document["predict_repeats"], document["fit_repeats"]
+    )
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(json.dumps(document, indent=1))
 
