@@ -16,8 +16,9 @@ and ready-made specs of well-known feature functions. See the user guide,
 {'bias': 1.0, 'word.lower()': 'cat', '-1:word': 'The'}
 """
 
+# TemplateFeaturizer: importable from here, documented as skcrf.TemplateFeaturizer
 from ._template import _python
-from ._template._featurizer import TemplateFeaturizer
+from ._template._featurizer import TemplateFeaturizer as TemplateFeaturizer
 from ._template._plan import Boundary, TemplateError
 from ._template._python import Col, Expr, outside, parse_python, transition, window
 from ._template._recipes import (
@@ -34,7 +35,6 @@ __all__ = [
     "Col",
     "Expr",
     "TemplateError",
-    "TemplateFeaturizer",
     "is_first",
     "is_last",
     "outside",
