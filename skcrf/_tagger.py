@@ -3,7 +3,6 @@
 import copy
 import os
 import threading
-import warnings
 from collections.abc import Callable, Iterable, Mapping
 from numbers import Integral, Real
 from typing import Any
@@ -18,7 +17,6 @@ from sklearn.utils import check_random_state
 
 from ._compat import HasMethods, Interval, StrOptions, _fit_context
 from ._featurize._validation import check_single_sequence
-from ._featurize._vocabulary import Vocabulary
 from ._inference._decode import Decoder
 from ._model import FittedState
 from ._persist._crfsuite_file import crfsuite_bytes, read_crfsuite, write_crfsuite
@@ -29,17 +27,27 @@ from ._persist._estimator_files import (
     write_model_filename,
 )
 from ._persist._npz import load_state, save_state
+from ._persist._templates import (
+    state_featurizer,
+    state_template,
+    template_extra,
+    warn_template_not_written,
+)
 from ._predictor import Decoding, Predictor
 from ._tagger_view import CRFsuiteTagger
-from ._template._expand import CompiledPlan
-from ._template._featurizer import TemplateFeaturizer
-from ._template._plan import plan_from_data, plan_to_data
-from ._template._vocabulary import TemplateVocabulary
 from ._training import _fit as fit_driver
 from ._training._fit import ALGORITHM_DEFAULTS
 from ._training._monitor import CallbackInfo
 from ._typing import LabelSequencesLike, SequenceLike, SequencesLike
 from .metrics import get_scorer
+
+# The parameters added after the first release, with their defaults: a pickle
+# made before one existed gets its default.
+_PARAMETERS_ADDED_LATER = {
+    "class_weight": None,
+    "all_possible_conditioned_transitions": False,
+    "featurizer": None,
+}
 
 # Guards the creation of ``tagger_``'s view, which threads share.
 _TAGGER_VIEW_LOCK = threading.Lock()
@@ -599,7 +607,7 @@ calibration_candidates, calibration_max_trials : default=None
             y,
             algorithm,
             settings,
-            self._new_vocabulary(previous is not None),
+            fit_driver.new_vocabulary(previous, self.featurizer),
             monitor_options=self._monitor_options(X_dev, y_dev, validation, callback),
             previous=previous,
             sample_weight=sample_weight,
@@ -654,23 +662,6 @@ calibration_candidates, calibration_max_trials : default=None
             return scorer(probe, X_val, y_val, **kwargs)
 
         return score
-
-    def _new_vocabulary(self, continued):
-        """The vocabulary a fit grows: a copy of the fitted one when it continues.
-
-        A copy: an interrupted fit must leave the old vocabulary as it was.
-        With a featurizer, a :class:`TemplateVocabulary` (raw tokens in).
-        """
-        model = self._model if continued else None
-        if self.featurizer is not None:
-            compiled = self.featurizer.compile()
-            if model is None:
-                return TemplateVocabulary(compiled)
-            conditioned = () if model.conditioned is None else model.conditioned.attributes
-            return TemplateVocabulary(compiled, model.attributes, conditioned)
-        if model is None:
-            return Vocabulary()
-        return Vocabulary(model.attributes, model.value_separator)
 
     @_fit_context(prefer_skip_nested_validation=True)
     def partial_fit(
@@ -736,7 +727,7 @@ calibration_candidates, calibration_max_trials : default=None
             y,
             algorithm,
             settings,
-            self._new_vocabulary(previous is not None),
+            fit_driver.new_vocabulary(previous and previous.model, self.featurizer),
             classes,
             random_state=rng,
             verbose=self.verbose,
@@ -813,20 +804,15 @@ calibration_candidates, calibration_max_trials : default=None
 
     def _get_fitted_state(self):
         """The fitted state as one plain structure (for persistence)."""
-        params = self.get_params(deep=False)
-        extra = {"best_iteration": self.best_iteration_}
-        model = self._fitted_model()
         template = self.__dict__.get("_template")
-        params["featurizer"] = None  # an estimator: the template goes in extra
-        if template is not None:
-            extra["template"] = plan_to_data(template.plan)
         return FittedState(
-            params=params,
-            model=model,
+            # the featurizer is an estimator: its template goes in extra
+            params={**self.get_params(deep=False), "featurizer": None},
+            model=self._fitted_model(),
             n_iter=self.n_iter_,
             status=self.status_,
             training_log=self.training_log_,
-            extra=extra,
+            extra={"best_iteration": self.best_iteration_, **template_extra(template)},
         )
 
     @classmethod
@@ -838,23 +824,15 @@ calibration_candidates, calibration_max_trials : default=None
         """
         names = cls._get_param_names()
         params = {k: v for k, v in state.params.items() if k in names}
-        template = state.extra.get("template")
-        if template is not None:
-            params["featurizer"] = TemplateFeaturizer(plan_from_data(template))
-        tagger = cls(**params)
+        tagger = cls(**{**params, "featurizer": state_featurizer(state)})
         tagger._set_fitted_state(state)
         return tagger
 
     def _set_fitted_state(self, state):
         """Store the model of a :class:`FittedState` (read from a file)."""
-        extra = {"best_iteration": state.extra.get("best_iteration")}
-        template = state.extra.get("template")
-        if template is not None:
-            extra["template"] = CompiledPlan(plan_from_data(template))
-        elif self.__dict__.get("featurizer") is not None:
-            # weights from a CRFsuite file (model_filename), the template
-            # from the parameter
-            extra["template"] = self.featurizer.compile()
+        # a CRFsuite file (model_filename) has no template: the parameter's
+        template = state_template(state, self.__dict__.get("featurizer"))
+        extra = {"best_iteration": state.extra.get("best_iteration"), "template": template}
         self._set_fitted(state.model, state.n_iter, state.status, state.training_log, **extra)
 
     def _fitted_model(self):
@@ -905,16 +883,8 @@ calibration_candidates, calibration_max_trials : default=None
         return state
 
     def __setstate__(self, state):
-        # a pickle made before class_weight or all_possible_conditioned_transitions
-        # existed: their defaults
-        super().__setstate__(
-            {
-                "class_weight": None,
-                "all_possible_conditioned_transitions": False,
-                "featurizer": None,
-                **state,
-            }
-        )
+        # a pickle made before a parameter existed: its default
+        super().__setstate__({**_PARAMETERS_ADDED_LATER, **state})
         # pickled before the parameter existed: the decoding it had
         self.__dict__.setdefault("decoding", "viterbi")
         model = self.__dict__.get("_model")
@@ -980,15 +950,7 @@ calibration_candidates, calibration_max_trials : default=None
         warns: the file cannot hold the template (``save`` keeps it).
         """
         model = self._crfsuite_model("to_crfsuite").without_zeros()
-        if self.__dict__.get("_template") is not None:
-            warnings.warn(
-                "The CRFsuite file holds the model's weights, not its template: "
-                "CRFsuite, python-crfsuite and CRFTagger.from_crfsuite tag it with "
-                "feature dicts (TemplateFeaturizer.transform gives them). Use save() "
-                "to keep the template with the model.",
-                UserWarning,
-                stacklevel=2,
-            )
+        warn_template_not_written(self.__dict__.get("_template"))
         write_crfsuite(model, path)
 
     def _crfsuite_model(self, what):

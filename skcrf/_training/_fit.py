@@ -45,6 +45,7 @@ from .._featurize._vocabulary import Vocabulary
 from .._inference._constraints import Constraints, transition_constraints
 from .._inference._decode import Decoder
 from .._model import merge_features
+from .._template._vocabulary import TemplateVocabulary
 from .._utils._threads import effective_n_threads
 from ._defaults import ALGORITHM_DEFAULTS as ALGORITHM_DEFAULTS
 from ._defaults import FEATURE_DEFAULTS as FEATURE_DEFAULTS
@@ -130,6 +131,22 @@ class FitResult(NamedTuple):
     log: TrainingLog
     trainer_state: Any  # OnlineState, or None after L-BFGS
     best_iteration: int | None
+
+
+def new_vocabulary(previous=None, featurizer=None):
+    """The vocabulary a fit grows: a copy of ``previous``'s (a warm start) or a new one.
+
+    A copy: an interrupted fit must leave the old vocabulary as it was. With
+    a featurizer, a :class:`TemplateVocabulary` (raw tokens in).
+    """
+    if featurizer is not None:
+        if previous is None:
+            return TemplateVocabulary(featurizer.compile())
+        conditioned = () if previous.conditioned is None else previous.conditioned.attributes
+        return TemplateVocabulary(featurizer.compile(), previous.attributes, conditioned)
+    if previous is None:
+        return Vocabulary()
+    return Vocabulary(previous.attributes, previous.value_separator)
 
 
 def encode_training_data(
