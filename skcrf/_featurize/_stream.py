@@ -85,8 +85,7 @@ def encode_data(
         a list), to be checked by :func:`check_labels` or
         :func:`check_partial_training_labels` as usual.
     """
-    raw = getattr(vocabulary, "reads_raw_tokens", False)
-    if raw and not is_reusable(X):
+    if getattr(vocabulary, "reads_raw_tokens", False) and not is_reusable(X):
         # raw tokens (a template's vocabulary) are small next to their
         # features: a stream of them is read into a list, checked as one
         check_iterable(X, name)
@@ -98,7 +97,7 @@ def encode_data(
             name=name,
             dense=dense,
             transitions=transitions,
-            **({"n_threads": n_threads} if raw else {}),
+            n_threads=n_threads,
         )
         if y is _NO_LABELS:
             return encoded

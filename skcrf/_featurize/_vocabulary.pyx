@@ -1219,7 +1219,7 @@ cdef class Vocabulary:
         (<cnp.intp_t *> cnp.PyArray_DATA(lengths))[0] = n
         return Encoded(indptr, ids, values, lengths)
 
-    def encode(self, sequences, *, grow, name="X", dense=False, transitions=None):
+    def encode(self, sequences, *, grow, name="X", dense=False, transitions=None, n_threads=1):
         """Encode sequences of tokens into attribute ids and values.
 
         Parameters
@@ -1242,6 +1242,9 @@ cdef class Vocabulary:
             without it, and its transition attributes go to
             ``transitions.take`` (in this same pass over the tokens). None:
             tokens are encoded as they are.
+        n_threads : int, default=1
+            Ignored: dict tokens are encoded by one thread (a template's
+            vocabulary, which reads raw tokens, uses it).
 
         Returns
         -------

@@ -268,12 +268,12 @@ cdef inline bint _contains(const char *s, Py_ssize_t n, const char *sub,
     if m == 0:
         return True
     for k in range(n - m + 1):
-        if s[k] == sub[0] and (m == 1 or memcmp_(s + k, sub, m)):
+        if s[k] == sub[0] and (m == 1 or _same_bytes(s + k, sub, m)):
             return True
     return False
 
 
-cdef inline bint memcmp_(const char *a, const char *b, Py_ssize_t m) noexcept nogil:
+cdef inline bint _same_bytes(const char *a, const char *b, Py_ssize_t m) noexcept nogil:
     cdef Py_ssize_t k
     for k in range(m):
         if a[k] != b[k]:
@@ -724,7 +724,7 @@ cdef inline Py_ssize_t _replace(const char *s, Py_ssize_t n, const char *old, Py
     self-synchronizing); ``out`` holds the result."""
     cdef Py_ssize_t k = 0, size = 0
     while k < n:
-        if k + m <= n and memcmp_(s + k, old, m):
+        if k + m <= n and _same_bytes(s + k, old, m):
             memcpy(out + size, new, r)
             size += r
             k += m

@@ -6,7 +6,7 @@ from typing import Any
 from sklearn.base import BaseEstimator, TransformerMixin
 
 from .._compat import StrOptions, _fit_context
-from ._plan import Plan, TemplateError, check_plan, columns_read
+from ._plan import Plan, TemplateError, check_plan
 from ._reference import expand_dicts
 
 __all__ = ["TemplateFeaturizer"]
@@ -196,7 +196,3 @@ class TemplateFeaturizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
         from .._featurize._validation import check_sequences
 
         return expand_dicts(plan, check_sequences(X, name="X"))
-
-    def n_columns(self):
-        """How many columns a token must have at least (1 + the largest column read)."""
-        return columns_read(self.plan()) + 1

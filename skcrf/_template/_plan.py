@@ -47,7 +47,7 @@ Attribute names are the text's UTF-8 bytes; steps that work on characters
 import math
 from collections.abc import Callable, Mapping
 from collections.abc import Set as AbstractSet
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 __all__ = [
     "STEPS",
@@ -310,10 +310,6 @@ def columns_read(plan):
 def uses_python(plan):
     """Whether a step of the plan runs user Python code (no save without pickle)."""
     return any(step[0] == "call" for f in plan.features for ref in refs(f) for step in ref.steps)
-
-
-def describe(obj: Any) -> str:
-    return type(obj).__name__
 
 
 # -- plain data (model files) -------------------------------------------------

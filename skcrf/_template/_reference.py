@@ -5,6 +5,8 @@ what :meth:`skcrf.TemplateFeaturizer.transform` returns: the feature dicts
 the tagger's dict path turns into the same attributes and values.
 """
 
+from collections.abc import Mapping
+
 from ._plan import Ref, TemplateError
 
 __all__ = ["apply_steps", "expand_dicts", "expand_sequence", "read_column"]
@@ -33,8 +35,15 @@ def read_column(token, column, i, j, name="X"):
                 f"{name}[{i}][{j}][{column}] must be a str, got {type(value).__name__}"
             )
         return value
+    hint = ""
+    if isinstance(token, Mapping):
+        hint = (
+            ". A template featurizes raw tokens (featurizer=...): give it the tokens, "
+            "not feature dicts."
+        )
     raise TypeError(
-        f"{name}[{i}][{j}] must be a str or a tuple of str columns, got {type(token).__name__}"
+        f"{name}[{i}][{j}] must be a str or a tuple of str columns, "
+        f"got {type(token).__name__}{hint}"
     )
 
 
@@ -201,14 +210,6 @@ def expand_sequence(plan, seq, i=0, name="X"):
                 transition.append(item)
         out.append((state, transition))
     return out
-
-
-def attribute_name(item, separator=":"):
-    """The attribute name and value of a (key, value) item."""
-    key, value = item
-    if isinstance(value, str):
-        return key + separator + value, 1.0
-    return key, float(value)
 
 
 def expand_dicts(plan, X, name="X"):

@@ -59,7 +59,7 @@ class TemplateVocabulary(Vocabulary):
         the transition index. ``n_threads`` threads featurize a prediction's
         sequences (contiguous shards; the index is only read).
         """
-        sequences = [seq if type(seq) is list else list(seq) for seq in sequences]
+        sequences = sequences if type(sequences) is list else list(sequences)
         wanted = transitions is not None and self.compiled.has_transitions
         if grow:
             check_nonempty(sequences, sum(map(len, sequences)), name)
@@ -76,15 +76,10 @@ class TemplateVocabulary(Vocabulary):
                 n_threads=1 if grow else n_threads,
                 constant_ids=None if grow else self.constant_ids,
             )
-        except BaseException as exc:
+        except BaseException:
             # a failed fit leaves the vocabulary as it was
             self.index.truncate(before)
             self.transition_index.truncate(before_transitions)
-            if isinstance(exc, TypeError) and "got dict" in str(exc):
-                raise TypeError(
-                    f"{exc}. This tagger featurizes raw tokens with its template "
-                    "(featurizer=...): give it the tokens, not feature dicts."
-                ) from None
             raise
         if grow and len(self.index) > before:
             # the names join the dict vocabulary once each, in id order
