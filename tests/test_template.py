@@ -140,6 +140,34 @@ def test_compiled_expander_equals_the_dict_path_on_unicode_tokens(seed):
     assert len(index) == len(vocabulary.attributes)  # nothing added
 
 
+@pytest.mark.parametrize("seed", range(2))
+def test_repeated_tokens_give_the_rows_the_dict_path_gives(seed):
+    # A call looks a local feature (one token read) up once per distinct
+    # token: tokens from a small pool repeat at every offset, at the edges,
+    # with features that drop and names the index does not hold.
+    rng = random.Random(seed)
+    pool = [tuple(_word(rng) for _ in range(2)) for _ in range(12)]
+    X = [[rng.choice(pool) for _ in range(rng.randint(0, 9))] for _ in range(300)]
+    vocabulary, transitions = Vocabulary(), Vocabulary()
+    expected = _dict_path(TORTURE, X[:150], vocabulary, transitions, grow=True)
+    compiled = CompiledPlan(TORTURE)
+    index, transition_index = ByteIndex(), ByteIndex()
+    got = expand(compiled, X[:150], index, transition_index, grow=True)
+    assert index.names() == vocabulary.attributes
+    _assert_same_rows(got, expected)
+    _assert_same_rows(got.transitions, expected.transitions)
+    pool += [tuple(_word(rng) for _ in range(2)) for _ in range(12)]  # unseen tokens
+    X_new = [[rng.choice(pool) for _ in range(rng.randint(0, 9))] for _ in range(300)]
+    expected = _dict_path(TORTURE, X_new, vocabulary, transitions, grow=False)
+    for constant_ids in (None, compiled.constant_ids(index)):
+        got = expand(compiled, X_new, index, transition_index, constant_ids=constant_ids)
+        _assert_same_rows(got, expected)
+        _assert_same_rows(got.transitions, expected.transitions)
+        # one sequence at a time gives the same rows
+        alone = [expand(compiled, [x], index, transition_index) for x in X_new]
+        assert np.array_equal(np.concatenate([a.ids for a in alone]), expected.ids)
+
+
 def test_str_tokens_read_as_column_zero_and_missing_columns_are_named():
     plan = Plan(features=(Feature(key=("w",), value=(W(0),)),))
     compiled = CompiledPlan(plan)

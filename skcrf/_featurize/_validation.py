@@ -157,8 +157,9 @@ def check_single_sequence(xseq):
     sequence is expected (it shows in the first token; the encoder checks
     the tokens).
     """
-    if is_item_sequence(xseq):
-        return xseq.items()
+    if type(xseq) is not list:  # a list is the common case: its checks cost per sentence
+        if is_item_sequence(xseq):
+            return xseq.items()
     if isinstance(xseq, (str, bytes, Mapping)) or not hasattr(xseq, "__len__"):
         raise TypeError(f"xseq must be one sequence (a list of tokens); got {_type_name(xseq)}.")
     if len(xseq) and type(xseq[0]) is not dict:

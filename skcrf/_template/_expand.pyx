@@ -14,10 +14,17 @@ Per call, two phases:
    the few slot values C does not compute exactly (a step with Unicode
    semantics on a non-ASCII string, a lookup, a user function) are computed
    here by the reference expander's own functions, once per token.
-2. *Expanding* (GIL released): the other slot values in C, into one arena
-   sized beforehand; then for each token each feature's name is written
-   into a buffer (literals, slot values at their positions, boundary text)
-   and looked up (``find``) or numbered (``add``, fit) in the index.
+2. *Expanding* (GIL released): for each token each feature's name is
+   written into a buffer (literals, slot values at their positions,
+   boundary text) and looked up (``find``) or numbered (``add``, fit) in
+   the index; the other slot values are computed in C when first read,
+   into one arena sized beforehand. A *local* feature (one that reads one
+   token) has, inside the sequence, an id that depends on that token's
+   text only: the call numbers its distinct tokens and looks each local
+   feature up once per distinct token (the memo), so text repeated across
+   a batch (words follow Zipf's law) costs one lookup a feature. The rows
+   are written straight into numpy arrays of their exact bound (a feature
+   gives a token at most one entry).
 
 Slot steps in C follow Python's ``str`` methods exactly on ASCII text
 (``lower``, ``is_title``, ``shape``...), and on any text for the steps that
@@ -27,16 +34,21 @@ only cut or compare bytes (``slice`` counts code points in UTF-8,
 
 import numpy as np
 
+cimport numpy as cnp
 from cpython.mem cimport PyMem_RawFree, PyMem_RawMalloc, PyMem_RawRealloc
-from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t, INT32_MIN
-from libc.string cimport memcpy
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t, INT32_MIN, INT32_MAX
+from libc.string cimport memcmp, memcpy
 
 from skcrf._template._regex_c cimport CompiledRegex, RegexProgram, regex_search, regex_test
-from skcrf._utils._byte_index cimport ByteIndex, find_padded, hash_padded, prefetch_slot
+from skcrf._utils._byte_index cimport (
+    ByteIndex, find_padded, hash_bytes, hash_padded, prefetch_slot,
+)
 
 from .._featurize._encoded import Encoded
 from ._plan import Ref, TemplateError, check_plan
 from ._reference import apply_steps, read_column
+
+cnp.import_array()
 
 cdef extern from "Python.h":
     const char *PyUnicode_AsUTF8AndSize(object unicode, Py_ssize_t *size) except NULL
@@ -112,6 +124,8 @@ cdef enum:
     V_FAILED = 4    # out of memory in a step
 
 cdef int32_t _NO_BOUND = INT32_MIN
+# From this many tokens on, a call memoizes its local features per distinct token.
+cdef Py_ssize_t _MEMO_MIN_TOKENS = 2
 
 _C_STEPS = {
     "lower": S_LOWER, "upper": S_UPPER, "slice": S_SLICE, "shape": S_SHAPE,
@@ -371,6 +385,13 @@ cdef class CompiledPlan:
     cdef readonly bint has_transitions
     cdef const int32_t *_columns     # the columns read
     cdef readonly object columns
+    # features a token's state (transition) row can hold: the rows' capacity
+    cdef readonly Py_ssize_t n_state_features, n_transition_features
+    # per feature: its place among the features memoized per token type (-1:
+    # not one), and per such feature the offset of the token it reads
+    cdef const int32_t *_local
+    cdef const int32_t *_local_offset
+    cdef readonly Py_ssize_t n_local
 
     def __dealloc__(self):
         PyMem_RawFree(self._regexes)
@@ -487,6 +508,7 @@ cdef class CompiledPlan:
             _table(features, F_COLUMNS), _table(padding, 3),
             np.array(weights or [0.0], dtype=np.float64),
             np.array(columns or [0], dtype=np.int32),
+            *_local_places(plan.features),
         ]
         self._slots = _int32_data(self._arrays[0])
         self._steps = _int32_data(self._arrays[1])
@@ -496,6 +518,9 @@ cdef class CompiledPlan:
         cdef double[::1] weights_view = self._arrays[5]
         self._weights = &weights_view[0]
         self._columns = _int32_data(self._arrays[6])
+        self._local = _int32_data(self._arrays[7])
+        self._local_offset = _int32_data(self._arrays[8])
+        self.n_local = int((self._arrays[7] >= 0).sum())
         self._python_steps = python_steps
         self._regex_objects = regexes
         self._regexes = <const RegexProgram **> PyMem_RawMalloc(
@@ -508,6 +533,8 @@ cdef class CompiledPlan:
             regex = regexes[k]
             self._regexes[k] = &regex.program
         self.has_transitions = any(f.kind != "state" for f in plan.features)
+        self.n_state_features = sum(f.kind != "transition" for f in plan.features)
+        self.n_transition_features = sum(f.kind != "state" for f in plan.features)
         self.columns = tuple(columns)
         self.n_columns = len(columns)
 
@@ -527,6 +554,30 @@ cdef class CompiledPlan:
                 continue
             out[f] = index.lookup("".join(texts))
         return out[:self.n_features]
+
+
+def _local_places(features):
+    """Per feature, its place among the *local* features, -1 for the others;
+    per local feature, the offset of the token it reads.
+
+    A local feature is a state feature whose name is read from one token
+    (every ref relative, at the same offset): inside the sequence its id
+    depends on that token's text only, so one call finds it once per
+    distinct token (:func:`expand`'s memo).
+    """
+    places = np.full(len(features) + 1, -1, dtype=np.int32)
+    offsets = [0]
+    n = 0
+    for f, feature in enumerate(features):
+        refs = [part for part in feature.key if isinstance(part, Ref)]
+        if feature.value is not None:
+            refs += [part for part in feature.value if isinstance(part, Ref)]
+        if (feature.kind == "state" and refs and not any(ref.absolute for ref in refs)
+                and len({ref.offset for ref in refs}) == 1):
+            places[f] = n
+            offsets.insert(n, refs[0].offset)
+            n += 1
+    return places, np.array(offsets, dtype=np.int32)
 
 
 def _table(rows, width):
@@ -840,23 +891,26 @@ cdef struct _Rows:
 
 
 cdef inline int _push(_Rows *rows, Py_ssize_t attribute, double value) noexcept nogil:
-    cdef void *grown
-    cdef Py_ssize_t capacity
+    # the capacity is exact: a feature gives a token at most one entry
     if rows.size == rows.capacity:
-        capacity = 1024 if rows.capacity < 512 else 2 * rows.capacity
-        grown = PyMem_RawRealloc(rows.ids, capacity * sizeof(int32_t))
-        if grown == NULL:
-            return -1
-        rows.ids = <int32_t *> grown
-        grown = PyMem_RawRealloc(rows.values, capacity * sizeof(double))
-        if grown == NULL:
-            return -1
-        rows.values = <double *> grown
-        rows.capacity = capacity
+        return -1
     rows.ids[rows.size] = <int32_t> attribute
     rows.values[rows.size] = value
     rows.size += 1
     return 0
+
+
+cdef tuple _rows_arrays(_Rows *rows, Py_ssize_t n_tokens, Py_ssize_t capacity):
+    """The arrays the rows are written into (numpy's: no copy at the end)."""
+    indptr = np.empty(n_tokens + 1, dtype=np.int64)
+    ids = np.empty(capacity, dtype=np.int32)
+    values = np.empty(capacity, dtype=np.float64)
+    rows.indptr = <int64_t *> cnp.PyArray_DATA(<cnp.ndarray> indptr)
+    rows.ids = <int32_t *> cnp.PyArray_DATA(<cnp.ndarray> ids)
+    rows.values = <double *> cnp.PyArray_DATA(<cnp.ndarray> values)
+    rows.size = 0
+    rows.capacity = capacity
+    return indptr, ids, values
 
 
 cdef struct _Pending:
@@ -866,6 +920,7 @@ cdef struct _Pending:
     double weight
     int32_t feature
     int32_t id           # -2: look the name up; else its id, known (-1: absent)
+    int32_t *memo        # where the id found is memoized, or NULL
 
 
 cdef int _boundary(CompiledPlan plan, Py_ssize_t f, Py_ssize_t k, Py_ssize_t q, Py_ssize_t n,
@@ -899,14 +954,74 @@ cdef int _boundary(CompiledPlan plan, Py_ssize_t f, Py_ssize_t k, Py_ssize_t q, 
     return _write_number(name, distance)
 
 
+# a memo cell that holds no id
+cdef enum:
+    MEMO_UNKNOWN = -3   # not looked up yet
+    MEMO_DROPPED = -4   # the feature drops at this token
+
+
+cdef inline bint _same_token(_Call call, Py_ssize_t a, Py_ssize_t b) noexcept nogil:
+    cdef Py_ssize_t c, x = a * call.n_columns, y = b * call.n_columns
+    for c in range(call.n_columns):
+        if (call.column_length[x + c] != call.column_length[y + c]
+                or memcmp(call.column_data[x + c], call.column_data[y + c],
+                          call.column_length[x + c]) != 0):
+            return False
+    return True
+
+
+cdef Py_ssize_t _token_types(_Call call, int32_t *type_of) noexcept nogil:
+    """Number the distinct tokens (the bytes of the columns read) in order of
+    first appearance into ``type_of``; returns their count (-1: out of memory)."""
+    cdef Py_ssize_t capacity = 16, t, c, k, n_types = 0
+    cdef uint64_t h
+    cdef int32_t r
+    while capacity < 2 * call.n_tokens:
+        capacity *= 2
+    cdef int32_t *first = <int32_t *> PyMem_RawMalloc(capacity * sizeof(int32_t))
+    cdef uint32_t *tags = <uint32_t *> PyMem_RawMalloc(capacity * sizeof(uint32_t))
+    if first == NULL or tags == NULL:
+        PyMem_RawFree(first)
+        PyMem_RawFree(tags)
+        return -1
+    for k in range(capacity):
+        first[k] = -1
+    for t in range(call.n_tokens):
+        h = 0
+        for c in range(call.n_columns):
+            h = (h ^ hash_bytes(call.column_data[t * call.n_columns + c],
+                                call.column_length[t * call.n_columns + c]))
+            h *= 0x9E3779B97F4A7C15ULL
+        k = <Py_ssize_t> (h & <uint64_t> (capacity - 1))
+        while True:
+            r = first[k]
+            if r < 0:
+                first[k] = <int32_t> t
+                tags[k] = <uint32_t> (h >> 32)
+                type_of[t] = <int32_t> n_types
+                n_types += 1
+                break
+            if tags[k] == <uint32_t> (h >> 32) and _same_token(call, r, t):
+                type_of[t] = type_of[r]
+                break
+            k = (k + 1) & (capacity - 1)
+    PyMem_RawFree(first)
+    PyMem_RawFree(tags)
+    return n_types
+
+
 cdef int _expand(CompiledPlan plan, _Call call, const Py_ssize_t *lengths, Py_ssize_t n_seq,
                  ByteIndex index, ByteIndex transitions, bint grow,
                  _Rows *state, _Rows *transition, _Buffer *name, _Pending *pending,
-                 const int32_t *known, Py_ssize_t *failed) noexcept nogil:
+                 const int32_t *known, int32_t *type_of, int32_t *memo,
+                 Py_ssize_t *failed) noexcept nogil:
     """Phase 2; returns -1 (memory) or -2 (a ref is not text: ``failed`` = token, feature).
 
     Each token's names are all written first and their table slots
-    prefetched, then looked up: the cache misses of a token overlap.
+    prefetched, then looked up: the cache misses of a token overlap. With a
+    ``memo`` (distinct token ``type_of[t]`` x local feature), a local
+    feature's id is looked up once per distinct token it reads; slot values
+    are computed when first read.
     """
     cdef Py_ssize_t i, t, k, f, q, n, start = 0, position, found, n_pending
     cdef int code
@@ -917,11 +1032,8 @@ cdef int _expand(CompiledPlan plan, _Call call, const Py_ssize_t *lengths, Py_ss
     cdef _Pending *p
     cdef double weight
     cdef bint dropped
-    cdef int32_t when
-    for t in range(call.n_tokens):
-        for k in range(plan.n_slots):
-            if call.values[t * plan.n_slots + k].state == V_NONE:
-                _compute(plan, call, t, k)
+    cdef int32_t when, local
+    cdef int32_t *cell
     t = 0
     for i in range(n_seq):
         n = lengths[i]
@@ -946,6 +1058,8 @@ cdef int _expand(CompiledPlan plan, _Call call, const Py_ssize_t *lengths, Py_ss
                     if q < 0 or q >= n:
                         continue
                     value = &call.values[(start + q) * plan.n_slots + frow[F_WEIGHT_SLOT]]
+                    if value.state == V_NONE:
+                        _compute(plan, call, start + q, frow[F_WEIGHT_SLOT])
                     if value.state == V_DROP:
                         continue
                     if value.state == V_FAILED:
@@ -958,6 +1072,7 @@ cdef int _expand(CompiledPlan plan, _Call call, const Py_ssize_t *lengths, Py_ss
                 p = &pending[n_pending]
                 p.start = name.size
                 p.id = -2
+                p.memo = NULL
                 if known != NULL and known[f] != -2:
                     # a constant name, looked up once per index (no text to build)
                     p.length = 0
@@ -966,6 +1081,21 @@ cdef int _expand(CompiledPlan plan, _Call call, const Py_ssize_t *lengths, Py_ss
                     p.id = known[f]
                     n_pending += 1
                     continue
+                local = plan._local[f]
+                if memo != NULL and local >= 0:
+                    q = position + plan._local_offset[local]
+                    if 0 <= q < n:
+                        cell = memo + <Py_ssize_t> type_of[start + q] * plan.n_local + local
+                        if cell[0] == MEMO_DROPPED:
+                            continue
+                        if cell[0] != MEMO_UNKNOWN:
+                            p.length = 0
+                            p.weight = weight
+                            p.feature = <int32_t> f
+                            p.id = cell[0]
+                            n_pending += 1
+                            continue
+                        p.memo = cell
                 dropped = False
                 for k in range(frow[F_FIRST_PART], frow[F_FIRST_PART] + frow[F_N_PARTS]):
                     prow = plan._parts + k * PART_COLUMNS
@@ -984,6 +1114,8 @@ cdef int _expand(CompiledPlan plan, _Call call, const Py_ssize_t *lengths, Py_ss
                             break
                         continue
                     value = &call.values[(start + q) * plan.n_slots + prow[PART_A]]
+                    if value.state == V_NONE:
+                        _compute(plan, call, start + q, prow[PART_A])
                     if value.state == V_DROP:
                         dropped = True
                         break
@@ -997,6 +1129,8 @@ cdef int _expand(CompiledPlan plan, _Call call, const Py_ssize_t *lengths, Py_ss
                         return -1
                 if dropped:
                     name.size = p.start
+                    if p.memo != NULL:
+                        p.memo[0] = MEMO_DROPPED
                     continue
                 p.length = name.size - p.start
                 p.weight = weight
@@ -1025,6 +1159,8 @@ cdef int _expand(CompiledPlan plan, _Call call, const Py_ssize_t *lengths, Py_ss
                         found = find_padded(index, name.data + p.start, p.length, p.hash)
                     if found == -2:
                         return -1
+                    if p.memo != NULL:
+                        p.memo[0] = <int32_t> found
                     if found >= 0 and _push(state, found, p.weight) < 0:
                         return -1
                 if frow[F_TRANSITION] and transition != NULL and position > 0:
@@ -1052,18 +1188,11 @@ cdef inline Py_ssize_t _position(Py_ssize_t t, int32_t offset, int32_t absolute,
     return t + offset
 
 
-cdef object _finish(_Rows *rows, Py_ssize_t n_tokens, object lengths):
-    indptr = np.empty(n_tokens + 1, dtype=np.int64)
-    cdef int64_t[::1] indptr_view = indptr
-    if n_tokens >= 0:
-        memcpy(&indptr_view[0], rows.indptr, (n_tokens + 1) * sizeof(int64_t))
-    ids = np.empty(rows.size, dtype=np.int32)
-    values = np.empty(rows.size, dtype=np.float64)
-    cdef int32_t[::1] ids_view = ids
-    cdef double[::1] values_view = values
-    if rows.size:
-        memcpy(&ids_view[0], rows.ids, rows.size * sizeof(int32_t))
-        memcpy(&values_view[0], rows.values, rows.size * sizeof(double))
+cdef object _finish(_Rows *rows, tuple arrays, object lengths):
+    indptr, ids, values = arrays
+    if rows.size < rows.capacity:
+        ids = ids[:rows.size]
+        values = values[:rows.size]
     return Encoded(indptr, ids, values, lengths)
 
 
@@ -1108,31 +1237,44 @@ def expand(CompiledPlan plan, list sequences, ByteIndex index, ByteIndex transit
     cdef _Rows state, transition
     cdef _Buffer buffer
     cdef Py_ssize_t failed[2]
+    cdef bint with_transitions = transitions is not None
+    state_arrays = _rows_arrays(&state, n_tokens, n_tokens * plan.n_state_features)
+    transition_arrays = (_rows_arrays(&transition, n_tokens,
+                                      n_tokens * plan.n_transition_features)
+                         if with_transitions else None)
     cdef _Pending *pending = <_Pending *> PyMem_RawMalloc(
         max(1, plan.n_features) * sizeof(_Pending))
-    state.ids = NULL
-    state.values = NULL
-    state.size = state.capacity = 0
-    transition = state
     buffer.data = NULL
     buffer.size = buffer.capacity = 0
-    state.indptr = <int64_t *> PyMem_RawMalloc((n_tokens + 1) * sizeof(int64_t))
-    transition.indptr = <int64_t *> PyMem_RawMalloc((n_tokens + 1) * sizeof(int64_t))
-    cdef bint with_transitions = transitions is not None
     cdef const int32_t *known = NULL
     if constant_ids is not None and not grow:
         if constant_ids.shape[0] != plan.n_features:
             raise ValueError("constant_ids must hold one id per feature")
         known = &constant_ids[0] if plan.n_features else NULL
+    cdef bint memoize = plan.n_local > 0 and _MEMO_MIN_TOKENS <= n_tokens < INT32_MAX
+    cdef int32_t *type_of = NULL
+    cdef int32_t *memo = NULL
+    cdef Py_ssize_t n_types = 0, k
     try:
-        if (state.indptr == NULL or transition.indptr == NULL or pending == NULL
-                or _reserve(&buffer, 64) < 0):
+        if pending == NULL or _reserve(&buffer, 64) < 0:
             raise MemoryError()
         with nogil:
-            code = _expand(plan, call, &lengths_view[0] if n_seq else NULL, n_seq, index,
-                           transitions, grow, &state,
-                           &transition if with_transitions else NULL, &buffer, pending,
-                           known, failed)
+            if memoize:
+                type_of = <int32_t *> PyMem_RawMalloc(n_tokens * sizeof(int32_t))
+                n_types = -1 if type_of == NULL else _token_types(call, type_of)
+                if n_types >= 0:
+                    memo = <int32_t *> PyMem_RawMalloc(
+                        max(1, n_types * plan.n_local) * sizeof(int32_t))
+                    if memo != NULL:
+                        for k in range(n_types * plan.n_local):
+                            memo[k] = MEMO_UNKNOWN
+            if memoize and memo == NULL:
+                code = -1
+            else:
+                code = _expand(plan, call, &lengths_view[0] if n_seq else NULL, n_seq,
+                               index, transitions, grow, &state,
+                               &transition if with_transitions else NULL, &buffer, pending,
+                               known, type_of, memo, failed)
         if code == -1:
             raise MemoryError()
         if code == -2:
@@ -1143,19 +1285,16 @@ def expand(CompiledPlan plan, list sequences, ByteIndex index, ByteIndex transit
                 f"{source}: a template ref gave a number where text is needed (or text "
                 f"where a number is), at {name}[{i}][{j}]"
             )
-        encoded = _finish(&state, n_tokens, lengths)
+        encoded = _finish(&state, state_arrays, lengths)
         if with_transitions:
-            encoded = encoded._replace(transitions=_finish(&transition, n_tokens, lengths))
+            encoded = encoded._replace(
+                transitions=_finish(&transition, transition_arrays, lengths))
         return encoded
     finally:
-        PyMem_RawFree(state.ids)
-        PyMem_RawFree(state.values)
-        PyMem_RawFree(state.indptr)
-        PyMem_RawFree(transition.ids)
-        PyMem_RawFree(transition.values)
-        PyMem_RawFree(transition.indptr)
         PyMem_RawFree(buffer.data)
         PyMem_RawFree(pending)
+        PyMem_RawFree(type_of)
+        PyMem_RawFree(memo)
 
 
 def _locate(flat, lengths):

@@ -61,40 +61,57 @@ class TemplateVocabulary(Vocabulary):
         """
         sequences = sequences if type(sequences) is list else list(sequences)
         wanted = transitions is not None and self.compiled.has_transitions
-        if grow:
-            check_nonempty(sequences, sum(map(len, sequences)), name)
-        before = len(self.index)
-        before_transitions = len(self.transition_index)
-        try:
+        if not grow:
+            # the index is only read: nothing to undo when this fails
             encoded = _expand_in_threads(
                 self.compiled,
                 sequences,
                 self.index,
                 self.transition_index if wanted else None,
-                grow=grow,
                 name=name,
-                n_threads=1 if grow else n_threads,
-                constant_ids=None if grow else self.constant_ids,
+                n_threads=n_threads,
+                constant_ids=self.constant_ids,
+            )
+        else:
+            check_nonempty(sequences, sum(map(len, sequences)), name)
+            encoded = self._grow(sequences, transitions if wanted else None, name)
+        if encoded.transitions is None:
+            return encoded
+        transitions.found = True
+        transitions.encoded = encoded.transitions
+        return encoded._replace(transitions=None)
+
+    def _grow(self, sequences, transitions, name):
+        """A fit's encoding, undone when it fails.
+
+        New names are numbered in both indexes, then join the dict
+        vocabulary in id order.
+        """
+        before = len(self.index)
+        before_transitions = len(self.transition_index)
+        try:
+            encoded = expand(
+                self.compiled,
+                sequences,
+                self.index,
+                None if transitions is None else self.transition_index,
+                grow=True,
+                name=name,
             )
         except BaseException:
-            # a failed fit leaves the vocabulary as it was
             self.index.truncate(before)
             self.transition_index.truncate(before_transitions)
             raise
-        if grow and len(self.index) > before:
-            # the names join the dict vocabulary once each, in id order
+        if len(self.index) > before:
             new = self.index.names(before)
             Vocabulary.encode(self, [[dict.fromkeys(new, 1.0)]], grow=True)
             if len(self) != len(self.index):
                 raise RuntimeError("template vocabulary out of step with its index")
             self.constant_ids = self.compiled.constant_ids(self.index)
-        if wanted:
-            transitions.found = True
-            transitions.encoded = encoded.transitions
-            if grow:
-                transitions.names = self.transition_index.names(0)
-                transitions.first_new = before_transitions
-        return encoded._replace(transitions=None)
+        if transitions is not None:
+            transitions.names = self.transition_index.names(0)
+            transitions.first_new = before_transitions
+        return encoded
 
 
 #: Fewer tokens than this per thread are featurized by one thread.
@@ -103,10 +120,17 @@ _TOKENS_PER_THREAD = 2048
 _SHARDS_PER_THREAD = 4
 
 
-def _expand_in_threads(
-    compiled, sequences, index, transitions, *, grow, name, n_threads, constant_ids
-):
-    """:func:`expand` over contiguous shards in threads, the rows concatenated."""
+def _expand_in_threads(compiled, sequences, index, transitions, *, name, n_threads, constant_ids):
+    """A prediction's :func:`expand`: contiguous shards in threads, rows joined."""
+    if n_threads <= 1 or len(sequences) < 2:
+        return expand(
+            compiled,
+            sequences,
+            index,
+            transitions,
+            name=name,
+            constant_ids=constant_ids,
+        )
 
     def run(start, stop):
         return expand(
@@ -114,14 +138,11 @@ def _expand_in_threads(
             sequences[start:stop],
             index,
             transitions,
-            grow=grow,
             name=name,
             first_sequence=start,
             constant_ids=constant_ids,
         )
 
-    if grow or n_threads <= 1 or len(sequences) < 2:
-        return run(0, len(sequences))
     lengths = np.fromiter(map(len, sequences), dtype=np.intp, count=len(sequences))
     n_tokens = int(lengths.sum())
     n_threads = max(1, min(n_threads, n_tokens // _TOKENS_PER_THREAD))
