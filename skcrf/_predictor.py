@@ -168,13 +168,25 @@ class Predictor:
 
     def predict_single(self, xseq, decoding, allowed_transitions=None, partial_labels=None):
         """Labels of one sequence: one thread, Viterbi straight when unconstrained."""
-        encoded = self.encode_single(xseq)
-        if (
+        straight = (
             allowed_transitions is None
             and decoding.allowed_transitions is None
             and partial_labels is None
             and decoding.method == "viterbi"
-        ):
+        )
+        if straight and self.template is not None and self.model.conditioned is None:
+            # raw tokens featurized and decoded in one compiled call
+            vocabulary = self.vocabulary
+            try:
+                path = self.decoder.viterbi_tokens(
+                    xseq, vocabulary.compiled, vocabulary.index, vocabulary.constant_ids
+                )
+            except OverflowError:
+                pass  # the encoded path below words the error
+            else:
+                return self.classes[path].tolist()
+        encoded = self.encode_single(xseq)
+        if straight:
             return self.classes[self.decoder.viterbi_single(encoded, name="xseq")].tolist()
         constraints = self.constraints(
             encoded.lengths,

@@ -31,6 +31,8 @@ from skcrf._template._plan import (
     plan_from_data,
     plan_to_data,
 )
+from skcrf._template._python import parse_python
+from skcrf._template._recipes import treebank_seed_spec
 from skcrf._template._reference import expand_dicts
 from skcrf._template._vocabulary import TemplateVocabulary
 from skcrf._utils._byte_index import ByteIndex
@@ -431,7 +433,6 @@ def test_compiled_expander_equals_the_dict_path_for_each_syntax(syntax):
 @pytest.mark.parametrize("recipe", ["tutorial", "seed", "window", "sequence_featurizer"])
 def test_compiled_expander_equals_the_dict_functions_on_the_treebank(recipe, treebank):
     from skcrf._template import _recipes
-    from skcrf._template._python import parse_python
 
     spec = {
         "tutorial": _recipes.tutorial_spec,
@@ -491,3 +492,37 @@ def test_raw_tokens_stream_into_fit_and_predict(fitted_pair, small_treebank):
     # every decoding method takes raw tokens
     assert len(streamed.sequence_log_proba(test_words[:3])) == 3
     assert len(streamed.predict_transition_marginals(test_words[:2])) == 2
+
+
+def test_one_sentence_decoded_in_one_call_gives_the_encoded_path(small_treebank):
+    # predict_single featurizes and decodes a state-only template's tokens in
+    # one compiled call: the same labels as the rows encoded, then decoded
+    words, tags, test_words, _ = small_treebank
+    plan = parse_python(treebank_seed_spec())
+    with pytest.warns(Warning):  # stops at max_iterations
+        tagger = CRFTagger(featurizer=TemplateFeaturizer(plan), **SETTINGS).fit(words, tags)
+    predictor = tagger._fitted()
+    assert tagger._model.conditioned is None
+    for tokens in [*test_words, [], ["unseen-word"]]:
+        encoded = predictor.encode_single(tokens)
+        path = predictor.decoder.viterbi_single(encoded)
+        assert tagger.predict_single(tokens) == predictor.classes[path].tolist()
+    assert [tagger.predict_single(s) for s in test_words] == tagger.predict(test_words)
+    with pytest.raises(TypeError, match=r"xseq\[0\]\[1\]"):
+        tagger.predict_single(["a", 3])
+
+
+def test_scores_that_overflow_name_the_token_of_one_sentence():
+    # a weight read from the token: finite at fit, overflowing at predict
+    plan = Plan(
+        features=(
+            Feature(key=("a",), weight=W(0, ("call", float), column=0)),
+            Feature(key=("b",), weight=W(0, ("call", float), column=1)),
+            Feature(key=("w",), value=(W(0, column=2),)),
+        )
+    )
+    X = [[("1", "1", "x"), ("0", "0", "y")]] * 2
+    tagger = CRFTagger(featurizer=TemplateFeaturizer(plan), c2=0.01).fit(X, [["A", "B"]] * 2)
+    assert tagger.predict_single([("0", "0", "y"), ("1", "1", "x")]) == ["B", "A"]
+    with pytest.raises(ValueError, match=r"xseq\[0\]\[1\].*not finite"):
+        tagger.predict_single([("0", "0", "y"), ("inf", "-inf", "x")])

@@ -348,6 +348,15 @@ class Decoder:
             check_emissions(emissions, lengths, name=name)
         return path
 
+    def viterbi_tokens(self, tokens, plan, index, constant_ids):
+        """:meth:`viterbi_single` of one sequence of raw tokens, in one compiled call.
+
+        The tokens are featurized by a template (its compiled ``plan``,
+        attribute ``index`` and ``constant_ids``); raises OverflowError
+        where :meth:`viterbi_single` words an error.
+        """
+        return self._single.decode_tokens(plan, tokens, index, constant_ids)
+
     def viterbi_single(self, encoded, name="X"):
         """Label indices of one encoded sequence (no blocks, no threads)."""
         if self.conditioned is not None:

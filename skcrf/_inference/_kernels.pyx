@@ -856,7 +856,10 @@ def exp_shifted(double[:, ::1] scores, double[::1] out_max):
 from libc.math cimport isfinite
 from libc.stdlib cimport free, malloc
 cimport numpy as cnp
+from libc.stdint cimport int32_t, int64_t
 from skcrf._utils._typedefs cimport intp
+from skcrf._utils._byte_index cimport ByteIndex
+from skcrf._template._expand cimport Rows, expand_rows, state_row_capacity
 from skcrf._inference._viterbi cimport (
     SharedBound,
     ViterbiWork,
@@ -960,6 +963,36 @@ cdef class SequenceDecoder:
         return self._decode(&indptr_view[0] if length >= 0 else NULL, length,
                             &ids_view[0] if ids_view.shape[0] else NULL,
                             &values_view[0] if values_view.shape[0] else NULL)
+
+    def decode_tokens(self, plan, list tokens, ByteIndex index, constant_ids):
+        """Label index of each token of one sequence of raw tokens.
+
+        The tokens are featurized by a template (``plan``, a
+        :class:`~skcrf._template._expand.CompiledPlan`, its attributes'
+        ``index`` and ``constant_ids``) into rows that this call decodes
+        straight away: :meth:`decode` of the rows
+        :func:`~skcrf._template._expand.expand` gives, without their arrays.
+        Errors as those two raise.
+        """
+        cdef Py_ssize_t length = len(tokens)
+        cdef Py_ssize_t capacity = state_row_capacity(plan, length)
+        cdef Rows rows
+        rows.size = 0
+        rows.capacity = capacity
+        rows.indptr = <int64_t*> malloc((length + 1) * sizeof(int64_t))
+        rows.ids = <int32_t*> malloc(max(1, capacity) * sizeof(int32_t))
+        rows.values = <double*> malloc(max(1, capacity) * sizeof(double))
+        try:
+            if rows.indptr == NULL or rows.ids == NULL or rows.values == NULL:
+                raise MemoryError()
+            expand_rows(plan, [tokens], &length, 1, length, index, None, False, "xseq", 0,
+                        constant_ids, &rows, NULL)
+            return self._decode(<const long long*> rows.indptr, length, <const int*> rows.ids,
+                                rows.values)
+        finally:
+            free(rows.indptr)
+            free(rows.ids)
+            free(rows.values)
 
     def decode_sequences(self, const long long[::1] indptr, const int[::1] ids,
                          const double[::1] values, const intp[::1] starts,

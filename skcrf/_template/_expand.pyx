@@ -882,15 +882,7 @@ cdef inline int _write_number(_Buffer *name, Py_ssize_t number) noexcept nogil:
     return 0
 
 
-cdef struct _Rows:
-    int32_t *ids
-    double *values
-    Py_ssize_t size
-    Py_ssize_t capacity
-    int64_t *indptr
-
-
-cdef inline int _push(_Rows *rows, Py_ssize_t attribute, double value) noexcept nogil:
+cdef inline int _push(Rows *rows, Py_ssize_t attribute, double value) noexcept nogil:
     # the capacity is exact: a feature gives a token at most one entry
     if rows.size == rows.capacity:
         return -1
@@ -900,7 +892,7 @@ cdef inline int _push(_Rows *rows, Py_ssize_t attribute, double value) noexcept 
     return 0
 
 
-cdef tuple _rows_arrays(_Rows *rows, Py_ssize_t n_tokens, Py_ssize_t capacity):
+cdef tuple _rows_arrays(Rows *rows, Py_ssize_t n_tokens, Py_ssize_t capacity):
     """The arrays the rows are written into (numpy's: no copy at the end)."""
     indptr = np.empty(n_tokens + 1, dtype=np.int64)
     ids = np.empty(capacity, dtype=np.int32)
@@ -1012,7 +1004,7 @@ cdef Py_ssize_t _token_types(_Call call, int32_t *type_of) noexcept nogil:
 
 cdef int _expand(CompiledPlan plan, _Call call, const Py_ssize_t *lengths, Py_ssize_t n_seq,
                  ByteIndex index, ByteIndex transitions, bint grow,
-                 _Rows *state, _Rows *transition, _Buffer *name, _Pending *pending,
+                 Rows *state, Rows *transition, _Buffer *name, _Pending *pending,
                  const int32_t *known, int32_t *type_of, int32_t *memo,
                  Py_ssize_t *failed) noexcept nogil:
     """Phase 2; returns -1 (memory) or -2 (a ref is not text: ``failed`` = token, feature).
@@ -1188,7 +1180,7 @@ cdef inline Py_ssize_t _position(Py_ssize_t t, int32_t offset, int32_t absolute,
     return t + offset
 
 
-cdef object _finish(_Rows *rows, tuple arrays, object lengths):
+cdef object _finish(Rows *rows, tuple arrays, object lengths):
     indptr, ids, values = arrays
     if rows.size < rows.capacity:
         ids = ids[:rows.size]
@@ -1197,8 +1189,7 @@ cdef object _finish(_Rows *rows, tuple arrays, object lengths):
 
 
 def expand(CompiledPlan plan, list sequences, ByteIndex index, ByteIndex transitions=None, *,
-           bint grow=False, str name="X", Py_ssize_t first_sequence=0,
-           const int32_t[::1] constant_ids=None):
+           bint grow=False, str name="X", Py_ssize_t first_sequence=0, constant_ids=None):
     """Encode raw token sequences: the plan's attributes' ids in ``index``.
 
     Parameters
@@ -1226,35 +1217,60 @@ def expand(CompiledPlan plan, list sequences, ByteIndex index, ByteIndex transit
     Encoded
         With ``transitions`` set when ``transitions`` is given.
     """
-    cdef Py_ssize_t n_seq = len(sequences), i, n_tokens = 0, code
+    cdef Py_ssize_t n_seq = len(sequences), i, n_tokens = 0
     lengths = np.empty(n_seq, dtype=np.intp)
-    cdef Py_ssize_t[::1] lengths_view = lengths
+    cdef Py_ssize_t *lengths_data = <Py_ssize_t *> cnp.PyArray_DATA(<cnp.ndarray> lengths)
     for i in range(n_seq):
-        lengths_view[i] = len(sequences[i])
-        n_tokens += lengths_view[i]
+        lengths_data[i] = len(sequences[i])
+        n_tokens += lengths_data[i]
+    cdef Rows state, transition
+    state_arrays = _rows_arrays(&state, n_tokens, n_tokens * plan.n_state_features)
+    transition_arrays = None
+    if transitions is not None:
+        transition_arrays = _rows_arrays(&transition, n_tokens,
+                                         n_tokens * plan.n_transition_features)
+    expand_rows(plan, sequences, lengths_data, n_seq, n_tokens, index, transitions, grow, name,
+                first_sequence, constant_ids, &state,
+                &transition if transitions is not None else NULL)
+    encoded = _finish(&state, state_arrays, lengths)
+    if transitions is not None:
+        encoded = encoded._replace(transitions=_finish(&transition, transition_arrays, lengths))
+    return encoded
+
+
+cdef Py_ssize_t state_row_capacity(object plan, Py_ssize_t n_tokens) except -1:
+    return n_tokens * (<CompiledPlan?> plan).n_state_features
+
+
+cdef int expand_rows(object compiled, list sequences, const Py_ssize_t *lengths,
+                     Py_ssize_t n_seq, Py_ssize_t n_tokens, ByteIndex index,
+                     ByteIndex transitions, bint grow, str name, Py_ssize_t first_sequence,
+                     object constant_ids, Rows *state, Rows *transition) except -1:
+    """:func:`expand` into rows the caller made.
+
+    ``n_seq`` sequences of ``lengths``, ``n_tokens`` in all; the rows'
+    capacities ``n_tokens`` x the plan's state (transition) features;
+    ``transition`` is NULL when ``transitions`` is None.
+    """
+    cdef CompiledPlan plan = compiled
+    cdef Py_ssize_t i, j, code, n_types = 0, k
+    cdef Py_ssize_t failed[2]
+    cdef const int32_t *known = NULL
+    if constant_ids is not None and not grow:
+        known = _constant_ids_data(plan, constant_ids)
+    for i in range(n_seq):
+        if len(sequences[i]) != lengths[i]:
+            raise ValueError(f"{name}[{i + first_sequence}] changed length while it was read")
     cdef _Call call = _Call(n_tokens, plan.n_columns, plan.n_slots)
     _read(plan, call, sequences, name, first_sequence)
-    cdef _Rows state, transition
     cdef _Buffer buffer
-    cdef Py_ssize_t failed[2]
-    cdef bint with_transitions = transitions is not None
-    state_arrays = _rows_arrays(&state, n_tokens, n_tokens * plan.n_state_features)
-    transition_arrays = (_rows_arrays(&transition, n_tokens,
-                                      n_tokens * plan.n_transition_features)
-                         if with_transitions else None)
     cdef _Pending *pending = <_Pending *> PyMem_RawMalloc(
         max(1, plan.n_features) * sizeof(_Pending))
     buffer.data = NULL
     buffer.size = buffer.capacity = 0
-    cdef const int32_t *known = NULL
-    if constant_ids is not None and not grow:
-        if constant_ids.shape[0] != plan.n_features:
-            raise ValueError("constant_ids must hold one id per feature")
-        known = &constant_ids[0] if plan.n_features else NULL
     cdef bint memoize = plan.n_local > 0 and _MEMO_MIN_TOKENS <= n_tokens < INT32_MAX
     cdef int32_t *type_of = NULL
     cdef int32_t *memo = NULL
-    cdef Py_ssize_t n_types = 0, k
     try:
         if pending == NULL or _reserve(&buffer, 64) < 0:
             raise MemoryError()
@@ -1271,25 +1287,21 @@ def expand(CompiledPlan plan, list sequences, ByteIndex index, ByteIndex transit
             if memoize and memo == NULL:
                 code = -1
             else:
-                code = _expand(plan, call, &lengths_view[0] if n_seq else NULL, n_seq,
-                               index, transitions, grow, &state,
-                               &transition if with_transitions else NULL, &buffer, pending,
-                               known, type_of, memo, failed)
+                code = _expand(plan, call, lengths, n_seq, index, transitions, grow, state,
+                               transition, &buffer, pending, known, type_of, memo, failed)
         if code == -1:
             raise MemoryError()
         if code == -2:
-            i, j = _locate(failed[0], lengths)
-            i += first_sequence
+            i, j = 0, failed[0]
+            while j >= lengths[i]:
+                j -= lengths[i]
+                i += 1
             source = plan.plan.features[failed[1]].source or f"feature {failed[1]}"
             raise ValueError(
                 f"{source}: a template ref gave a number where text is needed (or text "
-                f"where a number is), at {name}[{i}][{j}]"
+                f"where a number is), at {name}[{i + first_sequence}][{j}]"
             )
-        encoded = _finish(&state, state_arrays, lengths)
-        if with_transitions:
-            encoded = encoded._replace(
-                transitions=_finish(&transition, transition_arrays, lengths))
-        return encoded
+        return 0
     finally:
         PyMem_RawFree(buffer.data)
         PyMem_RawFree(pending)
@@ -1297,7 +1309,11 @@ def expand(CompiledPlan plan, list sequences, ByteIndex index, ByteIndex transit
         PyMem_RawFree(memo)
 
 
-def _locate(flat, lengths):
-    ends = np.cumsum(lengths)
-    i = int(np.searchsorted(ends, flat, side="right"))
-    return i, int(flat - (ends[i - 1] if i else 0))
+cdef const int32_t *_constant_ids_data(CompiledPlan plan, object constant_ids) except NULL:
+    """The data of :meth:`CompiledPlan.constant_ids`' array (checked)."""
+    cdef cnp.ndarray array = constant_ids
+    if (cnp.PyArray_NDIM(array) != 1 or cnp.PyArray_DIM(array, 0) != plan.n_features
+            or not cnp.PyArray_EquivTypenums(cnp.PyArray_TYPE(array), cnp.NPY_INT32)
+            or not cnp.PyArray_ISCARRAY_RO(array) or not cnp.PyArray_ISNOTSWAPPED(array)):
+        raise ValueError("constant_ids must hold one int32 id per feature")
+    return <const int32_t *> cnp.PyArray_DATA(array)
