@@ -24,6 +24,7 @@ import numpy as np
 from ._featurize._labels import check_distinct_labels, check_labels, encode_labels
 from ._featurize._stream import encode_data
 from ._featurize._transitions import TransitionParts, with_transitions
+from ._featurize._validation import check_sequences
 from ._featurize._vocabulary import Vocabulary
 from ._inference._constraints import Constraints, scheme_roles
 from ._inference._decode import Decoder
@@ -160,21 +161,47 @@ class Predictor:
 
     def predict(self, X, decoding, allowed_transitions=None, partial_labels=None):
         """Labels of each sequence."""
+        if self._straight(decoding, allowed_transitions, partial_labels) and type(X) is list:
+            # raw tokens featurized and decoded in one compiled call a shard
+            vocabulary = self.vocabulary
+            try:
+                path, lengths = self.decoder.viterbi_token_sequences(
+                    check_sequences(X),
+                    vocabulary.compiled,
+                    vocabulary.index,
+                    vocabulary.constant_ids,
+                    decoding.n_threads(),
+                )
+            except OverflowError:
+                pass  # the encoded path below words the error
+            else:
+                return split_flat(self.classes[path].tolist(), lengths)
         encoded, constraints = self._encode_constrained(
             X, decoding, allowed_transitions, partial_labels
         )
         path = self.path(encoded, constraints, decoding, decoding.n_threads())
         return split_flat(self.classes[path].tolist(), encoded.lengths)
 
-    def predict_single(self, xseq, decoding, allowed_transitions=None, partial_labels=None):
-        """Labels of one sequence: one thread, Viterbi straight when unconstrained."""
-        straight = (
+    @staticmethod
+    def _unconstrained_viterbi(decoding, allowed_transitions, partial_labels):
+        return (
             allowed_transitions is None
             and decoding.allowed_transitions is None
             and partial_labels is None
             and decoding.method == "viterbi"
         )
-        if straight and self.template is not None and self.model.conditioned is None:
+
+    def _straight(self, decoding, allowed_transitions, partial_labels):
+        """Whether a call's Viterbi runs straight from a template's raw tokens."""
+        return (
+            self.template is not None
+            and self.model.conditioned is None
+            and self._unconstrained_viterbi(decoding, allowed_transitions, partial_labels)
+        )
+
+    def predict_single(self, xseq, decoding, allowed_transitions=None, partial_labels=None):
+        """Labels of one sequence: one thread, Viterbi straight when unconstrained."""
+        if self._straight(decoding, allowed_transitions, partial_labels):
             # raw tokens featurized and decoded in one compiled call
             vocabulary = self.vocabulary
             try:
@@ -186,7 +213,7 @@ class Predictor:
             else:
                 return self.classes[path].tolist()
         encoded = self.encode_single(xseq)
-        if straight:
+        if self._unconstrained_viterbi(decoding, allowed_transitions, partial_labels):
             return self.classes[self.decoder.viterbi_single(encoded, name="xseq")].tolist()
         constraints = self.constraints(
             encoded.lengths,

@@ -357,6 +357,42 @@ class Decoder:
         """
         return self._single.decode_tokens(plan, tokens, index, constant_ids)
 
+    def viterbi_token_sequences(self, sequences, plan, index, constant_ids, n_threads=1):
+        """:meth:`viterbi_tokens` of many sequences: label indices (flat) and lengths.
+
+        Contiguous shards, one a thread, each featurized and decoded in one
+        compiled call; raises OverflowError where :meth:`viterbi` words an
+        error.
+        """
+        lengths = np.fromiter(map(len, sequences), dtype=np.intp, count=len(sequences))
+        ends = np.cumsum(lengths)
+        n_tokens = int(ends[-1]) if len(ends) else 0
+        path = np.empty(n_tokens, dtype=np.intp)
+        n_threads = min(n_threads, max(1, n_tokens // _TOKENS_PER_THREAD))
+        # shard k ends where the running token count passes k / n of the total
+        cuts = np.searchsorted(ends, np.arange(1, n_threads) * n_tokens / n_threads) + 1
+        bounds = sorted({0, len(sequences), *(int(c) for c in cuts if c < len(sequences))})
+
+        def run(first, stop):
+            start = int(ends[first - 1]) if first else 0
+            return self._single.decode_token_sequences(
+                plan,
+                sequences[first:stop],
+                index,
+                constant_ids,
+                path[start : int(ends[stop - 1]) if stop else 0],
+                first,
+            )
+
+        if len(bounds) <= 2:
+            bad = [run(0, len(sequences))]
+        else:
+            with ThreadPoolExecutor(len(bounds) - 1) as pool:
+                bad = list(pool.map(run, bounds[:-1], bounds[1:]))
+        if any(b >= 0 for b in bad):
+            raise OverflowError
+        return path, lengths
+
     def viterbi_single(self, encoded, name="X"):
         """Label indices of one encoded sequence (no blocks, no threads)."""
         if self.conditioned is not None:

@@ -994,6 +994,76 @@ cdef class SequenceDecoder:
             free(rows.ids)
             free(rows.values)
 
+    def decode_token_sequences(self, plan, list sequences, ByteIndex index, constant_ids,
+                               intp[::1] path, Py_ssize_t first_sequence=0, str name="X"):
+        """Decode sequences of raw tokens into ``path`` (their flat rows).
+
+        :meth:`decode_tokens` for many sentences: the template's rows of all
+        of them, then each decoded as :meth:`decode_sequences` decodes it,
+        without the GIL once the tokens are read (threads decoding shards of
+        one batch run in parallel). ``first_sequence``: the index of
+        ``sequences[0]`` in the data (errors name tokens from it). Returns -1,
+        or the first row (of these sequences) whose scores are not finite
+        (nothing written after it).
+        """
+        cdef Py_ssize_t n_seq = len(sequences), s, n_tokens = 0, start = 0, bad = -1
+        cdef Py_ssize_t n_labels = self.n_labels, capacity
+        cdef Py_ssize_t* lengths = <Py_ssize_t*> malloc(max(1, n_seq) * sizeof(Py_ssize_t))
+        cdef Rows rows
+        cdef int status = 0
+        cdef bint build
+        cdef double* new_bound = NULL
+        cdef const double* bound
+        rows.indptr = NULL
+        rows.ids = NULL
+        rows.values = NULL
+        try:
+            if lengths == NULL:
+                raise MemoryError()
+            for s in range(n_seq):
+                lengths[s] = len(sequences[s])
+                n_tokens += lengths[s]
+            if path.shape[0] != n_tokens:
+                raise ValueError("path must hold one entry per token")
+            capacity = state_row_capacity(plan, n_tokens)
+            rows.size = 0
+            rows.capacity = capacity
+            rows.indptr = <int64_t*> malloc((n_tokens + 1) * sizeof(int64_t))
+            rows.ids = <int32_t*> malloc(max(1, capacity) * sizeof(int32_t))
+            rows.values = <double*> malloc(max(1, capacity) * sizeof(double))
+            if rows.indptr == NULL or rows.ids == NULL or rows.values == NULL:
+                raise MemoryError()
+            expand_rows(plan, sequences, lengths, n_seq, n_tokens, index, None, False, name,
+                        first_sequence, constant_ids, &rows, NULL)
+            if n_labels == 0:
+                return -1
+            # claimed once the rows are made: nothing raises between claim and build
+            build = shared_bound_claim(&self.shared, n_labels, n_tokens)
+            bound = self.shared.bound
+            with nogil:
+                for s in range(n_seq):
+                    if lengths[s]:
+                        status = self._decode_rows(
+                            <const long long*> &rows.indptr[start], lengths[s],
+                            <const int*> rows.ids, rows.values, bound, &path[start], &bad)
+                        if status != 0 or bad >= 0:
+                            if bad >= 0:
+                                bad += start
+                            break
+                    start += lengths[s]
+                if build:
+                    new_bound = viterbi_bound_new(&self.model)
+            if build:
+                self.shared.bound = new_bound
+            if status != 0:
+                raise MemoryError()
+            return bad
+        finally:
+            free(lengths)
+            free(rows.indptr)
+            free(rows.ids)
+            free(rows.values)
+
     def decode_sequences(self, const long long[::1] indptr, const int[::1] ids,
                          const double[::1] values, const intp[::1] starts,
                          const intp[::1] lengths, const intp[::1] which, intp[::1] path):
