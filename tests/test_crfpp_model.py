@@ -196,6 +196,10 @@ def test_from_crfpp_classmethod():
             "reads column 1; the model's xsize is 1",
         ),
         (
+            b"version: 100\ncost-factor: 1\nmaxid: 1\nxsize: 2\n\nO\n\nU:%x[0,0]\n\n0 U:a\n\n0\n",
+            "xsize is 2, but the template reads columns up to 0 (crf_learn writes 1)",
+        ),
+        (
             b"version: 100\ncost-factor: 1\nmaxid: 1\nxsize: 1\n\nO\n\nX:%x[0,0]\n\n0 U:a\n\n0\n",
             "starts with neither U nor B",
         ),

@@ -78,7 +78,10 @@ Everything is checked before it is used, and any failure is a
 :class:`ValueError` naming the file and what is wrong (a line number in a
 text model): sizes against the file's, the labels and templates
 NUL-terminated, UTF-8 and distinct, every template line a valid CRF++
-template reading columns below ``xsize``, every trie unit in use reachable
+template reading columns below ``xsize`` (the last column it reads being
+``xsize - 1``, as ``crf_learn`` writes it: then skcrf's featurizer refuses
+a token that ``crf_test`` refuses, one with fewer than ``xsize`` columns;
+a template with no ``%x`` checks no column), every trie unit in use reachable
 from the root once and leading only where a byte can lead, every feature
 string starting with ``U`` or ``B``, their weights inside ``maxid`` and not
 shared, every weight finite.
@@ -494,6 +497,15 @@ def _template_plan(lines, xsize):
                     f"xsize is {xsize} (crf_test refuses it)."
                 )
         features.append(feature)
+    columns = [part.column for f in features for part in f.key if isinstance(part, Ref)]
+    # crf_test refuses a line of fewer than xsize columns; skcrf's featurizer
+    # refuses a token without a column its template reads: the same rule
+    # when, as crf_learn writes it, xsize is one more than the last column read
+    if columns and xsize != max(columns) + 1:
+        raise ValueError(
+            f"xsize is {xsize}, but the template reads columns up to {max(columns)} "
+            f"(crf_learn writes {max(columns) + 1})."
+        )
     plan = Plan(tuple(features), transitions=bool(constant_bigrams), syntax="crfpp")
     return check_plan(plan), constant_bigrams
 
