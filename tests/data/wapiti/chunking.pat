@@ -1,0 +1,26 @@
+# CRFsuite's chunking template (example/chunking.py) as Wapiti patterns,
+# with Wapiti's other commands: w is column 0, pos column 1
+u:w[-2]=%x[-2,0]
+u:w[-1]=%x[-1,0]
+u:w[0]=%x[0,0]
+u:w[1]=%x[1,0]
+u:w[2]=%x[2,0]
+u:w[-1]|w[0]=%x[-1,0]|%x[0,0]
+u:w[0]|w[1]=%x[0,0]|%x[1,0]
+u:pos[-2]=%x[-2,1]
+u:pos[-1]=%x[-1,1]
+u:pos[0]=%x[0,1]
+u:pos[1]=%x[1,1]
+u:pos[2]=%x[2,1]
+u:pos[-2]|pos[-1]=%x[-2,1]|%x[-1,1]
+u:pos[-1]|pos[0]=%x[-1,1]|%x[0,1]
+u:pos[0]|pos[1]=%x[0,1]|%x[1,1]
+u:pos[1]|pos[2]=%x[1,1]|%x[2,1]
+u:pos[-2]|pos[-1]|pos[0]=%x[-2,1]|%x[-1,1]|%x[0,1]
+u:pos[-1]|pos[0]|pos[1]=%x[-1,1]|%x[0,1]|%x[1,1]
+u:pos[0]|pos[1]|pos[2]=%x[0,1]|%x[1,1]|%x[2,1]
+U:lower=%X[0,0]          # Wapiti's lower-casing command
+u:digit=%t[0,0,"\d"]
+u:suffix=%m[0,0,".?.?.?$"]
+*:pos=%x[0,1]
+b
