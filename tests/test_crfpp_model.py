@@ -84,6 +84,38 @@ def assert_tags_as_crf_test(tagger, sequences, output):
     return n_tokens, largest
 
 
+def assert_nbest_as_crf_test(tagger, sequences, output, n):
+    """``crf_test -n N -v1``: the N best labellings, their probabilities and marginals.
+
+    Labellings of equal probability (ties) may come in another order (CRF++
+    pops them from a heap): one at rank k must be ours at a rank of the same
+    probability. Returns the labellings compared.
+    """
+    blocks = [block.split("\n") for block in output.split("\n\n") if block.strip()]
+    ours = tagger.predict_nbest(sequences, n + 2)  # (+2: a tie's partners past n)
+    marginals = tagger.predict_marginals(sequences)
+    at, n_paths = 0, 0
+    for k in range(len(sequences)):
+        n_here = min(n, len(ours[k]))
+        for rank in range(n_here):
+            head, *lines = blocks[at]
+            at += 1
+            assert head.startswith(f"# {rank} ")
+            probability = float(head.split()[2])
+            tags, token_probabilities = zip(
+                *(line.split("\t")[-1].rsplit("/", 1) for line in lines)
+            )
+            log_p = ours[k][rank][1]
+            assert abs(np.exp(log_p) - probability) <= TOLERANCE
+            tied = [path for path, lp in ours[k] if abs(lp - log_p) <= 1e-9 * max(1.0, abs(log_p))]
+            assert list(tags) in tied, f"sequence {k}, rank {rank}"
+            for token, tag, p in zip(marginals[k], tags, token_probabilities, strict=True):
+                assert abs(token[tag] - float(p)) <= TOLERANCE
+            n_paths += 1
+    assert at == len(blocks)
+    return n_paths
+
+
 # ------------------------------------------------------------ the fixtures
 
 
@@ -94,6 +126,13 @@ def test_tiny_model_tags_as_crf_test(name):
     output = (DATA / "tiny.v2").read_text(encoding="utf-8")
     n_tokens, _ = assert_tags_as_crf_test(tagger, sequences, output)
     assert n_tokens == sum(map(len, sequences)) > 400
+
+
+def test_tiny_model_nbest_as_crf_test():
+    tagger = CRFTagger._from_fitted_state(read_crfpp_model(DATA / "tiny.model"))
+    sequences = read_columns(DATA / "tiny_test.data")
+    output = (DATA / "tiny.n3").read_text(encoding="utf-8")
+    assert assert_nbest_as_crf_test(tagger, sequences, output, 3) == 3 * len(sequences)
 
 
 def test_binary_and_text_give_the_same_model():
@@ -290,7 +329,7 @@ def _learn(crfpp, folder, template, train, *options):
 
 
 def _crf_test(crfpp, model, data, *options):
-    command = [*crfpp[1], "-v2", *options, "-m", str(model), str(data)]
+    command = [*crfpp[1], *(options or ["-v2"]), "-m", str(model), str(data)]
     return subprocess.run(command, check=True, capture_output=True).stdout.decode("utf-8")
 
 
@@ -310,6 +349,8 @@ def test_live_chunking_model_tags_as_crf_test(crfpp, chunking_model, suffix):
         CRFTagger._from_fitted_state(state), sequences, output
     )
     assert n_tokens == sum(map(len, sequences)) > 1000
+    output = _crf_test(crfpp, chunking_model, DATA / "test.data", "-n", "5", "-v1")
+    assert_nbest_as_crf_test(CRFTagger._from_fitted_state(state), sequences, output, 5)
 
 
 # Forms where CRF++'s strings count twice (a line given twice, a constant line
@@ -348,6 +389,8 @@ def _first(n):
 def test_live_cost_factor_as_crf_test_c(crfpp):
     sequences = read_columns(DATA / "tiny_test.data")
     for factor in (0.25, 3.0):
-        output = _crf_test(crfpp, DATA / "tiny.model", DATA / "tiny_test.data", "-c", str(factor))
+        output = _crf_test(
+            crfpp, DATA / "tiny.model", DATA / "tiny_test.data", "-v2", "-c", str(factor)
+        )
         state = read_crfpp_model(DATA / "tiny.model", cost_factor=factor)
         assert_tags_as_crf_test(CRFTagger._from_fitted_state(state), sequences, output)

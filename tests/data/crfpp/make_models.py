@@ -17,7 +17,8 @@ and CRF++'s ``crf_learn`` / ``crf_test``, which ``pip install crfpy`` ships)::
   other chunks ``O``: three labels, a small model); ``tiny_test.data``: the
   first 20 sentences of ``test.data`` so labelled, and ``tiny.v2`` what
   ``crf_test -v2 -m tiny.model tiny_test.data`` prints (the tests check
-  skcrf against it without CRF++).
+  skcrf against it without CRF++), ``tiny.n3`` what ``crf_test -n 3 -v1``
+  prints (the 3 best labellings).
 
 It is not a test and is not run by the test suite.
 """
@@ -136,9 +137,10 @@ def main():
     learn = [_tool("crf_learn"), "-t", "-f", "2", "tiny.template", "tiny.data", "tiny.model"]
     subprocess.run(learn, cwd=HERE, check=True, stdout=subprocess.DEVNULL)
     (HERE / "tiny.data").unlink()
-    test = [_tool("crf_test"), "-v2", "-m", "tiny.model", "tiny_test.data"]
-    result = subprocess.run(test, cwd=HERE, check=True, capture_output=True)
-    (HERE / "tiny.v2").write_bytes(result.stdout)
+    for options, name in ((["-v2"], "tiny.v2"), (["-n", "3", "-v1"], "tiny.n3")):
+        test = [_tool("crf_test"), *options, "-m", "tiny.model", "tiny_test.data"]
+        result = subprocess.run(test, cwd=HERE, check=True, capture_output=True)
+        (HERE / name).write_bytes(result.stdout)
 
 
 if __name__ == "__main__":
