@@ -24,7 +24,9 @@ Little-endian, as ``crf_learn`` writes it on x86 (``EncoderFeatureIndex::save``)
   bytes, units of (``base`` int32, ``check`` uint32). From a node whose
   base is ``b`` the byte ``c`` leads to unit ``b + c + 1`` if its check is
   ``b``; the key ends at a node whose unit ``b`` has check ``b`` and a
-  negative base ``-id - 1``. The root is unit 0.
+  negative base ``-id - 1``. The root is unit 0. Darts leaves 257 units
+  after the last base (so ``b + 256`` is inside the trie) and uses each
+  base once.
 - the weights: ``maxid`` floats (float32).
 
 A feature string starting with ``U`` (a unigram template's) owns the
@@ -286,15 +288,21 @@ def _trie_keys(data, offset, size, max_bytes):
     frontier = np.array([0], dtype=np.int64)
     while frontier.size:
         bases = base[frontier]
+        # Darts leaves room after every base for any byte: a lookup of an
+        # unknown string never reads past the trie
+        if bases.max() > n_units - 258:
+            raise ValueError(
+                f"a trie node has base {bases.max()}, too close to the end of the "
+                f"{n_units} units (corrupted)."
+            )
         lo = np.searchsorted(parent_bases, bases, "left")
         hi = np.searchsorted(parent_bases, bases, "right")
         counts = hi - lo
         if not counts.any():
             break
-        rows = np.repeat(np.arange(len(frontier)), counts)
-        children = by_parent[
-            np.repeat(lo - np.cumsum(counts) + counts, counts) + np.arange(len(rows))
-        ]
+        rows = np.repeat(np.arange(len(frontier)), counts)  # each child's parent
+        first = np.cumsum(counts) - counts  # where each parent's children start in rows
+        children = by_parent[np.repeat(lo - first, counts) + np.arange(len(rows))]
         owner = frontier[rows]
         code = children - bases[rows]  # 0: the key ends; c + 1: the byte c
         bad = np.flatnonzero((code < 0) | (code > 256) | (code == 1))
@@ -365,7 +373,8 @@ def _key_strings(nodes, parent, byte, depth, max_bytes):
 # -- text --------------------------------------------------------------------
 
 _HEADER_FIELDS = ("version", "cost-factor", "maxid", "xsize")
-_DIGITS = re.compile(rb"[0-9]+\Z")
+_DIGITS = re.compile(rb"[0-9]{1,10}\Z")
+_DECIMAL = re.compile(rb"[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
 
 
 def _read_text(data):
@@ -448,20 +457,28 @@ def _text_weights(lines, first, maxid):
             f"{len(lines)} weights after the feature strings; maxid is {maxid} (truncated "
             "or corrupted)."
         )
-    try:
-        weights = np.array(lines, dtype=np.bytes_).astype(np.float64)
-    except ValueError:
-        weights = None
-    if weights is None or not np.isfinite(weights).all():
-        for k, line in enumerate(lines):
-            try:
-                value = float(line)
-            except ValueError:
-                value = float("nan")
-            if not np.isfinite(value):
-                raise ValueError(f"line {first + k + 1}: {line[:60]!r} is not a finite number.")
+    # decimal numbers as C's atof reads them (not Python's "1_0", "nan", " 1"...)
+    weights = None
+    if not b"\n".join(lines).translate(None, b"0123456789.-+eE\n"):
+        try:
+            weights = np.array(lines, dtype=np.bytes_).astype(np.float64)
+        except ValueError:  # ("1-2", "e"...: found below)
+            pass
+    if weights is None:
+        weights = np.array(
+            [float(line) if _DECIMAL.fullmatch(line) else np.nan for line in lines],
+            dtype=np.float64,
+        )
     # crf_learn -C stores the text's weights as float32, the binary crf_test reads
-    return weights.astype(np.float32).astype(np.float64)
+    with np.errstate(over="ignore"):
+        weights = weights.astype(np.float32).astype(np.float64)
+    bad = np.flatnonzero(~np.isfinite(weights))
+    if bad.size:
+        k = int(bad[0])
+        raise ValueError(
+            f"line {first + k + 1}: {lines[k][:60]!r} is not a finite number (as a float32)."
+        )
+    return weights
 
 
 # -- the fitted state ---------------------------------------------------------

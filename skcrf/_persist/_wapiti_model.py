@@ -80,7 +80,8 @@ _MDL = re.compile(rb"#mdl#(?:([0-9]+)#)?([0-9]+)\Z")
 _RDR = re.compile(rb"#rdr#([0-9]+)/([0-9]+)(?:/(-?[0-9]+))?\Z")
 _QRK = re.compile(rb"#qrk#([0-9]+)\Z")
 _NETSTRING = re.compile(rb"([0-9]+):")
-_WEIGHT = re.compile(rb"([0-9]+)=(\S+)\Z")
+# C's %la: hexadecimal (what Wapiti writes) or decimal; no "nan", "inf", "1_0"
+_WEIGHT = re.compile(rb"([0-9]{1,19})=([-+]?[0-9a-fA-FxX.pP+-]+)\Z")
 _TYPES = {0: "maxent", 1: "memm", 2: "crf"}
 _MIN_ITEM_BYTES = 4  # "0:,\n": the shortest netstring line
 
@@ -270,14 +271,11 @@ def _weights(lines, n_active, n_weights):
             raise lines.error(f"weight {index} is beyond the model's {n_weights} weights.")
         if seen[index]:
             raise lines.error(f"weight {index} is given twice.")
-        text = match.group(2).decode("ascii", "replace")
+        text = match.group(2).decode("ascii")
         try:
-            value = float.fromhex(text)
+            value = float.fromhex(text) if "x" in text.lower() else float(text)
         except (ValueError, OverflowError):
-            try:
-                value = float(text)
-            except ValueError:
-                value = float("nan")
+            value = float("nan")
         if not np.isfinite(value):
             raise lines.error(f"weight {index} is {text[:40]!r}, not a finite number.")
         weights[index] = value
