@@ -87,54 +87,83 @@ def binary_mutant(rng):
     return (bytes(data[: 32 * int(rng.integers(2))]) + garbage), "garbage"
 
 
-def text_mutant(rng):
-    lines = TEXT.split(b"\n")
-    kind = rng.integers(7)
+def line_mutant(rng, content, extra=()):
+    """A mutant of a text file, and its kind.
+
+    A line removed, repeated (another one), garbled or a blank one
+    inserted, a few bytes changed, the file cut, or one of ``extra``:
+    ``(kind, function)`` pairs, ``function(rng, lines, at)`` changing the
+    lines in place (or returning the mutant's bytes).
+    """
+    lines = content.split(b"\n")
     at = int(rng.integers(0, len(lines)))
-    if kind == 0:
-        del lines[at]
-    elif kind == 1:
-        lines.insert(at, lines[int(rng.integers(0, len(lines)))])
-    elif kind == 2:
-        lines[at] = rng.bytes(int(rng.integers(0, 20)))
-    elif kind == 3:
-        data = bytearray(TEXT)
+    kinds = ["delete", "repeat", "garble", "blank", "bytes", "cut", *(kind for kind, _ in extra)]
+    kind = kinds[int(rng.integers(len(kinds)))]
+    if kind == "bytes":
+        data = bytearray(content)
         for k in rng.integers(0, len(data), size=rng.integers(1, 5)):
             data[k] = rng.integers(256)
-        return bytes(data), "bytes"
-    elif kind == 4:
-        return TEXT[: rng.integers(0, len(TEXT))], "cut"
-    elif kind == 5:  # a number changed (an id, a header value, a weight)
-        head, sep, tail = lines[at].partition(b" ")
-        number = str(int(rng.integers(-5, 7000))).encode()
-        lines[at] = (number + sep + tail) if sep and head.isdigit() else number
-    else:
+        return bytes(data), kind
+    if kind == "cut":
+        return content[: rng.integers(0, len(content))], kind
+    if kind == "delete":
+        del lines[at]
+    elif kind == "repeat":
+        lines.insert(at, lines[int(rng.integers(0, len(lines)))])
+    elif kind == "garble":
+        lines[at] = rng.bytes(int(rng.integers(0, 20)))
+    elif kind == "blank":
         lines.insert(at, b"")
-    return b"\n".join(lines), ["delete", "repeat", "garble", "", "", "number", "blank"][kind]
+    else:
+        replaced = dict(extra)[kind](rng, lines, at)
+        if replaced is not None:
+            return replaced, kind
+    return b"\n".join(lines), kind
+
+
+def _crfpp_number(rng, lines, at):
+    """A number changed: an id, a header value, a weight."""
+    head, sep, tail = lines[at].partition(b" ")
+    number = str(int(rng.integers(-5, 7000))).encode()
+    lines[at] = (number + sep + tail) if sep and head.isdigit() else number
+
+
+def text_mutant(rng):
+    return line_mutant(rng, TEXT, [("number", _crfpp_number)])
+
+
+def check_mutants(read, make, rng, n_mutants, what, sequences):
+    """Each of ``n_mutants`` from ``make(rng)``: refused clearly, or read into a model that tags.
+
+    ``what`` names the format in the error (``"CRF++ model"``). Returns the
+    count of each outcome, both of which must happen (the mutants reach
+    past the first check).
+    """
+    outcomes = {"refused": 0, "read": 0}
+    for k in range(n_mutants):
+        data, kind = make(rng)
+        try:
+            state = read(data)
+        except ValueError as exc:
+            message = str(exc)
+            assert message.startswith(f"Cannot read {what} (bytes): "), (k, kind, message)
+            assert "corrupted or invalid file (" not in message, (k, kind, message)  # safety net
+            outcomes["refused"] += 1
+            continue
+        outcomes["read"] += 1
+        tagger = CRFTagger._from_fitted_state(state)
+        marginals = tagger.predict_marginals(sequences)
+        assert all(np.isfinite(p) for seq in marginals for token in seq for p in token.values())
+        assert len(tagger.predict(sequences)) == len(sequences)
+    assert outcomes["refused"] > n_mutants // 4 and outcomes["read"] > 20, outcomes
+    return outcomes
 
 
 @pytest.mark.parametrize("form", ["binary", "text"])
 def test_mutants_are_refused_clearly_or_tag(form):
     rng = np.random.default_rng(SEED + (form == "text"))
     make = binary_mutant if form == "binary" else text_mutant
-    outcomes = {"refused": 0, "read": 0}
-    for k in range(N_MUTANTS):
-        data, kind = make(rng)
-        try:
-            state = read_crfpp_model(data)
-        except ValueError as exc:
-            message = str(exc)
-            assert message.startswith("Cannot read CRF++ model (bytes): "), (k, kind, message)
-            assert "corrupted or invalid file (" not in message, (k, kind, message)  # safety net
-            outcomes["refused"] += 1
-            continue
-        outcomes["read"] += 1
-        tagger = CRFTagger._from_fitted_state(state)
-        marginals = tagger.predict_marginals(SEQUENCES)
-        assert all(np.isfinite(p) for seq in marginals for token in seq for p in token.values())
-        assert len(tagger.predict(SEQUENCES)) == len(SEQUENCES)
-    # both outcomes happen: the mutants reach past the first check
-    assert outcomes["refused"] > N_MUTANTS // 4 and outcomes["read"] > 20, outcomes
+    check_mutants(read_crfpp_model, make, rng, N_MUTANTS, "CRF++ model", SEQUENCES)
 
 
 def test_binary_mutants_read_tag_as_crf_test(tmp_path):

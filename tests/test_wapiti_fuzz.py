@@ -16,6 +16,7 @@ import subprocess
 
 import numpy as np
 import pytest
+from test_crfpp_fuzz import check_mutants, line_mutant
 from test_crfpp_model import read_columns
 from test_wapiti_model import DATA, TINY_TEST, assert_labels_as_wapiti, wapiti_command
 
@@ -32,66 +33,38 @@ SEQUENCES = read_columns(TINY_TEST)[:4]
 _NUMBER = re.compile(rb"[0-9]+")
 
 
+def _number(rng, lines, at):
+    """A number changed: a count, a netstring's length, a weight's index."""
+    numbers = list(_NUMBER.finditer(lines[at]))
+    if numbers:
+        match = numbers[int(rng.integers(len(numbers)))]
+        old = int(match.group())
+        new = int(rng.choice([0, 1, old - 1, old + 1, old * 2, int(rng.integers(0, 1 << 31))]))
+        lines[at] = (
+            lines[at][: match.start()] + str(max(new, 0)).encode() + lines[at][match.end() :]
+        )
+
+
+def _weight(rng, lines, at):
+    """A weight's value changed."""
+    weights = [k for k, line in enumerate(lines) if b"=0x" in line]
+    k = weights[int(rng.integers(len(weights)))]
+    value = rng.choice([b"nan", b"inf", b"0x1p+2000", b"1e5", b"-0x1.8p+1", b"zz"])
+    lines[k] = lines[k].split(b"=")[0] + b"=" + value
+
+
 def mutant(rng):
-    lines = MODEL.split(b"\n")
-    kind = int(rng.integers(9))
-    at = int(rng.integers(0, len(lines)))
-    if kind == 0:
-        del lines[at]
-    elif kind == 1:
-        lines.insert(at, lines[int(rng.integers(0, len(lines)))])
-    elif kind == 2:
-        lines[at] = rng.bytes(int(rng.integers(0, 16)))
-    elif kind == 3:
-        data = bytearray(MODEL)
-        for k in rng.integers(0, len(data), size=rng.integers(1, 5)):
-            data[k] = rng.integers(256)
-        return bytes(data), "bytes"
-    elif kind == 4:
-        return MODEL[: rng.integers(0, len(MODEL))], "cut"
-    elif kind == 5:  # a number: a count, a netstring's length, a weight's index
-        numbers = list(_NUMBER.finditer(lines[at]))
-        if numbers:
-            match = numbers[int(rng.integers(len(numbers)))]
-            old = int(match.group())
-            new = int(rng.choice([0, 1, old - 1, old + 1, old * 2, int(rng.integers(0, 1 << 31))]))
-            lines[at] = (
-                lines[at][: match.start()] + str(max(new, 0)).encode() + lines[at][match.end() :]
-            )
-    elif kind == 6:  # a weight's value
-        weights = [k for k, line in enumerate(lines) if b"=0x" in line]
-        k = weights[int(rng.integers(len(weights)))]
-        value = rng.choice([b"nan", b"inf", b"0x1p+2000", b"1e5", b"-0x1.8p+1", b"zz"])
-        lines[k] = lines[k].split(b"=")[0] + b"=" + value
-    elif kind == 7:
-        lines.insert(at, b"")
-    else:
-        return rng.bytes(int(rng.integers(0, 2000))), "garbage"
-    return b"\n".join(lines), ["delete", "repeat", "garble", "", "", "number", "weight", "blank"][
-        kind
+    extra = [
+        ("number", _number),
+        ("weight", _weight),
+        ("garbage", lambda rng, lines, at: rng.bytes(int(rng.integers(0, 2000)))),
     ]
+    return line_mutant(rng, MODEL, extra)
 
 
 def test_mutants_are_refused_clearly_or_label():
     rng = np.random.default_rng(SEED)
-    outcomes = {"refused": 0, "read": 0}
-    for k in range(N_MUTANTS):
-        data, kind = mutant(rng)
-        try:
-            state = read_wapiti_model(data)
-        except ValueError as exc:
-            message = str(exc)
-            assert message.startswith("Cannot read Wapiti model (bytes): "), (k, kind, message)
-            assert "corrupted or invalid file (" not in message, (k, kind, message)  # safety net
-            outcomes["refused"] += 1
-            continue
-        outcomes["read"] += 1
-        tagger = CRFTagger._from_fitted_state(state)
-        marginals = tagger.predict_marginals(SEQUENCES)
-        assert all(np.isfinite(p) for seq in marginals for token in seq for p in token.values())
-        assert len(tagger.predict(SEQUENCES)) == len(SEQUENCES)
-    # both outcomes happen: the mutants reach past the first check
-    assert outcomes["refused"] > N_MUTANTS // 4 and outcomes["read"] > 20, outcomes
+    check_mutants(read_wapiti_model, mutant, rng, N_MUTANTS, "Wapiti model", SEQUENCES)
 
 
 def test_mutants_read_label_as_wapiti(tmp_path):

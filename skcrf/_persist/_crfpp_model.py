@@ -95,10 +95,10 @@ import struct
 
 import numpy as np
 
-from .._model import ConditionedTransitions, CRFModel, FittedState, check_model_arrays
 from .._template._crfpp import parse_crfpp
-from .._template._plan import Plan, Ref, check_plan, plan_to_data
+from .._template._plan import Plan, Ref, check_plan
 from ._files import read_regular_file
+from ._weight_blocks import block_state
 
 __all__ = ["read_crfpp_model"]
 
@@ -557,43 +557,15 @@ def _fitted_state(parts, factor):
     bad = np.flatnonzero(~np.isfinite(weights))
     if bad.size:
         raise ValueError(f"weight {bad[0]} is not finite ({weights[bad[0]]!r}).")
-    weights = weights * factor
     keys_by_id = [keys[k] for k in order.tolist()]
-    unigram_by_id = unigram[order]
-    state_ids = starts[unigram_by_id]
-    state_names = [key for key, u in zip(keys_by_id, unigram_by_id.tolist()) if u]
-    n_state = len(state_names)
-    labels_range = np.arange(n_labels, dtype=np.int64)
-    pairs = np.arange(n_labels * n_labels, dtype=np.int64)
-    bigram_names = [key for key, u in zip(keys_by_id, unigram_by_id.tolist()) if not u]
-    bigram_ids = starts[~unigram_by_id]
-    transitions = np.zeros(n_labels * n_labels)
-    for name, first in zip(bigram_names, bigram_ids.tolist()):
-        # a line given twice counts twice, as CRF++ adds its string's id twice
-        transitions += constant_bigrams.count(name) * weights[first : first + n_labels * n_labels]
-    conditioned = None
-    if any(feature.kind == "transition" for feature in plan.features):
-        conditioned = ConditionedTransitions(
-            attributes=bigram_names,
-            ptr=np.arange(len(bigram_names) + 1, dtype=np.int64) * n_labels * n_labels,
-            pairs=np.tile(pairs, len(bigram_names)).astype(np.int32),
-            weights=weights[(bigram_ids[:, None] + pairs).ravel()],
-        )
-    classes = np.empty(n_labels, dtype=object)
-    classes[:] = labels
-    arrays = {
-        "state_ptr": np.arange(n_state + 1, dtype=np.int64) * n_labels,
-        "state_labels": np.tile(labels_range, n_state).astype(np.int32),
-        "state_weights": weights[(state_ids[:, None] + labels_range).ravel()],
-        "transition_index": pairs if constant_bigrams else pairs[:0],
-        "transition_weights": transitions if constant_bigrams else transitions[:0],
-    }
-    check_model_arrays(n_state, n_labels, arrays)
-    model = CRFModel(
-        classes=classes,
-        attributes=state_names,
-        value_separator=plan.separator,
-        conditioned=conditioned,
-        **arrays,
+    unigram_by_id = unigram[order].tolist()
+    unigrams = [key for key, u in zip(keys_by_id, unigram_by_id) if u]
+    bigrams = [key for key, u in zip(keys_by_id, unigram_by_id) if not u]
+    return block_state(
+        labels,
+        plan,
+        weights * factor,
+        (unigrams, starts[unigram[order]]),
+        (bigrams, starts[~unigram[order]]),
+        constant_bigrams,
     )
-    return FittedState(params={}, model=model, extra={"template": plan_to_data(plan)})

@@ -68,10 +68,9 @@ import re
 
 import numpy as np
 
-from .._model import ConditionedTransitions, CRFModel, FittedState, check_model_arrays
-from .._template._plan import plan_to_data
 from .._template._wapiti import parse_wapiti
 from ._files import read_regular_file
+from ._weight_blocks import block_state
 
 __all__ = ["read_wapiti_model"]
 
@@ -314,42 +313,15 @@ def _plan(patterns, first_line):
 
 def _state(labels, observations, unigram, bigram, offsets, weights, plan, constant_bigrams):
     n_labels = len(labels)
-    pairs = np.arange(n_labels * n_labels, dtype=np.int64)
-    label_range = np.arange(n_labels, dtype=np.int64)
     state_rows = np.flatnonzero(unigram)
-    state_names = [observations[k] for k in state_rows.tolist()]
     bigram_rows = np.flatnonzero(bigram)
     # a * observation's bigram weights follow its L unigram ones
     bigram_first = offsets[bigram_rows] + np.where(unigram[bigram_rows], n_labels, 0)
-    bigram_names = [observations[k] for k in bigram_rows.tolist()]
-    transitions = np.zeros(n_labels * n_labels)
-    for name, first in zip(bigram_names, bigram_first.tolist()):
-        # a pattern given twice counts twice, as Wapiti adds its observation twice
-        transitions += constant_bigrams.count(name) * weights[first : first + len(pairs)]
-    conditioned = None
-    if any(feature.kind != "state" for feature in plan.features):
-        conditioned = ConditionedTransitions(
-            attributes=bigram_names,
-            ptr=np.arange(len(bigram_names) + 1, dtype=np.int64) * len(pairs),
-            pairs=np.tile(pairs, len(bigram_names)).astype(np.int32),
-            weights=weights[(bigram_first[:, None] + pairs).ravel()],
-        )
-    n_state = len(state_names)
-    arrays = {
-        "state_ptr": np.arange(n_state + 1, dtype=np.int64) * n_labels,
-        "state_labels": np.tile(label_range, n_state).astype(np.int32),
-        "state_weights": weights[(offsets[state_rows][:, None] + label_range).ravel()],
-        "transition_index": pairs if constant_bigrams else pairs[:0],
-        "transition_weights": transitions if constant_bigrams else transitions[:0],
-    }
-    check_model_arrays(n_state, n_labels, arrays)
-    classes = np.empty(n_labels, dtype=object)
-    classes[:] = labels
-    model = CRFModel(
-        classes=classes,
-        attributes=state_names,
-        value_separator=plan.separator,
-        conditioned=conditioned,
-        **arrays,
+    return block_state(
+        labels,
+        plan,
+        weights,
+        ([observations[k] for k in state_rows.tolist()], offsets[state_rows]),
+        ([observations[k] for k in bigram_rows.tolist()], bigram_first),
+        constant_bigrams,
     )
-    return FittedState(params={}, model=model, extra={"template": plan_to_data(plan)})
