@@ -195,6 +195,11 @@ def test_good_content_reads():
 def test_paths_that_are_not_regular_files(tmp_path):
     with pytest.raises(ValueError, match="a directory, not a regular file"):
         read_wapiti_model(tmp_path)
+    if hasattr(os, "mkfifo"):
+        fifo = tmp_path / "fifo"
+        os.mkfifo(fifo)
+        with pytest.raises(ValueError, match="a FIFO"):
+            read_wapiti_model(fifo)
     with pytest.raises(FileNotFoundError):
         read_wapiti_model(tmp_path / "missing.model")
 
