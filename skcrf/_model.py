@@ -196,6 +196,15 @@ class CRFModel:
             shape=(self.n_attributes, self.n_labels),
         )
 
+    def vectorizer(self):
+        """A fitted ``DictVectorizer`` whose features are the attributes, in id order."""
+        from sklearn.feature_extraction import DictVectorizer  # here: as coef's SciPy
+
+        vectorizer = DictVectorizer(separator=self.value_separator, sort=False)
+        vectorizer.feature_names_ = list(self.attributes)
+        vectorizer.vocabulary_ = {name: k for k, name in enumerate(self.attributes)}
+        return vectorizer
+
     def state_features(self):
         """Nonzero state weights as ``{(attribute, label): weight}``."""
         keep = np.flatnonzero(self.state_weights)

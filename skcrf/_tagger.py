@@ -19,11 +19,12 @@ from ._compat import HasMethods, Interval, StrOptions, _fit_context
 from ._featurize._validation import check_single_sequence
 from ._inference._decode import Decoder
 from ._model import FittedState
+from ._persist._crfpp_model import read_crfpp_model
 from ._persist._crfsuite_file import crfsuite_bytes, read_crfsuite, write_crfsuite
 from ._persist._estimator_files import (
     check_crfsuite_model,
     check_model_filename,
-    sklearn_crfsuite_model,
+    crfsuite_state,
     write_model_filename,
 )
 from ._persist._npz import load_state, save_state
@@ -33,6 +34,7 @@ from ._persist._templates import (
     template_extra,
     warn_template_not_written,
 )
+from ._persist._wapiti_model import read_wapiti_model
 from ._predictor import Decoding, Predictor
 from ._tagger_view import CRFsuiteTagger
 from ._training import _fit as fit_driver
@@ -44,6 +46,7 @@ from .metrics import get_scorer
 # The parameters added after the first release, with their defaults: a pickle
 # made before one existed gets its default.
 _PARAMETERS_ADDED_LATER = {
+    "decoding": "viterbi",
     "class_weight": None,
     "all_possible_conditioned_transitions": False,
     "featurizer": None,
@@ -885,8 +888,6 @@ calibration_candidates, calibration_max_trials : default=None
     def __setstate__(self, state):
         # a pickle made before a parameter existed: its default
         super().__setstate__({**_PARAMETERS_ADDED_LATER, **state})
-        # pickled before the parameter existed: the decoding it had
-        self.__dict__.setdefault("decoding", "viterbi")
         model = self.__dict__.get("_model")
         if model is not None:
             self._predictor = Predictor(model, template=self.__dict__.get("_template"))
@@ -904,11 +905,7 @@ calibration_candidates, calibration_max_trials : default=None
     @property
     def vectorizer_(self) -> DictVectorizer:
         """A fitted ``DictVectorizer(separator=':')`` with the attribute vocabulary."""
-        model = self._fitted_model()
-        vectorizer = DictVectorizer(separator=model.value_separator, sort=False)
-        vectorizer.feature_names_ = list(model.attributes)
-        vectorizer.vocabulary_ = {name: k for k, name in enumerate(model.attributes)}
-        return vectorizer
+        return self._fitted_model().vectorizer()
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -988,13 +985,59 @@ calibration_candidates, calibration_max_trials : default=None
             and every later one's, naming the file (never a prediction from
             a damaged table).
         """
-        params = {}
-        if not isinstance(source, (str, bytes, os.PathLike)):
-            names = set(cls._get_param_names()) - {"model_filename", "trainer_cls"}
-            source, params = sklearn_crfsuite_model(source, names)
-        state = read_crfsuite(source, lazy_attributes=True)
-        state.params.update(params)
-        return cls._from_fitted_state(state)
+        names = set(cls._get_param_names()) - {"model_filename", "trainer_cls"}
+        return cls._from_fitted_state(crfsuite_state(source, names))
+
+    @classmethod
+    def from_crfpp(cls, source: Any, *, cost_factor: float = 1.0) -> "CRFTagger":
+        """A fitted tagger from a CRF++ 0.58 model.
+
+        Parameters
+        ----------
+        source : str, os.PathLike or bytes
+            The path (or content) of a model ``crf_learn`` wrote: the binary
+            file, or the text one of ``crf_learn -t``.
+        cost_factor : float, default=1.0
+            ``crf_test -c``: every weight is multiplied by it.
+
+        Returns
+        -------
+        CRFTagger
+            Tags raw column files as ``crf_test`` does: its ``featurizer``
+            is the model's template (a :class:`~skcrf.TemplateFeaturizer`);
+            ``predict_marginals`` gives ``crf_test -v2``'s probabilities.
+
+        Raises
+        ------
+        ValueError
+            If the file is not a well-formed CRF++ model: the message names
+            the file and what is wrong.
+        """
+        return cls._from_fitted_state(read_crfpp_model(source, cost_factor=cost_factor))
+
+    @classmethod
+    def from_wapiti(cls, source: Any) -> "CRFTagger":
+        """A fitted tagger from a Wapiti 1.5 model (``wapiti train``'s ``-m`` file).
+
+        Parameters
+        ----------
+        source : str, os.PathLike or bytes
+            The model file's path or content (a ``crf`` or ``maxent`` model).
+
+        Returns
+        -------
+        CRFTagger
+            Labels raw column files as ``wapiti label`` does: its
+            ``featurizer`` is the model's patterns; with
+            ``decoding='posterior'``, as ``wapiti label -p``.
+
+        Raises
+        ------
+        ValueError
+            If the file is not a well-formed Wapiti model: the message names
+            the file and what is wrong.
+        """
+        return cls._from_fitted_state(read_wapiti_model(source))
 
     # -- prediction --------------------------------------------------------
 

@@ -201,8 +201,6 @@ def test_cost_factor_multiplies_every_weight():
 
 
 def test_from_crfpp_classmethod():
-    if not hasattr(CRFTagger, "from_crfpp"):
-        pytest.skip("CRFTagger.from_crfpp is not wired yet (the lead adds it)")
     tagger = CRFTagger.from_crfpp(DATA / "tiny.model")
     sequences = read_columns(DATA / "tiny_test.data")
     assert_tags_as_crf_test(tagger, sequences, (DATA / "tiny.v2").read_text(encoding="utf-8"))

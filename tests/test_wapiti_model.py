@@ -139,8 +139,6 @@ def test_saved_model_keeps_the_patterns(tmp_path):
 
 
 def test_from_wapiti_classmethod():
-    if not hasattr(CRFTagger, "from_wapiti"):
-        pytest.skip("CRFTagger.from_wapiti is not wired yet (the lead adds it)")
     tagger = CRFTagger.from_wapiti(DATA / "tiny.model")
     output = (DATA / "tiny.labels").read_text(encoding="utf-8")
     assert_labels_as_wapiti(tagger, read_columns(TINY_TEST), output)

@@ -13,7 +13,7 @@ from sklearn.exceptions import NotFittedError
 
 from .._featurize._transitions import TRANSITION_KEY
 from .._training._fit import FEATURE_DEFAULTS, TRAINER_PARAMETERS
-from ._crfsuite_file import write_crfsuite
+from ._crfsuite_file import read_crfsuite, write_crfsuite
 
 __all__ = [
     "check_crfsuite_model",
@@ -113,3 +113,17 @@ def sklearn_crfsuite_model(crf, names):
         if value is not _MISSING:
             params[name] = value
     return path, params
+
+
+def crfsuite_state(source, names):
+    """The fitted state of ``CRFTagger.from_crfsuite(source)``.
+
+    ``source``: a CRFsuite model file's path or content, or a fitted
+    ``sklearn_crfsuite.CRF`` (its parameters in ``names`` join the state's).
+    """
+    params = {}
+    if not isinstance(source, (str, bytes, os.PathLike)):
+        source, params = sklearn_crfsuite_model(source, names)
+    state = read_crfsuite(source, lazy_attributes=True)
+    state.params.update(params)
+    return state
