@@ -1,4 +1,4 @@
-"""Saving and loading fitted CRF models without pickle.
+"""Saving and loading fitted CRF models without pickle; reading other toolkits' data files.
 
 The core is two functions over an estimator's *fitted state*, the plain
 object ``CRFTagger._get_fitted_state()`` returns (its parameters
@@ -218,6 +218,25 @@ array's dtype and shape against the document. Then the arrays are read,
 each member's CRC-32 checked as it is read, and their contents checked (the
 consistency rules above). Whatever is wrong is a :class:`ValueError` that names it.
 
+Data files of other toolkits
+----------------------------
+:func:`read_crfsuite_data` reads CRFsuite's data format (the files of
+``crfsuite learn`` and ``crfsuite tag``: a label, then TAB-separated
+``name[:scale]`` attributes; ``@weight:W`` sequence weights) and
+:func:`read_columns` column files (CoNLL, CRF++ and Wapiti: whitespace
+separated columns, the last one the label). Both stream, one sequence at
+a time, and refuse a bad file with a :class:`DataFileError` (a
+:class:`ValueError`) that names the file and the line: a line longer than
+``max_line_bytes``, NUL bytes (a binary file), text not in the encoding, a
+scale that is not a finite number, a colon in a label or a second
+unescaped colon in an attribute (CRFsuite would read on: a label cut at
+the colon, an attribute with an empty name), an unknown ``@``
+declaration, a line of a column file whose number of columns is not the
+file's; and a path that is a directory, a FIFO or a device, before it is
+opened (``'-'`` reads the standard input). A carriage return before a
+newline (CRLF files) is dropped. The command line (``skcrf learn``,
+``skcrf tag``) reads its files with them.
+
 Examples
 --------
 >>> import os, tempfile
@@ -241,12 +260,24 @@ from typing import Any
 
 from ._persist._npz import FORMAT_NAME, FORMAT_VERSION, load_state, save_model, save_state
 from ._tagger import CRFTagger
+from ._utils._data_files import (
+    ColumnSequence,
+    CRFsuiteInstance,
+    DataFileError,
+    read_columns,
+    read_crfsuite_data,
+)
 
 __all__ = [
     "FORMAT_NAME",
     "FORMAT_VERSION",
+    "ColumnSequence",
+    "CRFsuiteInstance",
+    "DataFileError",
     "load_model",
     "load_state",
+    "read_columns",
+    "read_crfsuite_data",
     "save_model",
     "save_state",
 ]
