@@ -115,7 +115,7 @@ class ColumnSequence(NamedTuple):
     line: int
 
 
-def _display_name(source: Any) -> str:
+def display_name(source: Any) -> str:
     if isinstance(source, (str, bytes, os.PathLike)):
         path = os.fsdecode(source)
         return "<stdin>" if path == "-" else path
@@ -123,18 +123,14 @@ def _display_name(source: Any) -> str:
     return name if isinstance(name, str) else "<stream>"
 
 
-def _open_binary(source: Any, name: str) -> "tuple[IO[bytes], bool]":
-    """``(file, owned)``: the binary stream to read; owned ones are closed by the caller."""
-    if not isinstance(source, (str, bytes, os.PathLike)):
-        if not hasattr(source, "readline"):
-            raise TypeError(
-                f"a data file must be a path or a file object; got {type(source).__name__}"
-            )
-        return getattr(source, "buffer", source), False
-    if os.fsdecode(source) == "-":
-        return sys.stdin.buffer, False
-    # stat first: opening a FIFO would wait for a writer, a device never ends
-    mode = os.stat(source).st_mode
+def check_regular_file(path: Any, name: str, what: str = "a data file") -> int:
+    """The size of the regular file ``path``; a :class:`DataFileError` for anything else.
+
+    Checked with ``stat``, before opening: opening a FIFO would wait for a
+    writer, and a device never ends.
+    """
+    info = os.stat(path)
+    mode = info.st_mode
     if not stat.S_ISREG(mode):
         kind = (
             "a directory"
@@ -147,7 +143,21 @@ def _open_binary(source: Any, name: str) -> "tuple[IO[bytes], bool]":
             if stat.S_ISSOCK(mode)
             else "not a regular file"
         )
-        raise DataFileError(name, None, f"is {kind}, not a data file")
+        raise DataFileError(name, None, f"is {kind}, not {what}")
+    return info.st_size
+
+
+def open_binary(source: Any, name: str) -> "tuple[IO[bytes], bool]":
+    """``(file, owned)``: the binary stream to read; owned ones are closed by the caller."""
+    if not isinstance(source, (str, bytes, os.PathLike)):
+        if not hasattr(source, "readline"):
+            raise TypeError(
+                f"a data file must be a path or a file object; got {type(source).__name__}"
+            )
+        return getattr(source, "buffer", source), False
+    if os.fsdecode(source) == "-":
+        return sys.stdin.buffer, False
+    check_regular_file(source, name)
     return open(source, "rb"), True
 
 
@@ -155,8 +165,8 @@ def _lines(source: Any, encoding: str, max_line_bytes: int) -> Iterator[tuple[in
     r"""``(line number, text)`` of each line, the newline (and a ``\r`` before it) removed."""
     if not isinstance(max_line_bytes, int) or max_line_bytes < 1:
         raise ValueError(f"max_line_bytes must be a positive int; got {max_line_bytes!r}")
-    name = _display_name(source)
-    file, owned = _open_binary(source, name)
+    name = display_name(source)
+    file, owned = open_binary(source, name)
     try:
         number = 0
         while True:
@@ -287,7 +297,7 @@ def read_crfsuite_data(
     ['B-NP'] [{'w=He': 1.0, 'cap': 1.0}] 1
     ['O'] [{'w=.': 0.5, 'p:q': 1.0}] 3
     """
-    name = _display_name(source)
+    name = display_name(source)
     tokens: list[dict[str, float]] = []
     labels: list[str] = []
     weight, start = 1.0, 0
@@ -407,7 +417,7 @@ def read_columns(
         raise ValueError(f"sequence_break must be 'blank' or 'crfpp'; got {sequence_break!r}")
     if n_columns is not None and (not isinstance(n_columns, int) or n_columns < 1):
         raise ValueError(f"n_columns must be a positive int or None; got {n_columns!r}")
-    name = _display_name(source)
+    name = display_name(source)
     crfpp = sequence_break == "crfpp"
     expected, first_line = n_columns, None
     if labelled and expected == 1:

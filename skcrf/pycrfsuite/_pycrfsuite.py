@@ -840,12 +840,14 @@ class BaseTrainer:
 
     verbose: Any
     _instances: list[tuple[list[dict[str, float]], list[str], int]]
+    _weights: dict[int, float]
 
     def __new__(cls, *args: Any, **kwargs: Any) -> BaseTrainer:  # noqa: D102
         # The state exists even when a subclass's __init__ skips this one's
         # (pycrfsuite sets it up in __cinit__).
         self = super().__new__(cls)
         self._instances = []
+        self._weights = {}
         self._select("lbfgs")
         self.verbose = None
         return self
@@ -905,9 +907,16 @@ class BaseTrainer:
             )
         self._instances.append((summed_items(pairs), labels, group))
 
+    def _append_weighted(self, xseq: Any, yseq: Iterable[Any], group: int, weight: float) -> None:
+        """:meth:`append` with the instance's weight (CRFsuite's ``@weight``; skcrf's CLI)."""
+        self.append(xseq, yseq, group)
+        if weight != 1.0:
+            self._weights[len(self._instances) - 1] = float(weight)
+
     def clear(self) -> None:
         """Remove every instance from the data set."""
         self._instances = []
+        self._weights = {}
 
     # -- the algorithm and its parameters ---------------------------------
 
@@ -1061,14 +1070,15 @@ class BaseTrainer:
         parameters, values = self._parameters, dict(self._values)
         algorithm, settings = self._settings(values)
 
-        X, y, X_dev, y_dev = [], [], [], []
-        for tokens, labels, group in self._instances:
+        X, y, X_dev, y_dev, weights = [], [], [], [], []
+        for k, (tokens, labels, group) in enumerate(self._instances):
             if group == holdout:
                 X_dev.append(tokens)
                 y_dev.append(labels)
             else:
                 X.append(tokens)
                 y.append(labels)
+                weights.append(self._weights.get(k, 1.0))
 
         if holdout >= 0:
             emit(f"Holdout group: {holdout + 1}\n")
@@ -1115,6 +1125,7 @@ class BaseTrainer:
                     n_jobs=None,
                     random_state=np.random.RandomState(0),
                     monitor_options={"verbose": False, "dev": dev, "log": log},
+                    sample_weight=np.asarray(weights) if self._weights else None,
                 )
             if not log.prepared:  # no iteration ran
                 log.end(n_features=result.model.n_features)

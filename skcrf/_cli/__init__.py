@@ -1,0 +1,56 @@
+"""The ``skcrf`` command (console script and ``python -m skcrf``).
+
+A thin layer over the public API: the files are read by :mod:`skcrf.io`'s
+readers, models trained and applied by :class:`skcrf.CRFTagger` (and
+:mod:`skcrf.pycrfsuite`'s trainer for CRFsuite's log), so that the command
+line and the library give the same models.
+"""
+
+import sys
+
+from ._common import run
+
+__all__ = ["main"]
+
+USAGE = """\
+usage: skcrf COMMAND [ARGS ...]
+Train and apply linear-chain CRFs from the shell, with the options, files and
+outputs of CRFsuite's, CRF++'s and Wapiti's command-line tools.
+
+commands:
+  learn   train on CRFsuite data files (as 'crfsuite learn')
+  tag     tag CRFsuite data files (as 'crfsuite tag')
+  dump    write a model as text (as 'crfsuite dump')
+  crfpp   'skcrf crfpp learn' and 'skcrf crfpp test' (as crf_learn and crf_test)
+
+'skcrf COMMAND -h' shows a command's options.
+"""
+
+
+def _commands():
+    from . import _crfpp, _crfsuite
+
+    return {
+        "learn": _crfsuite.learn,
+        "tag": _crfsuite.tag,
+        "dump": _crfsuite.dump,
+        "crfpp": _crfpp.main,
+    }
+
+
+def main(argv=None):
+    """Run the command ``argv`` (default ``sys.argv[1:]``) names; return the exit status."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] in ("-h", "--help"):
+        (sys.stdout if args else sys.stderr).write(USAGE)
+        return 0 if args else 1
+    if args[0] in ("-V", "--version"):
+        from .._version import __version__
+
+        print(f"skcrf {__version__}")
+        return 0
+    commands = _commands()
+    if args[0] not in commands:
+        print(f"skcrf: unknown command {args[0]!r} (see skcrf -h)", file=sys.stderr)
+        return 1
+    return run(commands[args[0]], args[1:])

@@ -1,0 +1,343 @@
+"""The ``skcrf`` command: CRFsuite's frontend (learn, tag, dump) and CRF++'s tools."""
+
+import importlib.util
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from skcrf import CRFTagger
+from skcrf._cli import main
+from skcrf._cli._crfsuite import _GlibcRandom
+from skcrf.io import read_crfsuite_data
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FIXTURES = os.path.join(HERE, "data", "cli")
+
+
+def _fixtures_module():
+    spec = importlib.util.spec_from_file_location(
+        "cli_fixtures", os.path.join(FIXTURES, "make_fixtures.py")
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+FIXTURE_SCRIPT = _fixtures_module()
+
+
+def _crfsuite():
+    """CRFsuite 0.12's frontend, when built (SKCRF_CRFSUITE, PATH or the project's tools)."""
+    for candidate in (
+        os.environ.get("SKCRF_CRFSUITE"),
+        shutil.which("crfsuite"),
+        "/work/scratch/tools/crfsuite-src/crfsuite",
+    ):
+        if candidate and os.access(candidate, os.X_OK):
+            return candidate
+    pytest.skip("CRFsuite's frontend (crfsuite) is not built here")
+
+
+def run(capsys, *argv):
+    """``skcrf ARGV``: (exit status, stdout, stderr)."""
+    status = main(list(argv))
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+@pytest.fixture(scope="module")
+def seed_files(treebank, tmp_path_factory):
+    """The fixtures' CRFsuite data files (Treebank seed features), written again."""
+    folder = tmp_path_factory.mktemp("seed")
+    return FIXTURE_SCRIPT.seed_files(str(folder))
+
+
+def _expected(name):
+    with open(os.path.join(FIXTURES, name), "rb") as f:
+        return f.read().decode("utf-8")
+
+
+# -- tag and dump: CRFsuite's outputs byte for byte --------------------------------------
+
+
+@pytest.mark.treebank
+@pytest.mark.parametrize("name", sorted(FIXTURE_SCRIPT.TAG_OPTIONS))
+def test_tag_outputs_equal_crfsuite_tag(capsys, seed_files, name):
+    options = FIXTURE_SCRIPT.TAG_OPTIONS[name]
+    model = os.path.join(FIXTURES, "seed.crfsuite")
+    status, out, err = run(capsys, "tag", "-m", model, *options, seed_files[1])
+    assert status == 0, err
+    if "-t" in options:
+        assert re.search(r"\nElapsed time: \d+\.\d{6} \[sec\] \(\S+ \[instance/sec\]\)\n$", out)
+        out = out[: out.rindex("Elapsed time")]
+    assert out == _expected(f"tag_{name}.txt")
+
+
+def test_dump_equals_crfsuite_dump(capsys):
+    status, out, _ = run(capsys, "dump", os.path.join(FIXTURES, "seed.crfsuite"))
+    assert status == 0
+    assert out == _expected("seed.dump")
+
+
+def test_dump_equals_pycrfsuite_dump_of_its_model(capsys, tmp_path):
+    pycrfsuite = pytest.importorskip("pycrfsuite")
+    trainer = pycrfsuite.Trainer(verbose=False)
+    trainer.append([{"w": "the", "x": 1.5}, {"w": "dog"}], ["D", "N"])
+    trainer.append([{"w": "a:b"}, {"w": "cat"}, {"w": "runs"}], ["D", "N", "V"])
+    trainer.set("max_iterations", 20)
+    path = str(tmp_path / "py.crfsuite")
+    trainer.train(path)
+    tagger = pycrfsuite.Tagger()
+    tagger.open(path)
+    tagger.dump(str(tmp_path / "py.dump"))
+    status, out, _ = run(capsys, "dump", path)
+    assert status == 0
+    assert out == (tmp_path / "py.dump").read_text(encoding="utf-8")
+
+
+def test_dump_of_an_skcrf_model_file(capsys, tmp_path):
+    X, y = [[{"w": "a"}, {"w": "b"}]] * 2, [["A", "B"]] * 2
+    tagger = CRFTagger(max_iterations=10).fit(X, y)
+    tagger.save(tmp_path / "m.skcrf")
+    tagger.to_crfsuite(tmp_path / "m.crfsuite")
+    _, from_skcrf, _ = run(capsys, "dump", str(tmp_path / "m.skcrf"))
+    _, from_crfsuite, _ = run(capsys, "dump", str(tmp_path / "m.crfsuite"))
+    assert "LABELS = {" in from_skcrf
+    # the same features and weights (the file header's offsets aside)
+    assert from_skcrf.split("LABELS = {")[1] == from_crfsuite.split("LABELS = {")[1]
+
+
+# -- learn: the model CRFTagger trains --------------------------------------------------
+
+
+@pytest.mark.treebank
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_learn_gives_the_model_crftagger_gives(capsys, seed_files, tmp_path):
+    model = str(tmp_path / "m.crfsuite")
+    status, out, err = run(
+        capsys, "learn", "-p", "c2=0.5", "-p", "max_iterations=30", "-m", model, seed_files[0]
+    )
+    assert status == 0, err
+    assert "Number of instances: 30\n" in out and "Number of labels:" in out
+    assert re.search(r"End time of the training: \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\n\n$", out)
+    data = list(read_crfsuite_data(seed_files[0]))
+    tagger = CRFTagger(c2=0.5, max_iterations=30).fit(
+        [s.tokens for s in data], [s.labels for s in data]
+    )
+    losses = re.findall(r"\nLoss: (\S+)\n", out)
+    assert len(losses) == 30
+    assert float(losses[-1]) == pytest.approx(tagger.training_log_.last_iteration["loss"], 1e-9)
+    learned = CRFTagger.from_crfsuite(model)
+    expected = tagger.state_features_
+    assert learned.state_features_.keys() <= expected.keys()
+    for key, weight in learned.state_features_.items():
+        assert weight == pytest.approx(expected[key], abs=1e-12)
+    X = [s.tokens for s in data]
+    assert learned.predict(X) == tagger.predict(X)
+
+
+def test_learn_weights_count_as_repeats(capsys, tmp_path):
+    once = "A\tx\tz\nB\ty\n\nB\tx\nA\ty:0.5\n\n"
+    weighted = tmp_path / "weighted.txt"
+    weighted.write_text("@weight:3\n" + once, encoding="utf-8")
+    repeated = tmp_path / "repeated.txt"
+    repeated.write_text(("A\tx\tz\nB\ty\n\n" * 3) + "B\tx\nA\ty:0.5\n\n", encoding="utf-8")
+    models = []
+    for data in (weighted, repeated):
+        path = str(tmp_path / f"{data.stem}.crfsuite")
+        status, _, err = run(capsys, "learn", "-m", path, str(data))
+        assert status == 0, err
+        models.append(CRFTagger.from_crfsuite(path))
+    a, b = (m.state_features_ for m in models)
+    assert a.keys() == b.keys()
+    for key in a:
+        assert a[key] == pytest.approx(b[key], abs=1e-6)
+    # and without the weight, another model
+    plain = tmp_path / "plain.txt"
+    plain.write_text(once, encoding="utf-8")
+    status, _, _ = run(capsys, "learn", "-m", str(tmp_path / "plain.crfsuite"), str(plain))
+    c = CRFTagger.from_crfsuite(str(tmp_path / "plain.crfsuite")).state_features_
+    assert max(abs(a[key] - c[key]) for key in a) > 0.01
+
+
+def test_glibc_rand_sequence():
+    # glibc's rand() from its default seed (srand(1)): what crfsuite learn -g shuffles with
+    rand = _GlibcRandom()
+    assert [rand() for _ in range(5)] == [
+        1804289383,
+        846930886,
+        1681692777,
+        1714636915,
+        1957747793,
+    ]
+
+
+def test_learn_help_parameters_and_cross_validation(capsys, tmp_path):
+    status, out, _ = run(capsys, "learn", "-a", "pa", "-H")
+    assert status == 0
+    assert out.startswith("PARAMETERS for passive-aggressive (crf1d):\n\n")
+    assert "int type = 1;\n" in out and "float c = 1.000000;\n" in out
+    data = tmp_path / "d.txt"
+    data.write_text("A\tx\nB\ty\n\n" * 4 + "B\tx\nA\ty\n\n" * 2, encoding="utf-8")
+    status, out, err = run(capsys, "learn", "-g", "2", "-x", "-p", "max_iterations=2", str(data))
+    assert status == 0, err
+    assert "===== Cross validation (1/2) =====" in out
+    assert "===== Cross validation (2/2) =====" in out
+    assert "Number of data sets (groups): 2\n" in out
+    assert out.count("Item accuracy:") == 4  # two iterations per fold
+    assert not list(tmp_path.glob("*.crfsuite"))  # -x stores no model
+    status, out, _ = run(capsys, "learn", "-h")
+    assert status == 0 and out.startswith("usage: skcrf learn")
+
+
+def test_learn_log_to_file(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "d.txt").write_text("A\tx\nB\ty\n", encoding="utf-8")
+    status, out, err = run(capsys, "learn", "-l", "-L", "run", "-p", "c2=2", "d.txt")
+    assert status == 0, err
+    log = (tmp_path / "run_lbfgs_c2=2").read_text(encoding="utf-8")
+    assert "c2: 2.000000\n" in log and "Reading the data set(s)" in log
+    assert "Reading the data set(s)" not in out
+
+
+# -- errors: a message naming the file and line, status 1, no model ------------------------
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (b"A\tx\n\nB\ty:abc\n", r"bad\.txt:3: the scale of attribute 'y' is 'abc'"),
+        (b"A\tx\n\x00\x01\x02binary\n", r"bad\.txt:2: NUL byte"),
+        (b"A\tx\n\xff\xfe\n", r"bad\.txt:2: bytes .* are not utf-8 text"),
+        (b"@foo:1\nA\tx\n", r"bad\.txt:1: unknown declaration '@foo:1'"),
+    ],
+)
+def test_learn_bad_data_file(capsys, tmp_path, content, message):
+    (tmp_path / "bad.txt").write_bytes(content)
+    model = tmp_path / "m.crfsuite"
+    model.write_bytes(b"the previous model")
+    status, _, err = run(capsys, "learn", "-m", str(model), str(tmp_path / "bad.txt"))
+    assert status == 1
+    assert re.search(message, err)
+    assert model.read_bytes() == b"the previous model"  # untouched
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.txt", "m.crfsuite"]
+
+
+def test_learn_and_tag_refuse_paths_that_are_not_files(capsys, tmp_path):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    for argv in (
+        ["learn", str(fifo)],
+        ["learn", str(tmp_path)],
+        ["learn", "/dev/zero"],
+        ["tag", "-m", str(fifo), "x"],
+        ["dump", "/dev/zero"],
+    ):
+        status, _, err = run(capsys, *argv)
+        assert status == 1
+        assert re.search(r"is a (FIFO|directory|device), not a (data|model) file", err), err
+
+
+def test_command_errors(capsys, tmp_path):
+    data = tmp_path / "d.txt"
+    data.write_text("A\tx\n", encoding="utf-8")
+    cases = [
+        (["learn", "-p", "nosuch=1", str(data)], "no parameter 'nosuch' for lbfgs"),
+        (["learn", "-p", "c2", str(data)], "-p takes NAME=VALUE"),
+        (["learn", "-a", "sgd", str(data)], "unknown algorithm: sgd"),
+        (["learn", "-p", "c2=-1", str(data)], "c2"),
+        (["tag", str(data)], "give the model with -m"),
+        (["tag", "-m", str(tmp_path / "none"), str(data)], "none: No such file"),
+        (["tag", "-m", str(data), str(data)], "not a model file that skcrf reads"),
+        (["dump"], "give one model file"),
+        (["nosuch"], "unknown command 'nosuch'"),
+        (["learn", "--bogus"], "unrecognized arguments: --bogus"),
+    ]
+    for argv, message in cases:
+        status, out, err = run(capsys, *argv)
+        assert status == 1, argv
+        assert message in err, (argv, err)
+
+
+def test_tag_reads_skcrf_model_files_and_stdin(capsys, tmp_path, monkeypatch):
+    import io
+
+    X, y = [[{"w": "a"}, {"w": "b"}], [{"w": "b"}]] * 2, [["A", "B"], ["B"]] * 2
+    tagger = CRFTagger(max_iterations=20).fit(X, y)
+    tagger.save(tmp_path / "m.skcrf")
+    monkeypatch.setattr(
+        sys, "stdin", io.TextIOWrapper(io.BytesIO(b"?\tw\\:a\n?\tw\\:b\n\nB\tw\\:b\n"))
+    )
+    status, out, err = run(capsys, "tag", "-m", str(tmp_path / "m.skcrf"), "-r")
+    assert status == 0, err
+    assert out == "(null)\tA\n(null)\tB\n\nB\tB\n\n"
+
+
+def test_python_dash_m_skcrf_and_version():
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    done = subprocess.run(
+        [sys.executable, "-m", "skcrf", "--help"], capture_output=True, text=True, env=env
+    )
+    assert done.returncode == 0
+    assert done.stdout.startswith("usage: skcrf COMMAND")
+    done = subprocess.run([sys.executable, "-m", "skcrf"], capture_output=True, text=True, env=env)
+    assert done.returncode == 1 and "usage: skcrf" in done.stderr
+
+
+# -- against CRFsuite's frontend, when built ------------------------------------------------
+
+
+@pytest.mark.treebank
+def test_tag_report_equals_crfsuite_on_a_model_skcrf_learns(capsys, seed_files, tmp_path):
+    crfsuite = _crfsuite()
+    model = str(tmp_path / "m.crfsuite")
+    status, _, err = run(capsys, "learn", "-p", "max_iterations=20", "-m", model, seed_files[0])
+    assert status == 0, err
+    for options in (["-t", "-q"], ["-r", "-p", "-i"]):
+        expected = subprocess.run(
+            [crfsuite, "tag", "-m", model, *options, seed_files[1]],
+            capture_output=True,
+            check=True,
+            text=True,
+        ).stdout
+        status, out, _ = run(capsys, "tag", "-m", model, *options, seed_files[1])
+        assert status == 0
+        strip = lambda text: re.sub(r"Elapsed time: .*\n", "", text)  # noqa: E731
+        assert strip(out) == strip(expected)
+    dumped = subprocess.run([crfsuite, "dump", model], capture_output=True, check=True).stdout
+    _, out, _ = run(capsys, "dump", model)
+    assert out.encode("utf-8") == dumped
+
+
+@pytest.mark.treebank
+def test_learn_log_and_groups_equal_crfsuite(capsys, seed_files, tmp_path):
+    crfsuite = _crfsuite()
+    argv = ["learn", "-g", "3", "-e", "2", "-p", "max_iterations=3", seed_files[0]]
+    expected = subprocess.run([crfsuite, *argv], capture_output=True, check=True, text=True).stdout
+    _, out, _ = run(capsys, *argv)
+
+    def refs(log):  # the held-out group's reference counts per label: the same groups
+        return re.findall(r"\n    (\S+): \(\d+, \d+, (\d+)\)", log)
+
+    assert refs(out) == refs(expected) and refs(out)
+    assert "Number of data sets (groups): 3\n" in out
+    stats = lambda log: re.findall(r"Number of (items|attributes|labels): (\d+)", log)  # noqa: E731
+    assert stats(out) == stats(expected)
+
+
+def test_weights_are_sample_weights():
+    # what the reader yields fits as CRFTagger's sample_weight
+    import io
+
+    data = b"@weight:2\nA\tx\nB\ty\n\nB\tx\nA\ty\n"
+    seqs = list(read_crfsuite_data(io.BytesIO(data)))
+    w = np.array([s.weight for s in seqs])
+    tagger = CRFTagger(max_iterations=5).fit(
+        [s.tokens for s in seqs], [s.labels for s in seqs], sample_weight=w
+    )
+    assert tagger.predict([seqs[0].tokens]) == [["A", "B"]]
