@@ -341,3 +341,175 @@ def test_weights_are_sample_weights():
         [s.tokens for s in seqs], [s.labels for s in seqs], sample_weight=w
     )
     assert tagger.predict([seqs[0].tokens]) == [["A", "B"]]
+
+
+# -- skcrf crfpp: CRF++'s crf_learn and crf_test ---------------------------------------------
+
+CRFPP_TEMPLATE = """\
+# Unigram
+U00:%x[-1,0]
+U01:%x[0,0]
+U02:%x[1,0]
+U03:%x[-1,0]/%x[0,0]
+U10:%x[0,1]
+U11:%x[-1,1]/%x[0,1]
+
+# Bigram
+B
+"""
+
+
+def _crfpp_tool(name):
+    for candidate in (shutil.which(name), os.path.join(os.path.dirname(sys.executable), name)):
+        if candidate and os.access(candidate, os.X_OK):
+            return candidate
+    pytest.skip(f"CRF++'s {name} is not installed (pip install crfpy)")
+
+
+def _write_columns(path, sentences):
+    """Column file: word, its lower-cased 3-letter suffix, the POS tag (the label)."""
+    with open(path, "w", encoding="utf-8") as f:
+        for sentence in sentences:
+            for word, tag in sentence:
+                f.write(f"{word} {word[-3:].lower()} {tag}\n")
+            f.write("\n")
+
+
+@pytest.fixture(scope="module")
+def crfpp_files(treebank, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("crfpp")
+    train, test = treebank
+    paths = {name: str(folder / f"{name}.txt") for name in ("template", "train", "test")}
+    with open(paths["template"], "w", encoding="utf-8") as f:
+        f.write(CRFPP_TEMPLATE)
+    _write_columns(paths["train"], train[:150])
+    _write_columns(paths["test"], test[:60])
+    return paths
+
+
+def test_crfpp_cost_is_crfsuite_regularization():
+    from skcrf._cli._crfpp import regularization
+
+    assert regularization("CRF-L2", 4.0) == {"c1": 0.0, "c2": 0.125}
+    assert regularization("CRF-L1", 4.0) == {"c1": 0.25, "c2": 0.0}
+
+
+def _objective(X, y, tagger, cost):
+    """crf_learn's CRF-L2 objective at the tagger's weights: NLL + ||w||^2 / (2C)."""
+    nll = -float(np.sum(tagger.sequence_log_proba(X, y)))
+    weights = np.concatenate(
+        [list(tagger.state_features_.values()), list(tagger.transition_features_.values())]
+    )
+    return nll + float(weights @ weights) / (2 * cost)
+
+
+@pytest.mark.treebank
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_crfpp_learn_minimises_crf_learns_objective(capsys, crfpp_files, tmp_path):
+    from skcrf.io import read_columns
+
+    crf_learn = _crfpp_tool("crf_learn")
+    model = str(tmp_path / "m.skcrf")
+    status, out, err = run(
+        capsys,
+        "crfpp", "learn", "-c", "2", "-e", "1e-7", "-p", "2",
+        crfpp_files["template"], crfpp_files["train"], model,
+    )  # fmt: skip
+    assert status == 0, err
+    done = subprocess.run(
+        [crf_learn, "-c", "2", "-e", "1e-7", "-p", "2", crfpp_files["template"],
+         crfpp_files["train"], str(tmp_path / "crfpp.model")],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    crfpp_objective = float(re.findall(r" obj=(\S+) ", done.stdout)[-1])
+    n_features = int(re.search(r"Number of features: +(\d+)", done.stdout).group(1))
+    tagger = CRFTagger.load(model)
+    assert tagger.n_features_ == n_features  # every label for each unigram, pairs for B
+    data = list(read_columns(crfpp_files["train"], sequence_break="crfpp"))
+    ours = _objective([s.tokens for s in data], [s.labels for s in data], tagger, 2.0)
+    # the same objective, both at its minimum
+    assert ours == pytest.approx(crfpp_objective, rel=1e-4)
+    assert float(re.findall(r" obj=(\S+) ", out)[-1]) == pytest.approx(ours, rel=1e-7)
+
+
+@pytest.mark.treebank
+def test_crfpp_test_outputs_as_crf_test(capsys, crfpp_files, tmp_path):
+    crf_learn, crf_test = _crfpp_tool("crf_learn"), _crfpp_tool("crf_test")
+    model = str(tmp_path / "m.skcrf")
+    status, _, err = run(
+        capsys, "crfpp", "learn", "-c", "4", "-e", "1e-6",
+        crfpp_files["template"], crfpp_files["train"], model,
+    )  # fmt: skip
+    assert status == 0, err
+    crfpp_model = str(tmp_path / "crfpp.model")
+    subprocess.run(
+        [crf_learn, "-c", "4", "-e", "1e-6", crfpp_files["template"], crfpp_files["train"],
+         crfpp_model],
+        capture_output=True, check=True,
+    )  # fmt: skip
+    number = re.compile(r"\d+\.\d{6}")
+
+    def accuracy(text):
+        rows = [line.split("\t") for line in text.splitlines() if line and line[0] != "#"]
+        return sum(row[2] == row[3].split("/")[0] for row in rows) / len(rows)
+
+    for options in ([], ["-v1"], ["-v2"], ["-n", "2"], ["-n", "2", "-v1"]):
+        expected = subprocess.run(
+            [crf_test, "-m", crfpp_model, *options, crfpp_files["test"]],
+            capture_output=True, text=True, check=True,
+        ).stdout  # fmt: skip
+        status, out, err = run(capsys, "crfpp", "test", "-m", model, *options, crfpp_files["test"])
+        assert status == 0, err
+        # the same lines: columns, labels and where the figures go; figures close
+        assert accuracy(out) == pytest.approx(accuracy(expected), abs=0.002)
+        ours, theirs = out.splitlines(), expected.splitlines()
+        assert len(ours) == len(theirs)
+        same = [a for a, b in zip(ours, theirs) if number.sub("P", a) == number.sub("P", b)]
+        assert len(same) >= 0.99 * len(ours), options
+        for a, b in zip(ours, theirs):
+            if number.sub("P", a) == number.sub("P", b):
+                figures = [float(v) for v in number.findall(a)]
+                assert figures == pytest.approx([float(v) for v in number.findall(b)], abs=0.02)
+
+
+def test_crfpp_learn_and_test_round_trip(capsys, tmp_path):
+    template = tmp_path / "template"
+    template.write_text("U00:%x[0,0]\nU01:%x[-1,0]/%x[0,0]\nB\n", encoding="utf-8")
+    train = tmp_path / "train.txt"
+    # CRF++'s sentence break: a blank line, or one starting with a space
+    train.write_text("the D\ndog N\n  ignored\na D\ncat N\nruns V\n\n" * 3, encoding="utf-8")
+    model = tmp_path / "m.skcrf"
+    status, out, err = run(
+        capsys, "crfpp", "learn", "-a", "CRF-L1", "-c", "10", str(template), str(train), str(model)
+    )
+    assert status == 0, err
+    assert "Number of sentences: 6\n" in out
+    assert re.search(r"\niter=0 act=\d+ obj=\d+\.\d{5} diff=1.00000\n", out)
+    test = tmp_path / "test.txt"
+    test.write_text("a\ndog\n\nthe\tcat\truns\n", encoding="utf-8")
+    status, out, err = run(capsys, "crfpp", "test", "-m", str(model), str(test))
+    assert status == 1 and "test.txt:4: 3 column(s) where the file has 1" in err
+    test.write_text("a\ndog\n\nthe\ncat\nruns\n", encoding="utf-8")
+    status, out, err = run(capsys, "crfpp", "test", "-m", str(model), str(test))
+    assert status == 0, err
+    assert out == "a\tD\ndog\tN\n\nthe\tD\ncat\tN\nruns\tV\n\n"
+    status, written, err = run(
+        capsys, "crfpp", "test", "-m", str(model), "-o", str(tmp_path / "o"), str(test)
+    )
+    assert status == 0 and written == "" and (tmp_path / "o").read_text() == out
+    status, out, _ = run(capsys, "crfpp", "test", "-m", str(model), "-v1", str(test))
+    assert re.fullmatch(r"# \d\.\d{6}\na\tD/\d\.\d{6}\ndog\tN/\d\.\d{6}\n\n# .*", out, re.S)
+    status, out, _ = run(capsys, "crfpp", "test", "-m", str(model), "-n", "3", str(test))
+    assert out.startswith("# 0 ") and "\n# 2 " in out
+    # errors
+    for argv, message in [
+        (["learn", str(template), str(train)], "give TEMPLATE TRAIN MODEL"),
+        (["learn", "-a", "MIRA", str(template), str(train), "x"], "MIRA is not available"),
+        (["learn", "-c", "0", str(template), str(train), "x"], "-c must be a positive"),
+        (["test", str(test)], "give the model with -m"),
+        (["test", "-m", str(model), "-v", "3", str(test)], "-v takes 0, 1 or 2"),
+        (["nosuch"], "unknown command 'nosuch'"),
+    ]:
+        status, _, err = run(capsys, "crfpp", *argv)
+        assert status == 1 and message in err, (argv, err)
+    assert not (tmp_path / "x").exists()
