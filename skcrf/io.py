@@ -268,6 +268,10 @@ from ._utils._data_files import (
     read_crfsuite_data,
 )
 
+# documented and shown as skcrf.io's (their module is private)
+for _public in (ColumnSequence, CRFsuiteInstance, DataFileError):
+    _public.__module__ = __name__
+
 __all__ = [
     "FORMAT_NAME",
     "FORMAT_VERSION",
