@@ -73,6 +73,9 @@ def run(command: Any, argv: list[str]) -> int:
         return command(argv)
     except CommandError as exc:
         message = str(exc)
+        if message.startswith("skcrf "):  # names its command already
+            print(message, file=sys.stderr)
+            return 1
     except BrokenPipeError:  # pragma: no cover - `skcrf tag ... | head`
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
@@ -88,7 +91,7 @@ def run(command: Any, argv: list[str]) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
-    print(f"skcrf {message}", file=sys.stderr)
+    print(f"skcrf: {message}", file=sys.stderr)
     return 1
 
 

@@ -88,7 +88,7 @@ TEST_BATCH = 256
 def regularization(algorithm: str, cost: float) -> dict[str, float]:
     """CRFsuite's ``c1`` and ``c2`` for crf_learn's ``-a`` and ``-c``: the same objective."""
     if not (cost > 0 and math.isfinite(cost)):
-        raise CommandError(f"crfpp learn: -c must be a positive number, got {cost!r}")
+        raise CommandError(f"skcrf crfpp learn: -c must be a positive number, got {cost!r}")
     if algorithm == "CRF-L1":
         return {"c1": 1.0 / cost, "c2": 0.0}
     return {"c1": 0.0, "c2": 1.0 / (2.0 * cost)}

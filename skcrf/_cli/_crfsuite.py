@@ -197,9 +197,9 @@ def learn(argv: list[str]) -> int:
         sys.stdout.write(LEARN_USAGE)
         return 0
     if args.type != "1d":
-        raise CommandError(f"learn: unknown graphical model: {args.type} (only '1d')")
+        raise CommandError(f"skcrf learn: unknown graphical model: {args.type} (only '1d')")
     if args.algorithm not in _ALGORITHM_NAMES:
-        raise CommandError(f"learn: unknown algorithm: {args.algorithm}")
+        raise CommandError(f"skcrf learn: unknown algorithm: {args.algorithm}")
     algorithm = _ALGORITHM_NAMES[args.algorithm]
     log: TextIO = sys.stdout
     if args.log_to_file:
@@ -222,9 +222,9 @@ def _learn(args: Any, algorithm: str, log: TextIO) -> int:
     for setting in args.params:
         name, equals, value = setting.partition("=")
         if not equals:
-            raise CommandError(f"learn: -p takes NAME=VALUE, got {setting!r}")
+            raise CommandError(f"skcrf learn: -p takes NAME=VALUE, got {setting!r}")
         if name not in trainer.params():
-            raise CommandError(f"learn: no parameter {name!r} for {algorithm} (see -H)")
+            raise CommandError(f"skcrf learn: no parameter {name!r} for {algorithm} (see -H)")
         trainer.set(name, value)
     sys.stdout.write(f"skcrf {__version__}: crfsuite learn\n\n")
     log.write(f"Start time of the training: {utc_timestamp()}\n\n")

@@ -1,0 +1,214 @@
+"""``skcrf crfpp learn`` / ``test`` against CRF++'s ``crf_learn -p 2`` / ``crf_test``.
+
+    NLTK_DATA=/work/shared/nltk_data PYTHONPATH=. python benchmarks/command_line.py
+    ... --sentences 1000 --maxiter 100 --repeats 1
+
+The Treebank sample as a CRF++ column file: each token's seed features
+(``skcrf.datasets.treebank_token_features``: capitalisation flags,
+prefixes and suffixes of 1-3 characters, hyphen, digits, capitals inside)
+as columns after the word, the POS tag last; the template reads every
+column of the token and the previous and next words (CRF++ pads them with
+``_B-1`` / ``_B+1``, which gives ``is_first`` / ``is_last``), and ``B``.
+The first ``--sentences`` training sentences train, the test part (783
+sentences) is tagged.
+
+Each run is its own process, timed from the command line (file reading,
+featurization, training and writing the model included) with its peak
+resident memory (``getrusage`` of the child). Both train CRF-L2 with C=1
+for exactly ``--maxiter`` iterations (``-e 1e-30``: no stopping on the
+objective's change, CRF++ refuses 0; skcrf's gradient test still applies) on
+``--threads`` threads; then each tags the test file with its own model
+(``crf_test -m``, ``skcrf crfpp test -m``) and the token accuracy is
+computed from the output. Medians of ``--repeats`` runs, alternated.
+Results: a table, and ``benchmarks/results/command_line.json``.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+
+COLUMNS = (
+    "is_capitalized",
+    "is_all_caps",
+    "is_all_lower",
+    "prefix-1",
+    "prefix-2",
+    "prefix-3",
+    "suffix-1",
+    "suffix-2",
+    "suffix-3",
+    "has_hyphen",
+    "is_numeric",
+    "capitals_inside",
+)
+
+
+def _template():
+    lines = ["U00:%x[0,0]", "U01:%x[-1,0]", "U02:%x[1,0]"]
+    lines += [f"U{10 + k}:%x[0,{k + 1}]" for k in range(len(COLUMNS))]
+    return "\n".join(lines) + "\n\nB\n"
+
+
+def _value(value):
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    return value.replace(" ", "_") or "_"
+
+
+def write_files(folder, n_sentences):
+    from skcrf.datasets import load_treebank, treebank_token_features
+
+    train, test = load_treebank(download=False)
+    paths = {name: os.path.join(folder, name) for name in ("template", "train.txt", "test.txt")}
+    with open(paths["template"], "w", encoding="utf-8") as f:
+        f.write(_template())
+    for name, sentences in (("train.txt", train[:n_sentences]), ("test.txt", test)):
+        with open(paths[name], "w", encoding="utf-8") as f:
+            for sentence in sentences:
+                words = [word for word, _ in sentence]
+                for i, (word, tag) in enumerate(sentence):
+                    features = treebank_token_features(words, i)
+                    row = [word] + [_value(features[c]) for c in COLUMNS] + [tag]
+                    f.write(" ".join(row) + "\n")
+                f.write("\n")
+    return paths
+
+
+_MEASURE = """
+import resource, subprocess, sys, time
+start = time.perf_counter()
+with open(sys.argv[1], "wb") as out:
+    done = subprocess.run(sys.argv[2:], stdout=out, stderr=subprocess.PIPE)
+seconds = time.perf_counter() - start
+if done.returncode:
+    sys.stderr.write(done.stderr.decode(errors="replace"))
+    sys.exit(done.returncode)
+print(seconds, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+"""
+
+
+def measure(argv, output):
+    """(seconds, peak RSS in MiB) of ``argv`` run in its own process, stdout to ``output``."""
+    done = subprocess.run(
+        [sys.executable, "-c", _MEASURE, output, *argv],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    seconds, peak_kib = done.stdout.split()
+    return float(seconds), int(peak_kib) / 1024
+
+
+def accuracy(path):
+    correct = total = 0
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            fields = line.split()
+            if fields and not line.startswith("#"):
+                total += 1
+                correct += fields[-2] == fields[-1]
+    if not total:
+        raise RuntimeError(f"{path}: no tagged token (did the tool fail?)")
+    return correct / total
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sentences", type=int, default=3131)
+    parser.add_argument("--maxiter", type=int, default=100)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--output", default=str(HERE / "results" / "command_line.json"))
+    args = parser.parse_args()
+    bin_dir = os.path.dirname(sys.executable)
+    crf_learn = shutil.which("crf_learn") or os.path.join(bin_dir, "crf_learn")
+    crf_test = shutil.which("crf_test") or os.path.join(bin_dir, "crf_test")
+    skcrf = [sys.executable, "-m", "skcrf", "crfpp"]
+    options = ["-c", "1", "-e", "1e-30", "-m", str(args.maxiter), "-p", str(args.threads)]
+    runs = {"crf_learn": [], "skcrf crfpp learn": []}
+    tags = {"crf_test": [], "skcrf crfpp test": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = write_files(tmp, args.sentences)
+        models = {"crf_learn": os.path.join(tmp, "crfpp.model"),
+                  "skcrf crfpp learn": os.path.join(tmp, "model.skcrf")}  # fmt: skip
+        learn = {
+            "crf_learn": [crf_learn, *options],
+            "skcrf crfpp learn": [*skcrf, "learn", *options],
+        }
+        test = {"crf_test": ("crf_learn", [crf_test]),
+                "skcrf crfpp test": ("skcrf crfpp learn", [*skcrf, "test"])}  # fmt: skip
+        for repeat in range(args.repeats):
+            for name, argv in learn.items():
+                argv = [*argv, paths["template"], paths["train.txt"], models[name]]
+                log = os.path.join(tmp, f"{name}.log")
+                seconds, peak = measure(argv, log)
+                runs[name].append((seconds, peak))
+                print(f"[{repeat + 1}] {name}: {seconds:.1f} s, {peak:.0f} MiB", flush=True)
+            for name, (trainer, argv) in test.items():
+                out = os.path.join(tmp, f"{name}.out")
+                seconds, peak = measure([*argv, "-m", models[trainer], paths["test.txt"]], out)
+                tags[name].append((seconds, peak, accuracy(out)))
+                print(f"[{repeat + 1}] {name}: {seconds:.2f} s, {peak:.0f} MiB", flush=True)
+        with open(paths["train.txt"]) as f:
+            n_tokens = sum(1 for line in f if line.strip())
+    results = {
+        "settings": {
+            "sentences": args.sentences,
+            "train_tokens": n_tokens,
+            "maxiter": args.maxiter,
+            "threads": args.threads,
+            "repeats": args.repeats,
+            "C": 1.0,
+            "template": _template(),
+        },
+        "learn": {
+            name: {
+                "seconds": statistics.median(r[0] for r in values),
+                "peak_mib": statistics.median(r[1] for r in values),
+            }
+            for name, values in runs.items()
+        },
+        "test": {
+            name: {
+                "seconds": statistics.median(r[0] for r in values),
+                "peak_mib": statistics.median(r[1] for r in values),
+                "accuracy": values[-1][2],
+            }
+            for name, values in tags.items()
+        },
+    }
+    learn_speedup = (
+        results["learn"]["crf_learn"]["seconds"] / results["learn"]["skcrf crfpp learn"]["seconds"]
+    )
+    test_speedup = (
+        results["test"]["crf_test"]["seconds"] / results["test"]["skcrf crfpp test"]["seconds"]
+    )
+    results["speedup"] = {"learn": learn_speedup, "test": test_speedup}
+    print()
+    print(
+        f"Treebank seed columns, {args.sentences} sentences ({n_tokens} tokens), "
+        f"{args.maxiter} iterations, {args.threads} threads, median of {args.repeats}"
+    )
+    print(f"{'engine':<20} {'seconds':>9} {'peak MiB':>9} {'accuracy':>9}")
+    for name, row in results["learn"].items():
+        print(f"{name:<20} {row['seconds']:>9.1f} {row['peak_mib']:>9.0f} {'':>9}")
+    for name, row in results["test"].items():
+        print(f"{name:<20} {row['seconds']:>9.2f} {row['peak_mib']:>9.0f} {row['accuracy']:>9.4f}")
+    print(f"learn: skcrf {learn_speedup:.1f}x crf_learn; test: {test_speedup:.1f}x crf_test")
+    with open(args.output, "w", encoding="utf-8") as f:
+        json.dump(results, f, indent=2)
+        f.write("\n")
+
+
+if __name__ == "__main__":
+    main()
