@@ -513,3 +513,38 @@ def test_crfpp_learn_and_test_round_trip(capsys, tmp_path):
         status, _, err = run(capsys, "crfpp", *argv)
         assert status == 1 and message in err, (argv, err)
     assert not (tmp_path / "x").exists()
+
+
+def test_tag_shows_a_progress_bar_on_a_terminal(capsys, tmp_path, monkeypatch):
+    pytest.importorskip("tqdm")
+    X, y = [[{"w": "a"}, {"w": "b"}]] * 2, [["A", "B"]] * 2
+    CRFTagger(max_iterations=5).fit(X, y).to_crfsuite(tmp_path / "m.crfsuite")
+    data = tmp_path / "d.txt"
+    data.write_text("A\tw\\:a\nB\tw\\:b\n\n" * 600, encoding="utf-8")
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
+    status, out, err = run(capsys, "tag", "-m", str(tmp_path / "m.crfsuite"), "-q", str(data))
+    assert status == 0 and out == ""
+    assert "d.txt" in err and "B/s" in err  # tqdm's bar, over the file's bytes
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: False, raising=False)
+    status, out, err = run(capsys, "tag", "-m", str(tmp_path / "m.crfsuite"), "-q", str(data))
+    assert status == 0 and err == ""
+
+
+def test_usage_and_version(capsys):
+    from skcrf import __version__
+
+    assert run(capsys, "-V") == (0, f"skcrf {__version__}\n", "")
+    status, out, err = run(capsys)
+    assert status == 1 and out == "" and err.startswith("usage: skcrf COMMAND")
+    for argv, start in [
+        (["-h"], "usage: skcrf COMMAND"),
+        (["tag", "-h"], "usage: skcrf tag"),
+        (["dump", "-h"], "usage: skcrf dump"),
+        (["crfpp", "-h"], "usage: skcrf crfpp learn"),
+        (["crfpp", "learn", "-h"], "usage: skcrf crfpp learn"),
+        (["crfpp", "test", "-h"], "usage: skcrf crfpp test"),
+    ]:
+        status, out, _ = run(capsys, *argv)
+        assert status == 0 and out.startswith(start), argv
+    status, _, err = run(capsys, "crfpp")
+    assert status == 1 and err.startswith("usage: skcrf crfpp")
