@@ -548,3 +548,68 @@ def test_usage_and_version(capsys):
         assert status == 0 and out.startswith(start), argv
     status, _, err = run(capsys, "crfpp")
     assert status == 1 and err.startswith("usage: skcrf crfpp")
+
+
+CRFPP_DATA = os.path.join(HERE, "data", "crfpp")
+
+
+def _same_but_rounding(ours, theirs, tolerance=2e-6):
+    """Equal text but for the last digit of the figures (CRF++ keeps float32 weights)."""
+    figure = re.compile(r"\d+\.\d{6}")
+    assert figure.sub("F", ours) == figure.sub("F", theirs)
+    a = np.array([float(v) for v in figure.findall(ours)])
+    b = np.array([float(v) for v in figure.findall(theirs)])
+    assert np.abs(a - b).max(initial=0.0) <= tolerance
+
+
+@pytest.mark.parametrize("model", ["tiny.model", "tiny.model.txt"])
+def test_crfpp_test_opens_crf_learns_models(capsys, model):
+    # tiny.v2: what crf_test -v2 printed (tests/data/crfpp/make_models.py)
+    path = os.path.join(CRFPP_DATA, model)
+    data = os.path.join(CRFPP_DATA, "tiny_test.data")
+    status, out, err = run(capsys, "crfpp", "test", "-v2", "-m", path, data)
+    assert status == 0, err
+    _same_but_rounding(out, _read(os.path.join(CRFPP_DATA, "tiny.v2")))
+
+
+def _read(path):
+    with open(path, encoding="utf-8") as f:
+        return f.read()
+
+
+@pytest.mark.parametrize("options", [[], ["-v1", "-c", "2"], ["-v2", "-c", "0.5"]])
+def test_crfpp_test_equals_crf_test_on_its_model(capsys, options):
+    crf_test = _crfpp_tool("crf_test")
+    model = os.path.join(CRFPP_DATA, "tiny.model")
+    data = os.path.join(CRFPP_DATA, "tiny_test.data")
+    expected = subprocess.run(
+        [crf_test, *options, "-m", model, data], capture_output=True, text=True, check=True
+    ).stdout
+    status, out, err = run(capsys, "crfpp", "test", *options, "-m", model, data)
+    assert status == 0, err
+    if options:
+        _same_but_rounding(out, expected)
+    else:
+        assert out == expected
+
+
+def test_crfpp_test_on_a_wapiti_model_and_refusals(capsys, tmp_path):
+    # tiny.labels: what wapiti label printed (tests/data/wapiti/make_models.py):
+    # each input line, a TAB and the label
+    model = os.path.join(HERE, "data", "wapiti", "tiny.model")
+    data = os.path.join(CRFPP_DATA, "tiny_test.data")
+    status, out, err = run(capsys, "crfpp", "test", "-m", model, data)
+    assert status == 0, err
+    expected = _read(os.path.join(HERE, "data", "wapiti", "tiny.labels"))
+    labels = [line.rsplit("\t", 1)[-1] for line in expected.splitlines()]
+    assert [line.rsplit("\t", 1)[-1] for line in out.splitlines()] == labels
+    assert any(labels)
+    status, _, err = run(capsys, "crfpp", "test", "-c", "2", "-m", model, data)
+    assert status == 1 and "applies to CRF++ models only" in err
+    crfsuite_model = os.path.join(FIXTURES, "seed.crfsuite")
+    status, _, err = run(capsys, "crfpp", "test", "-m", crfsuite_model, data)
+    assert status == 1 and "the model has no template" in err
+    garbage = tmp_path / "garbage.model"
+    garbage.write_bytes(b"\x00\x01garbage")
+    status, _, err = run(capsys, "crfpp", "test", "-m", str(garbage), data)
+    assert status == 1 and "not a model file that skcrf reads" in err

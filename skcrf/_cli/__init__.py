@@ -21,7 +21,8 @@ commands:
   learn   train on CRFsuite data files (as 'crfsuite learn')
   tag     tag CRFsuite data files (as 'crfsuite tag')
   dump    write a model as text (as 'crfsuite dump')
-  crfpp   'skcrf crfpp learn' and 'skcrf crfpp test' (as crf_learn and crf_test)
+  crfpp   'skcrf crfpp learn' and 'skcrf crfpp test' (as crf_learn and crf_test;
+          test also opens CRF++ and Wapiti models)
 
 'skcrf COMMAND -h' shows a command's options.
 """

@@ -24,34 +24,52 @@ class ArgumentParser(argparse.ArgumentParser):
         raise CommandError(f"{self.prog}: {message} (see {self.prog} -h)")
 
 
-def open_model(path: str) -> Any:
+def open_model(path: str, *, cost_factor: float = 1.0) -> Any:
     """The fitted :class:`~skcrf.CRFTagger` of a model file, by its first bytes.
 
     CRFsuite model files (``lCRF``) through :meth:`~skcrf.CRFTagger.from_crfsuite`,
     skcrf's own (``save``) through :meth:`~skcrf.CRFTagger.load`; any other
-    file goes to :func:`open_other_model`.
+    file goes to :func:`open_other_model` (CRF++ and Wapiti models).
+    ``cost_factor`` is ``crf_test -c`` (CRF++ models only).
     """
     from .._tagger import CRFTagger
 
     check_regular_file(path, display_name(path), "a model file")
     with open(path, "rb") as f:
-        head = f.read(4)
-    if head == CRFSUITE_MAGIC:
-        return CRFTagger.from_crfsuite(path)
-    if head == ZIP_MAGIC:
+        head = f.read(8)
+    if head.startswith(CRFSUITE_MAGIC) or head.startswith(ZIP_MAGIC):
+        if cost_factor != 1.0:
+            raise CommandError(f"{path}: -c (the cost factor) applies to CRF++ models only")
+        if head.startswith(CRFSUITE_MAGIC):
+            return CRFTagger.from_crfsuite(path)
         return CRFTagger.load(path)
-    return open_other_model(path, head)
+    return open_other_model(path, head, cost_factor=cost_factor)
 
 
-def open_other_model(path: str, head: bytes) -> Any:
-    """The hook for the other toolkits' model files (CRF++, Wapiti): none read yet.
+#: The first bytes of CRF++ 0.58 models: the binary file's version (100, a
+#: little-endian uint32), crf_learn -t's text file; of Wapiti 1.5 models.
+CRFPP_BINARY_MAGIC = (100).to_bytes(4, "little")
+CRFPP_TEXT_MAGIC = b"version:"
+WAPITI_MAGIC = b"#mdl#"
 
-    Issue 43 part 3 (``CRFTagger.from_crfpp`` / ``from_wapiti``) plugs its
-    readers in here, recognising the files by ``head`` (their first bytes).
+
+def open_other_model(path: str, head: bytes, *, cost_factor: float = 1.0) -> Any:
+    """The other toolkits' model files, by ``head`` (their first bytes): CRF++ and Wapiti.
+
+    :meth:`~skcrf.CRFTagger.from_crfpp` (with ``cost_factor``) and
+    :meth:`~skcrf.CRFTagger.from_wapiti`; anything else is refused.
     """
+    from .._tagger import CRFTagger
+
+    if head.startswith(CRFPP_BINARY_MAGIC) or head.startswith(CRFPP_TEXT_MAGIC):
+        return CRFTagger.from_crfpp(path, cost_factor=cost_factor)
+    if cost_factor != 1.0:
+        raise CommandError(f"{path}: -c (the cost factor) applies to CRF++ models only")
+    if head.startswith(WAPITI_MAGIC):
+        return CRFTagger.from_wapiti(path)
     raise CommandError(
-        f"{path}: not a model file that skcrf reads (neither a CRFsuite model nor one "
-        f"saved by skcrf; it starts with {head!r})"
+        f"{path}: not a model file that skcrf reads (a CRFsuite, CRF++ or Wapiti model, or "
+        f"one saved by skcrf; it starts with {head[:4]!r})"
     )
 
 

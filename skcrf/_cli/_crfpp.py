@@ -1,5 +1,8 @@
 r"""``skcrf crfpp learn`` and ``skcrf crfpp test``: CRF++'s crf_learn and crf_test.
 
+``crfpp test`` also opens crf_learn's and Wapiti's models
+(:meth:`~skcrf.CRFTagger.from_crfpp`, :meth:`~skcrf.CRFTagger.from_wapiti`).
+
 The options and files of CRF++ 0.58's tools, over the public API: the
 template is a :class:`~skcrf.TemplateFeaturizer` (``syntax='crfpp'``), the
 column files are read by :func:`skcrf.io.read_columns` (CRF++'s
@@ -64,7 +67,8 @@ options:
 
 TEST_USAGE = """\
 usage: skcrf crfpp test -m MODEL [OPTIONS] [FILE ...]
-Tag column files ('-' or none: the standard input) with a model that
+Tag column files ('-' or none: the standard input) with a CRF++ model
+(crf_learn's binary or -t text file), a Wapiti model, or one that
 'skcrf crfpp learn' trained, writing crf_test's output: each line's columns,
 a TAB and the predicted label, a blank line after each sentence.
 
@@ -75,6 +79,7 @@ options:
                         2: also every label's 'label/P'
   -n, --nbest=INT       the INT best labellings, each headed by '# K P'
   -o, --output=FILE     write to FILE instead of the standard output
+  -c, --cost-factor=F   multiply a CRF++ model's weights by F (crf_test -c)
   -h, --help            show this help and exit
 """
 
@@ -221,6 +226,7 @@ def _test_parser() -> ArgumentParser:
     parser.add_argument("-v", "--verbose", type=int, default=0)
     parser.add_argument("-n", "--nbest", type=int, default=0)
     parser.add_argument("-o", "--output", default="")
+    parser.add_argument("-c", "--cost-factor", type=float, default=1.0)
     parser.add_argument("-h", "--help", action="store_true")
     parser.add_argument("files", nargs="*")
     return parser
@@ -268,7 +274,9 @@ def test(argv: list[str]) -> int:
         raise CommandError("skcrf crfpp test: give the model with -m MODEL (see -h)")
     if args.verbose not in (0, 1, 2) or args.nbest < 0:
         raise CommandError("skcrf crfpp test: -v takes 0, 1 or 2 and -n a count >= 0")
-    tagger = template_tagger(open_model(args.model), args.model)
+    if not (args.cost_factor > 0 and math.isfinite(args.cost_factor)):
+        raise CommandError("skcrf crfpp test: -c must be a positive number")
+    tagger = template_tagger(open_model(args.model, cost_factor=args.cost_factor), args.model)
     # crf_test lists the labels in byte order (CRF++ keeps them in a std::set)
     labels = sorted(((str(c), c) for c in tagger.classes_), key=lambda p: p[0].encode())
     out: TextIO = sys.stdout
