@@ -1006,21 +1006,18 @@ cdef class SequenceDecoder:
         or the first row (of these sequences) whose scores are not finite
         (nothing written after it).
         """
-        cdef Py_ssize_t n_seq = len(sequences), s, n_tokens = 0, start = 0, bad = -1
-        cdef Py_ssize_t n_labels = self.n_labels, capacity
-        cdef Py_ssize_t* lengths = <Py_ssize_t*> malloc(max(1, n_seq) * sizeof(Py_ssize_t))
+        cdef Py_ssize_t n_seq = len(sequences), s, n_tokens = 0, capacity
+        cdef intp* lengths = <intp*> malloc(max(1, n_seq) * sizeof(intp))
+        cdef intp* starts = <intp*> malloc(max(1, n_seq) * sizeof(intp))
         cdef Rows rows
-        cdef int status = 0
-        cdef bint build
-        cdef double* new_bound = NULL
-        cdef const double* bound
         rows.indptr = NULL
         rows.ids = NULL
         rows.values = NULL
         try:
-            if lengths == NULL:
+            if lengths == NULL or starts == NULL:
                 raise MemoryError()
             for s in range(n_seq):
+                starts[s] = n_tokens
                 lengths[s] = len(sequences[s])
                 n_tokens += lengths[s]
             if path.shape[0] != n_tokens:
@@ -1033,33 +1030,16 @@ cdef class SequenceDecoder:
             rows.values = <double*> malloc(max(1, capacity) * sizeof(double))
             if rows.indptr == NULL or rows.ids == NULL or rows.values == NULL:
                 raise MemoryError()
-            expand_rows(plan, sequences, lengths, n_seq, n_tokens, index, None, False, name,
-                        first_sequence, constant_ids, &rows, NULL)
-            if n_labels == 0:
+            expand_rows(plan, sequences, <const Py_ssize_t*> lengths, n_seq, n_tokens, index,
+                        None, False, name, first_sequence, constant_ids, &rows, NULL)
+            if self.n_labels == 0:
                 return -1
-            # claimed once the rows are made: nothing raises between claim and build
-            build = shared_bound_claim(&self.shared, n_labels, n_tokens)
-            bound = self.shared.bound
-            with nogil:
-                for s in range(n_seq):
-                    if lengths[s]:
-                        status = self._decode_rows(
-                            <const long long*> &rows.indptr[start], lengths[s],
-                            <const int*> rows.ids, rows.values, bound, &path[start], &bad)
-                        if status != 0 or bad >= 0:
-                            if bad >= 0:
-                                bad += start
-                            break
-                    start += lengths[s]
-                if build:
-                    new_bound = viterbi_bound_new(&self.model)
-            if build:
-                self.shared.bound = new_bound
-            if status != 0:
-                raise MemoryError()
-            return bad
+            return self._decode_many(<const long long*> rows.indptr, <const int*> rows.ids,
+                                     rows.values, starts, lengths, NULL, n_seq, n_tokens,
+                                     &path[0] if n_tokens else NULL)
         finally:
             free(lengths)
+            free(starts)
             free(rows.indptr)
             free(rows.ids)
             free(rows.values)
@@ -1076,12 +1056,8 @@ cdef class SequenceDecoder:
         -1, or the first row whose scores are not finite (nothing written
         after it).
         """
-        cdef Py_ssize_t q, s, total = 0, bad = -1, n_labels = self.n_labels
-        cdef int status = 0
-        cdef bint build
-        cdef double* new_bound = NULL
-        cdef const double* bound
-        if n_labels == 0:
+        cdef Py_ssize_t q, s, total = 0
+        if self.n_labels == 0:
             return -1
         for q in range(which.shape[0]):
             s = which[q]
@@ -1090,15 +1066,29 @@ cdef class SequenceDecoder:
                     or starts[s] + lengths[s] >= indptr.shape[0]):
                 raise ValueError("sequence rows out of range")
             total += lengths[s]
-        build = shared_bound_claim(&self.shared, n_labels, total)
-        bound = self.shared.bound
+        return self._decode_many(&indptr[0], &ids[0], &values[0], &starts[0], &lengths[0],
+                                 &which[0], which.shape[0], total, &path[0])
+
+    cdef Py_ssize_t _decode_many(self, const long long* indptr, const int* ids,
+                                 const double* values, const intp* starts,
+                                 const intp* lengths, const intp* which, Py_ssize_t n,
+                                 Py_ssize_t total, intp* path) except -2:
+        """Decode ``n`` sequences (``which[q]``, or ``q`` when ``which`` is NULL)
+        into ``path``, without the GIL: sequence ``s`` has the rows
+        ``starts[s]`` .. ``starts[s] + lengths[s]``. Returns -1, or the first
+        row whose scores are not finite (nothing written after it)."""
+        cdef Py_ssize_t q, s, bad = -1
+        cdef int status = 0
+        cdef double* new_bound = NULL
+        cdef bint build = shared_bound_claim(&self.shared, self.n_labels, total)
+        cdef const double* bound = self.shared.bound
         with nogil:
-            for q in range(which.shape[0]):
-                s = which[q]
+            for q in range(n):
+                s = q if which == NULL else which[q]
                 if lengths[s] == 0:
                     continue
-                status = self._decode_rows(&indptr[starts[s]], lengths[s], &ids[0],
-                                           &values[0], bound, &path[starts[s]], &bad)
+                status = self._decode_rows(&indptr[starts[s]], lengths[s], ids, values, bound,
+                                           &path[starts[s]], &bad)
                 if status != 0 or bad >= 0:
                     if bad >= 0:
                         bad += starts[s]
