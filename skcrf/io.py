@@ -12,12 +12,81 @@ path)`` and ``load_model(path, cls)`` is
 builds a :class:`~skcrf.CRFTagger`. The format's implementation knows no
 estimator (it duck-types one); this public module adds the default class.
 
-A model file is one numpy ``.npz`` archive (a zip file, written with
-:func:`numpy.savez`; format 2 with :func:`numpy.savez_compressed`) and is
-read back with
-``numpy.load(..., allow_pickle=False)``: loading never unpickles and never
-executes anything from the file, so a model file from an untrusted source can
-at worst be refused with a :class:`ValueError`.
+A model file is one numpy ``.npz`` archive (a zip file; format 5 written
+as described below, formats 3 and 4 with :func:`numpy.savez`, format 2 with
+:func:`numpy.savez_compressed`), which ``numpy.load(path,
+allow_pickle=False)`` opens too: loading never unpickles and never executes
+anything from the file, so a model file from an untrusted source can at
+worst be refused with a :class:`ValueError`.
+
+File layout (format version 5, the default)
+-------------------------------------------
+What :func:`save_state` (``save_model``, ``CRFTagger.save``) writes unless
+asked otherwise: only what prediction needs, laid out to be used where it
+lies.
+
+- **Only the features with a nonzero weight** (after conversion to the
+  stored dtype), and only the attributes that keep one (in attribute-id
+  order, renumbered); every label and every transition attribute stays.
+  This is what CRFsuite's trainer writes (with ``c1 > 0`` most features
+  weigh 0), and the model predicts exactly what the saved one predicts. A
+  warm start (``warm_start=True``) from a loaded model starts from the
+  kept features only: save with ``format_version=3`` (4 for a model with
+  input-conditioned transitions) to keep every feature.
+- **Arrays uncompressed and 64-byte aligned**: the archive is a zip file
+  whose members are stored (method 0), each preceded by a local header
+  whose extra field (id ``0xD935``, zipalign's) pads it so that the
+  member's data start at a multiple of 64 bytes from the start of the
+  file; each member is a ``.npy`` (version 1.0) file whose header numpy
+  pads to a multiple of 64 bytes, so every array's data start on a 64-byte
+  boundary. The members are written in the order below, then the zip
+  directory and the end record (no comment, no zip64: a model file is
+  below 4 GiB). The first member, ``metadata.npy``, carrying the padding
+  field is how a reader tells format 5 from the older formats before it
+  reads anything else.
+
+The archive holds exactly ten arrays, in this order: ``metadata``,
+``attributes``, ``state_ptr``, ``state_labels``, ``state_weights``,
+``transition_index``, ``transition_weights``, ``conditioned_ptr``,
+``conditioned_pairs``, ``conditioned_weights``: as in formats 3 and 4
+(below), except that
+
+- the three weight arrays are float64, or all three float32 (the JSON key
+  ``weights_dtype``, ``"float64"`` or ``"float32"``); float32 weights are
+  converted to float64 when loaded (the kernels compute in float64);
+- a model without input-conditioned transitions has
+  ``conditioned_attributes`` null in the JSON document,
+  ``conditioned_ptr`` = ``[0]`` and the other two conditioned arrays
+  empty.
+
+The JSON document has the keys of format 4 and ``weights_dtype``.
+
+float32 weights (``dtype="float32"``) halve the weights' share of the
+file. Each weight is rounded to the nearest float32 (relative change at most
+2**-24, about 6e-8), so a sequence's scores move by about that much times
+their size: the labels are the same except where two labellings' scores tie
+within that (the tests check equal labels on the Treebank tasks), and
+marginals move by about 1e-7 (the tests check within 1e-6). Weights beyond
+float32's range cannot be saved so (a ValueError).
+
+Mapped files
+~~~~~~~~~~~~
+``load_state(path, mmap=True)`` (``CRFTagger.load(path, mmap=True)``) maps
+a format 5 file read-only (:class:`mmap.mmap`) and uses the arrays where
+they lie: nothing is copied (except float32 weights, converted), and
+processes that map one file share its pages in the page cache (each
+holds only what it builds: the transition matrix, the names it has looked
+up, the batch layout of ``predict``). The file is checked whole before it
+is used, as without ``mmap``: its size against every member (a file
+truncated before it is opened is a ValueError), each member's CRC-32 (read
+from the mapping: the pages are read once), then the arrays' contents.
+Replacing the file by an atomic rename (as :func:`save_state` writes)
+while it is mapped is safe: the mapping keeps the old file. What remains:
+truncating or rewriting the mapped file *in place* (``open(path, "wb")``,
+``truncate``) while it is mapped changes what the model reads, and a read
+past the new end raises SIGBUS, which no check at open can prevent; write
+model files atomically (a new file renamed over the old one). Files of
+formats 1 to 4 are read into memory, as without ``mmap``.
 
 File layout (format version 3)
 ------------------------------
@@ -53,10 +122,11 @@ arrays, stored (not compressed), in this order:
 ``transition_weights`` : float64, shape (n_transitions,)
     The weight of each transition feature; finite.
 
-Every feature of the model is stored, zero weights included (a warm start
-needs to know which features exist); weights are stored bit-exactly
-(negative zeros too). Nothing is compressed, so that loading reads each
-array once, as it lies.
+Written when asked (``format_version=3``; earlier skcrf versions wrote it by
+default). Every feature of the model is stored, zero weights included (a
+warm start needs to know which features exist); weights are stored
+bit-exactly (negative zeros too). Nothing is compressed, so that loading
+reads each array once, as it lies.
 
 The JSON document is an object with exactly these keys:
 
@@ -64,7 +134,7 @@ The JSON document is an object with exactly these keys:
     ``"skcrf-model"``.
 ``format_version``
     The integer format version, 3 (:data:`FORMAT_VERSION` is the newest
-    this skcrf reads, 4).
+    this skcrf reads, 5).
 ``skcrf_version``
     The skcrf version that wrote the file (informational only).
 ``estimator``
@@ -135,9 +205,10 @@ objects, ...) cannot be stored safely: :func:`save_state` refuses it with a
 
 Format version 4 (input-conditioned transitions)
 ------------------------------------------------
-Written for a model with input-conditioned transitions (transition
-attributes, the token key ``'__transition__'``), and only for one: every
-other model is written in format 3, which earlier skcrf versions read. Its
+Written, when asked (``format_version=4``), for a model with
+input-conditioned transitions (transition attributes, the token key
+``'__transition__'``), and only for one: other models are written in
+format 3 when asked, which earlier skcrf versions read. Its
 archive holds the arrays of format 3 and, after them:
 
 ``conditioned_ptr`` : int64, shape (n_transition_attributes + 1,)
@@ -206,17 +277,23 @@ existed).
 
 Safety
 ------
-Before any array data is read, :func:`load_state` checks the zip directory
-(exactly the members of one format version, no encryption, stored or
-deflated only), every member's ``.npy`` header (numeric dtypes only, a size
-matching the stored size), that ``metadata`` and the weight arrays do not
-decompress to more than ``_MAX_COMPRESSION_RATIO`` times their compressed
-size beyond ``_FREE_UNCOMPRESSED_BYTES`` ("zip bombs"; the integer arrays of
-format 2 compress very well, but their lengths are tied to the metadata and
-to the weight arrays, so they are bounded too), the JSON document, and every
-array's dtype and shape against the document. Then the arrays are read,
-each member's CRC-32 checked as it is read, and their contents checked (the
-consistency rules above). Whatever is wrong is a :class:`ValueError` that names it.
+A format 5 file is checked by its own reader, without :mod:`zipfile`: the
+end record, the directory and every local header (exactly the ten members,
+in order, stored, aligned, inside the file, their headers as written), each
+member's CRC-32, the JSON document and the arrays' dtypes, shapes and
+contents as for format 4. For the older formats, before any array data is
+read, :func:`load_state` checks the zip directory (exactly the members of
+one format version, no encryption, stored or deflated only), every member's
+``.npy`` header (numeric dtypes only, a size matching the stored size), that
+``metadata`` and the weight arrays do not decompress to more than
+``_MAX_COMPRESSION_RATIO`` times their compressed size beyond
+``_FREE_UNCOMPRESSED_BYTES`` ("zip bombs"; the integer arrays of format 2
+compress very well, but their lengths are tied to the metadata and to the
+weight arrays, so they are bounded too), the JSON document, and every
+array's dtype and shape against the document. Then the arrays are read, each
+member's CRC-32 checked as it is read, and their contents checked (the
+consistency rules above). Whatever is wrong is a :class:`ValueError` that
+names it.
 
 Data files of other toolkits
 ----------------------------

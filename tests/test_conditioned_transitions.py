@@ -497,7 +497,7 @@ def test_format_4_checks_its_arrays(tmp_path, name, value, message):
 
     tagger, X, _ = _fit_random(12)
     path = tmp_path / "m.npz"
-    tagger.save(path)
+    save_state(tagger._get_fitted_state(), path, format_version=4)
     with np.load(path) as npz:
         import json
 

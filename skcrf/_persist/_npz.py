@@ -8,6 +8,7 @@ imports an estimator: :func:`save_model` duck-types one (``skcrf.io.load_model``
 import binascii
 import json
 import math
+import mmap
 import operator
 import os
 import zipfile
@@ -17,13 +18,26 @@ from typing import Any
 
 import numpy as np
 
-from .._model import ConditionedTransitions, CRFModel, FittedState, check_model_arrays
+from .._model import (
+    ConditionedTransitions,
+    CRFModel,
+    FittedState,
+    check_model_arrays,
+    kept_state_ptr,
+)
 from .._training._lbfgs import LBFGSStatus
 from .._training._online_train import OnlineStatus
 from .._training._training_log import LabelScore, TrainingLog
 from .._utils._atomic import write_atomically
 from .._utils._cqdb_index import CQDBIndex, LazyNames
 from .._version import __version__
+from ._aligned import (
+    HEAD_SIZE,
+    aligned_npz_bytes,
+    is_aligned_archive,
+    member_crc_problem,
+    read_aligned_members,
+)
 from ._cqdb import cqdb_bytes, encode_strings, read_cqdb
 from ._files import open_regular_file
 from ._json import decode_value, encode_value, is_hashable, no_duplicate_keys, reject_constant
@@ -39,7 +53,9 @@ __all__ = [
 #: The ``format`` value of every skcrf model file.
 FORMAT_NAME = "skcrf-model"
 #: The format version this skcrf writes, and the newest it reads.
-FORMAT_VERSION = 4
+FORMAT_VERSION = 5
+#: The dtypes format 5 stores the weights in.
+WEIGHTS_DTYPES = ("float64", "float32")
 
 # The arrays of each format version, in the order they are written.
 _ARRAY_NAMES = {
@@ -102,6 +118,11 @@ _JSON_KEYS[3] = _JSON_KEYS[2] - {"attributes"} | {"n_attributes"}
 _CONDITIONED_ARRAYS = ("conditioned_ptr", "conditioned_pairs", "conditioned_weights")
 _ARRAY_NAMES[4] = _ARRAY_NAMES[3] + _CONDITIONED_ARRAYS
 _JSON_KEYS[4] = _JSON_KEYS[3] | {"conditioned_attributes"}
+# Format 5: format 4's arrays (conditioned_attributes null and the conditioned
+# arrays empty for a model without them), only what prediction needs, aligned
+# and uncompressed (skcrf._persist._aligned), weights in float64 or float32.
+_ARRAY_NAMES[5] = _ARRAY_NAMES[4]
+_JSON_KEYS[5] = _JSON_KEYS[4] | {"weights_dtype"}
 _V1_VECTORIZER_KEYS = frozenset({"dtype", "separator", "sparse", "sort"})
 _V1_VECTORIZER_DTYPES = frozenset(
     {
@@ -276,12 +297,66 @@ def _encode_status(status, what):
     return status.name
 
 
-def _state_document(state, estimator, format_version=None):
-    """The arrays (metadata included) of a fitted state, validated."""
-    if format_version not in (None, 2, 3, 4):
+def _prediction_arrays(arrays, attributes, weights_dtype):
+    """Format 5's arrays of checked model arrays, and the attributes kept.
+
+    Only the features whose weight is nonzero once stored in
+    ``weights_dtype`` (as CRFsuite's trainer writes its files), and the
+    attributes that keep one (in order, renumbered); every label and every
+    transition attribute stays.
+    """
+    dtype = np.dtype(weights_dtype)
+
+    def stored(name):
+        weights = arrays[name].astype(dtype)
+        if not np.isfinite(weights).all():
+            raise ValueError(
+                f"The model cannot be saved with {weights_dtype} weights: {name} holds "
+                f"weights beyond {weights_dtype}'s range (save them as float64)."
+            )
+        return weights
+
+    weights = stored("state_weights")
+    keep = weights != 0
+    counts = np.diff(kept_state_ptr(arrays["state_ptr"], keep))
+    active = np.flatnonzero(counts)
+    state_ptr = np.zeros(len(active) + 1, dtype=np.int64)
+    np.cumsum(counts[active], out=state_ptr[1:])
+    out = {
+        "state_ptr": state_ptr,
+        "state_labels": arrays["state_labels"][keep],
+        "state_weights": weights[keep],
+    }
+    weights = stored("transition_weights")
+    keep = weights != 0
+    out["transition_index"] = arrays["transition_index"][keep]
+    out["transition_weights"] = weights[keep]
+    if "conditioned_ptr" in arrays:
+        weights = stored("conditioned_weights")
+        keep = weights != 0
+        out["conditioned_ptr"] = kept_state_ptr(arrays["conditioned_ptr"], keep)
+        out["conditioned_pairs"] = arrays["conditioned_pairs"][keep]
+        out["conditioned_weights"] = weights[keep]
+    else:  # no conditioned transitions: empty arrays (the metadata's names are null)
+        out["conditioned_ptr"] = np.zeros(1, dtype=np.int64)
+        out["conditioned_pairs"] = np.zeros(0, dtype=np.int32)
+        out["conditioned_weights"] = np.zeros(0, dtype=dtype)
+    return out, [attributes[a] for a in active.tolist()]
+
+
+def _state_document(state, estimator, format_version=None, weights_dtype="float64"):
+    """The format version and arrays (metadata included) of a fitted state, validated."""
+    if format_version not in (None, 2, 3, 4, 5):
         raise ValueError(
-            f"format_version must be None, 2, 3 or 4; got {format_version!r:.100} (this "
-            "skcrf writes formats 2, 3 and 4)."
+            f"format_version must be None, 2, 3, 4 or 5; got {format_version!r:.100} (this "
+            "skcrf writes formats 2 to 5)."
+        )
+    if weights_dtype not in WEIGHTS_DTYPES:
+        raise ValueError(f"dtype must be 'float64' or 'float32'; got {weights_dtype!r:.100}.")
+    if weights_dtype != "float64" and format_version not in (None, 5):
+        raise ValueError(
+            f"{weights_dtype} weights are stored in format 5 only; got format_version="
+            f"{format_version}."
         )
     if not isinstance(state, FittedState):
         raise TypeError(f"state must be a FittedState; got {type(state).__name__}.")
@@ -360,12 +435,11 @@ def _state_document(state, estimator, format_version=None):
         raise TypeError(f"estimator must be a str or None; got {estimator!r:.100}.")
 
     conditioned = model.conditioned
-    if (conditioned is None) != (format_version != 4):
-        if format_version is not None:
-            raise ValueError(
-                "format_version=4 is the format of models with input-conditioned "
-                "transitions, and only theirs"
-            )
+    if format_version in (2, 3, 4) and (conditioned is not None) != (format_version == 4):
+        raise ValueError(
+            "format_version=4 is the format of models with input-conditioned "
+            "transitions, and only theirs (format 5 stores both kinds)"
+        )
     if conditioned is not None:
         for k, name in enumerate(conditioned.attributes):
             if type(name) is not str:
@@ -386,20 +460,23 @@ def _state_document(state, estimator, format_version=None):
         )
         arrays.update(conditioned_arrays)
 
-    # Format 3 keeps the names as a CQDB chunk, which holds UTF-8 strings
+    # Formats 3 to 5 keep the names as a CQDB chunk, which holds UTF-8 strings
     # without NUL; names it cannot hold are written in format 2 (JSON).
     version = 2
     if format_version != 2:
         try:
             keys = encode_strings(attributes, "attribute")
         except ValueError as exc:
-            if format_version in (3, 4) or conditioned is not None:
+            if format_version is not None or conditioned is not None:
                 raise ValueError(
-                    f"The model cannot be saved in format {format_version or 4}: {exc}"
+                    f"The model cannot be saved in format {format_version or 5}: {exc}"
                     + (" (format_version=2 can store it)." if conditioned is None else ".")
                 ) from None
         else:
-            version = 3 if conditioned is None else 4
+            version = format_version or 5
+            if version == 5:
+                arrays, attributes = _prediction_arrays(arrays, attributes, weights_dtype)
+                keys = encode_strings(attributes, "attribute")
             arrays["attributes"] = np.frombuffer(cqdb_bytes(*keys), dtype=np.uint8)
     document = {
         "format": FORMAT_NAME,
@@ -414,8 +491,11 @@ def _state_document(state, estimator, format_version=None):
         **(
             {"conditioned_attributes": list(conditioned.attributes)}
             if conditioned is not None
+            else {"conditioned_attributes": None}
+            if version == 5
             else {}
         ),
+        **({"weights_dtype": weights_dtype} if version == 5 else {}),
         "value_separator": separator,
         "n_iter": int(n_iter),
         "status": _encode_status(state.status, "state.status"),
@@ -426,7 +506,7 @@ def _state_document(state, estimator, format_version=None):
     }
     text = json.dumps(document, ensure_ascii=True, allow_nan=False, separators=(",", ":"))
     arrays["metadata"] = np.frombuffer(text.encode("ascii"), dtype=np.uint8)
-    return {name: arrays[name] for name in _ARRAY_NAMES[version]}
+    return version, {name: arrays[name] for name in _ARRAY_NAMES[version]}
 
 
 def save_state(
@@ -435,6 +515,7 @@ def save_state(
     *,
     estimator: Any = None,
     format_version: int | None = None,
+    dtype: str = "float64",
 ) -> None:
     """Save a fitted state to ``path`` in the skcrf model format (no pickle).
 
@@ -455,11 +536,22 @@ def save_state(
         instance, ``.skcrf``).
     estimator : str, optional
         The estimator class, ``"module.QualName"``, recorded for information.
-    format_version : {None, 2, 3, 4}, default=None
-        None: the newest format (3), or 2 when an attribute name cannot be
-        kept in format 3's string database (a NUL character, or a str that
-        is not valid Unicode, such as a lone surrogate). 2: the format that
-        skcrf 0.2 reads (the names in the JSON document, compressed).
+    format_version : {None, 2, 3, 4, 5}, default=None
+        None: the newest format (5), or 2 when an attribute name cannot be
+        kept in a CQDB string database (a NUL character, or a str that
+        is not valid Unicode, such as a lone surrogate). Format 5 keeps only
+        what prediction needs (the features with a nonzero weight and the
+        attributes that keep one): a warm start from the file starts from
+        those features. 3 (4 for a model with input-conditioned
+        transitions): every feature, zero weights included, as earlier
+        skcrf versions write and read it. 2: the format that skcrf 0.2
+        reads (the names in the JSON document, compressed).
+    dtype : {"float64", "float32"}, default="float64"
+        The weights' type in the file (format 5 only). ``"float32"``
+        halves their size; each weight is rounded to the nearest float32
+        (a relative change below 6e-8), which moves the scores of a
+        sequence by about that much: labels stay the same except for exact
+        ties, marginals change by about 1e-7 (see :mod:`skcrf.io`).
 
     Raises
     ------
@@ -476,13 +568,17 @@ def save_state(
     load_state : Read the file back.
     save_model : Save an estimator.
     """
-    arrays = _state_document(state, estimator, format_version)
+    version, arrays = _state_document(state, estimator, format_version, dtype)
+    if version == 5:  # aligned, stored: loading uses the arrays where they lie
+        data = aligned_npz_bytes(arrays)
+        write_atomically(path, lambda file: file.write(data))
+        return
     # format 3 is stored, not deflated: loading reads the arrays as they lie
     write = np.savez if "attributes" in arrays else np.savez_compressed
     write_atomically(path, lambda file: write(file, **arrays))
 
 
-def save_model(estimator: Any, path: str | os.PathLike[str]) -> None:
+def save_model(estimator: Any, path: str | os.PathLike[str], *, dtype: str = "float64") -> None:
     """Save a fitted estimator to ``path`` in the skcrf model format (no pickle).
 
     ``save_state(estimator._get_fitted_state(), path)``, recording the
@@ -496,6 +592,8 @@ def save_model(estimator: Any, path: str | os.PathLike[str]) -> None:
         A fitted estimator.
     path : str or os.PathLike
         Where to write the model (exactly there; see :func:`save_state`).
+    dtype : {"float64", "float32"}, default="float64"
+        The weights' type in the file (see :func:`save_state`).
 
     Raises
     ------
@@ -511,7 +609,7 @@ def save_model(estimator: Any, path: str | os.PathLike[str]) -> None:
     """
     state = estimator._get_fitted_state()
     kind = type(estimator)
-    save_state(state, path, estimator=f"{kind.__module__}.{kind.__qualname__}")
+    save_state(state, path, estimator=f"{kind.__module__}.{kind.__qualname__}", dtype=dtype)
 
 
 # -- loading ---------------------------------------------------------------
@@ -772,7 +870,7 @@ def _decode_common(document, version):
     }
 
 
-def _read_v3(document, headers, npz, where, lazy=False):
+def _read_v3(document, headers, npz, where, lazy=False, weight_size=8):
     """A format 3 file: format 2 with the attribute names in a CQDB chunk."""
     n_attributes = _require_type(document["n_attributes"], int, "n_attributes")
     if n_attributes < 0:
@@ -783,10 +881,12 @@ def _read_v3(document, headers, npz, where, lazy=False):
         raise ValueError(
             f"the attributes array ({size} bytes) cannot hold {n_attributes} attribute names."
         )
-    return _read_v2(document, headers, npz, where, lazy, version=3, n_attributes=n_attributes)
+    return _read_v2(
+        document, headers, npz, where, lazy, 3, n_attributes=n_attributes, weight_size=weight_size
+    )
 
 
-def _read_v4(document, headers, npz, where, lazy=False):
+def _read_v4(document, headers, npz, where, lazy=False, weight_size=8):
     """A format 4 file: format 3 with input-conditioned transitions."""
     names = _require_type(document["conditioned_attributes"], list, "conditioned_attributes")
     if not all(type(name) is str for name in names):
@@ -795,8 +895,8 @@ def _read_v4(document, headers, npz, where, lazy=False):
         raise ValueError("conditioned_attributes: the same name appears twice.")
     _check_header(headers, "conditioned_ptr", "i", 8, (len(names) + 1,), "conditioned_attributes")
     (n,) = _check_header(headers, "conditioned_pairs", "i", 4, (None,))
-    _check_header(headers, "conditioned_weights", "f", 8, (n,), "conditioned_pairs")
-    state = _read_v3(document, headers, npz, where, lazy)
+    _check_header(headers, "conditioned_weights", "f", weight_size, (n,), "conditioned_pairs")
+    state = _read_v3(document, headers, npz, where, lazy, weight_size)
     n_labels = state.model.n_labels
     if n > len(names) * n_labels * n_labels:
         raise ValueError(
@@ -834,7 +934,35 @@ def _attributes(chunk, n_attributes, where, lazy):
     return LazyNames(index, read_all)
 
 
-def _read_v2(document, headers, npz, where, lazy=False, version=2, n_attributes=None):
+def _read_v5(document, headers, npz, where, lazy=False):
+    """A format 5 file: format 4's arrays, conditioned transitions optional.
+
+    ``npz`` maps the names to the arrays where they lie (a mapped file's
+    pages, or the file read into memory); float32 weights become float64
+    (the kernels' type).
+    """
+    weights_dtype = document["weights_dtype"]
+    if type(weights_dtype) is not str or weights_dtype not in WEIGHTS_DTYPES:
+        raise ValueError(
+            f"weights_dtype must be one of {WEIGHTS_DTYPES}; got {weights_dtype!r:.100}."
+        )
+    size = np.dtype(weights_dtype).itemsize
+    if document["conditioned_attributes"] is not None:
+        return _read_v4(document, headers, npz, where, lazy, size)
+    why = "conditioned_attributes null"
+    _check_header(headers, "conditioned_ptr", "i", 8, (1,), why)
+    _check_header(headers, "conditioned_pairs", "i", 4, (0,), why)
+    _check_header(headers, "conditioned_weights", "f", size, (0,), why)
+    if npz["conditioned_ptr"][0] != 0:
+        raise ValueError(
+            "conditioned_ptr must be [0] for a model without conditioned transitions."
+        )
+    return _read_v3(document, headers, npz, where, lazy, size)
+
+
+def _read_v2(
+    document, headers, npz, where, lazy=False, version=2, n_attributes=None, weight_size=8
+):
     common = _decode_common(document, version)
     separator = _require_type(document["value_separator"], str, "value_separator")
     if not separator:
@@ -847,9 +975,11 @@ def _read_v2(document, headers, npz, where, lazy=False, version=2, n_attributes=
     n_labels = len(common["classes"])
     _check_header(headers, "state_ptr", "i", 8, (n_attributes + 1,), "the attributes")
     (n_states,) = _check_header(headers, "state_labels", "i", 4, (None,))
-    _check_header(headers, "state_weights", "f", 8, (n_states,), "state_labels")
+    _check_header(headers, "state_weights", "f", weight_size, (n_states,), "state_labels")
     (n_transitions,) = _check_header(headers, "transition_index", "i", 8, (None,))
-    _check_header(headers, "transition_weights", "f", 8, (n_transitions,), "transition_index")
+    _check_header(
+        headers, "transition_weights", "f", weight_size, (n_transitions,), "transition_index"
+    )
     if n_states > n_attributes * n_labels:
         raise ValueError(
             f"{n_states} state features for {n_attributes} attributes and {n_labels} "
@@ -971,12 +1101,65 @@ def _load(file, where, lazy):
                 f"the metadata says format version {version}, whose arrays are "
                 f"{list(_ARRAY_NAMES[version])}; the archive has {sorted(headers)}."
             )
+        if version == 5:
+            raise ValueError(
+                "the metadata says format version 5, but the archive is not laid out as format "
+                "5 lays it out (its first member aligned by a padding field)."
+            )
         _check_document_keys(document, version)
         reader = {1: _read_v1, 2: _read_v2, 3: _read_v3, 4: _read_v4}[version]
         return reader(document, headers, npz, where, lazy)
 
 
-def load_state(path: str | os.PathLike[str], *, lazy_attributes: bool = False) -> FittedState:
+def _load_aligned(file, size, where, lazy, use_mmap):
+    """A format 5 file read from ``file`` (open, ``size`` bytes), or None.
+
+    None if it is not one (an older format: the caller reads it as before).
+
+    The arrays lie in a read-only map of the file (``use_mmap``) or in one
+    bytearray holding it (writable arrays); either way they are not copied,
+    and the whole archive is checked first: its layout, every member inside
+    the file and its CRC-32 (so a file truncated or damaged before it is
+    opened is a ValueError, never a read outside the file).
+    """
+    file.seek(0)
+    if not is_aligned_archive(file.read(HEAD_SIZE)):
+        return None
+    if use_mmap:
+        buffer = mmap.mmap(file.fileno(), size, access=mmap.ACCESS_READ)
+        # cut between the size read at open and the map: refused (reading past
+        # the end of a mapped file raises SIGBUS)
+        if os.fstat(file.fileno()).st_size < size:
+            raise ValueError("the file was truncated while it was opened.")
+    else:
+        file.seek(0)
+        buffer = bytearray(size)
+        if file.readinto(buffer) != size:
+            raise ValueError("the file was truncated while it was read.")
+    members = read_aligned_members(buffer, _ARRAY_NAMES[5])
+    for name, member in members.items():
+        problem = member_crc_problem(buffer, member)
+        if problem is not None:
+            raise ValueError(f"array {name!r} {problem}.")
+    headers = {name: ((member[1],), member[0]) for name, member in members.items()}
+    arrays = {
+        name: np.frombuffer(buffer, dtype=dtype, count=length, offset=offset)
+        for name, (dtype, length, offset, *_) in members.items()
+    }
+    _check_header(headers, "metadata", "u", 1, (None,))
+    document, version = _parse_document(arrays["metadata"])
+    if version != 5:
+        raise ValueError(
+            f"the metadata says format version {version}, but the archive is laid out as "
+            "format 5 lays it out."
+        )
+    _check_document_keys(document, 5)
+    return _read_v5(document, headers, arrays, where, lazy)
+
+
+def load_state(
+    path: str | os.PathLike[str], *, lazy_attributes: bool = False, mmap: bool = False
+) -> FittedState:
     """Load the fitted state saved in ``path``; never unpickles.
 
     Reads every format version up to :data:`FORMAT_VERSION` (format 1, of
@@ -994,6 +1177,13 @@ def load_state(path: str | os.PathLike[str], *, lazy_attributes: bool = False) -
         as a lazy sequence (``len``, ``in`` and lookups where the names lie:
         the chunk's tables verified by the first lookup, the whole chunk
         when the names are first listed) instead of a list.
+    mmap : bool, default=False
+        For a format 5 file: the arrays are read-only views of a map of the
+        file (:class:`mmap.mmap`), not copies; processes that map one file
+        share its pages. The whole file is checked first (as without it).
+        Other formats are read into memory as without it. See
+        :mod:`skcrf.io` ("Mapped files") for what remains: a file truncated
+        in place while it is mapped.
 
     Returns
     -------
@@ -1019,10 +1209,11 @@ def load_state(path: str | os.PathLike[str], *, lazy_attributes: bool = False) -
     """
     path = os.fsdecode(path)
     # not a device or a FIFO, which would never end (or block)
-    file, _ = open_regular_file(path, "skcrf model")
+    file, size = open_regular_file(path, "skcrf model")
     with file:
         try:
-            return _load(file, repr(path), lazy_attributes)
+            state = _load_aligned(file, size, repr(path), lazy_attributes, mmap)
+            return _load(file, repr(path), lazy_attributes) if state is None else state
         except (
             ValueError,
             KeyError,
