@@ -102,17 +102,28 @@ LATENCY_KINDS = {
 }
 THREADS_MODEL = "window"
 
-LOAD_ENGINES = ("pycrfsuite", "skcrf.pycrfsuite", "CRFTagger.from_crfsuite", "CRFTagger.load")
+LOAD_ENGINES = (
+    "pycrfsuite",
+    "skcrf.pycrfsuite",
+    "CRFTagger.from_crfsuite",
+    "CRFTagger.load",
+    "CRFTagger.load(mmap=True)",
+)
+# the skcrf files of each model (section A's CRFTagger.load reads "float64")
+NPZ_KINDS = ("float64", "float32", "format3")
 TAG_ENGINES = ("pycrfsuite", "skcrf.pycrfsuite", "CRFTagger.predict_single")
 SKCRF_TAG_ENGINES = TAG_ENGINES[1:]
 
 LOAD_TIME_TARGET = 1.5  # engine time ÷ pycrfsuite's, at most
 LOAD_MEMORY_TARGET = 1.5  # memory ÷ model file size, at most
+SIZE_TARGETS = {"float64": 0.8, "float32": 0.5}  # skcrf file ÷ CRFsuite file, at most
+SHARE_TARGET = 1.5  # PSS of 4 processes ÷ PSS of 1 (mmap=True), at most
+SHARE_WORKERS = 4
 LATENCY_TARGET = 1.0  # pycrfsuite time ÷ skcrf time, at least
 THREADS_TARGET = 1.7  # 2-thread ÷ 1-thread throughput, at least
 
-DEFAULT_REPEATS = {"load": 5, "latency": 15, "threads": 7}
-QUICK_REPEATS = {"load": 1, "latency": 2, "threads": 2}
+DEFAULT_REPEATS = {"load": 5, "latency": 15, "threads": 7, "share": 3}
+QUICK_REPEATS = {"load": 1, "latency": 2, "threads": 2, "share": 1}
 SHORT_SENTENCES = 200  # latency: the shortest test sentences of at least MIN_SHORT tokens
 QUICK_SHORT_SENTENCES = 40
 MIN_SHORT = 5
@@ -223,11 +234,17 @@ def job_train(job):
 
 
 def job_save_npz(job):
-    """Write skcrf's npz of the from_crfsuite tagger of a CRFsuite file."""
+    """Write skcrf's files of the from_crfsuite tagger of a CRFsuite file: the
+    default format (float64), with float32 weights, and format 3 (every feature)."""
     from skcrf import CRFTagger
+    from skcrf.io import save_state
 
-    CRFTagger.from_crfsuite(job["path"]).save(job["npz"])
-    return {"npz_bytes": os.path.getsize(job["npz"])}
+    tagger = CRFTagger.from_crfsuite(job["path"])
+    paths = job["npz"]
+    tagger.save(paths["float64"])
+    tagger.save(paths["float32"], dtype="float32")
+    save_state(tagger._get_fitted_state(), paths["format3"], format_version=3)
+    return {kind: os.path.getsize(path) for kind, path in paths.items()}
 
 
 def job_load(job):
@@ -257,10 +274,16 @@ def job_load(job):
     else:
         import skcrf
 
-        source = job["npz"] if engine == "CRFTagger.load" else job["path"]
-        opener = (
-            skcrf.CRFTagger.load if engine == "CRFTagger.load" else skcrf.CRFTagger.from_crfsuite
-        )
+        loads = engine.startswith("CRFTagger.load")
+        source = job["npz"] if loads else job["path"]
+        mmap = engine == "CRFTagger.load(mmap=True)"
+        if loads:
+
+            def opener(path):
+                return skcrf.CRFTagger.load(path, mmap=mmap)
+
+        else:
+            opener = skcrf.CRFTagger.from_crfsuite
 
         def open_model():
             tagger = opener(source)
@@ -409,6 +432,73 @@ def job_threads(job):
     }
 
 
+def smaps_pss_kb(pid):
+    """Pss of a process from /proc/PID/smaps_rollup, in kB."""
+    with open(f"/proc/{pid}/smaps_rollup") as f:
+        for line in f:
+            if line.startswith("Pss:"):
+                return int(line.split()[1])
+    raise RuntimeError(f"no Pss in /proc/{pid}/smaps_rollup")
+
+
+def serve_worker(job):
+    """A serving process: imports, then on each stdin line one step (load and tag)."""
+    import gc
+
+    import numpy  # noqa: F401
+
+    import skcrf
+
+    # warm-up on a tiny model of the same format: the modules that loading and
+    # tagging import on first use are in the baseline, not in the model's share
+    warm = skcrf.CRFTagger.load(job["tiny"], mmap=job["mmap"])
+    warm.predict_single([{"w": "the"}])
+    del warm
+    gc.collect()
+    print("ready", flush=True)
+    sys.stdin.readline()
+    tagger = skcrf.CRFTagger.load(job["npz"], mmap=job["mmap"])
+    tags = tagger.predict_single(job["items"])
+    print(json.dumps({"tags": tags}), flush=True)
+    sys.stdin.readline()
+    return {}
+
+
+def job_tiny_npz(job):
+    """A tiny model file (2 sentences), for the serving workers' warm-up."""
+    from skcrf import CRFTagger
+
+    X = [[{"w": "the"}, {"w": "dog"}], [{"w": "a"}, {"w": "cat"}]]
+    CRFTagger(c2=0.1).fit(X, [["D", "N"], ["D", "N"]]).save(job["path"])
+    return {}
+
+
+def share_round(job, n_workers):
+    """PSS of ``n_workers`` processes serving one model, after imports and after
+    the load + first tag (all of them at once at each point), in kB."""
+    argv = [sys.executable, __file__, "--job", json.dumps(dict(job, kind="serve_worker"))]
+    workers = [
+        subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        for _ in range(n_workers)
+    ]
+    try:
+        for worker in workers:
+            assert worker.stdout.readline().strip() == "ready"
+        before = [smaps_pss_kb(worker.pid) for worker in workers]
+        for worker in workers:
+            worker.stdin.write("load\n")
+            worker.stdin.flush()
+        tags = [json.loads(worker.stdout.readline())["tags"] for worker in workers]
+        after = [smaps_pss_kb(worker.pid) for worker in workers]
+        for worker in workers:
+            worker.stdin.write("quit\n")
+            worker.stdin.flush()
+    finally:
+        for worker in workers:
+            worker.wait(timeout=60)
+    return {"before_kb": before, "after_kb": after, "tags": tags}
+
+
 JOBS = {
     "first_items": job_first_items,
     "train": job_train,
@@ -416,6 +506,8 @@ JOBS = {
     "load": job_load,
     "latency": job_latency,
     "threads": job_threads,
+    "serve_worker": serve_worker,
+    "tiny_npz": job_tiny_npz,
 }
 
 
@@ -504,16 +596,147 @@ def markdown_table(header, rows):
     return "\n".join(lines)
 
 
-def run_load(models, base, repeats, tmp):
-    """Section A: the load jobs, round robin; rows and samples."""
-    items = child(dict(base, kind="first_items"))
+def write_npz(models, base, tmp):
+    """skcrf's files of each model (NPZ_KINDS); their sizes go into ``models``."""
     npz = {}
     for name in LOAD_MODELS:
-        npz[name] = str(Path(tmp) / f"{name}.npz")
+        paths = {kind: str(Path(tmp) / f"{name}-{kind}.npz") for kind in NPZ_KINDS}
         models[name]["npz_bytes"] = child(
-            dict(base, kind="save_npz", path=models[name]["path"], npz=npz[name])
-        )["npz_bytes"]
-        warm_page_cache(npz[name])
+            dict(base, kind="save_npz", path=models[name]["path"], npz=paths)
+        )
+        for path in paths.values():
+            warm_page_cache(path)
+        npz[name] = paths["float64"]
+    return npz
+
+
+def size_rows(models):
+    rows = []
+    for name in LOAD_MODELS:
+        crfsuite = models[name]["bytes"]
+        sizes = models[name]["npz_bytes"]
+        row = {
+            "model": name,
+            "crfsuite_bytes": crfsuite,
+            **{f"{k}_bytes": v for k, v in sizes.items()},
+        }
+        for kind, target in SIZE_TARGETS.items():
+            ratio = sizes[kind] / crfsuite
+            row[f"{kind}_ratio"] = ratio
+            row[f"{kind}_met"] = ratio <= target
+        row["format3_ratio"] = sizes["format3"] / crfsuite
+        rows.append(row)
+    return rows
+
+
+def size_table(rows, models):
+    header = [
+        "model",
+        "CRFsuite file (MB)",
+        "format 5, float64 (MB)",
+        "÷ CRFsuite",
+        f"target ≤ {SIZE_TARGETS['float64']:g}×",
+        "format 5, float32 (MB)",
+        "÷ CRFsuite",
+        f"target ≤ {SIZE_TARGETS['float32']:g}×",
+        "format 3 (every feature) ÷ CRFsuite",
+    ]
+    body = [
+        [
+            f"{r['model']} ({models[r['model']]['num_attrs']:,} attr.)",
+            f"{r['crfsuite_bytes'] / 2**20:.2f}",
+            f"{r['float64_bytes'] / 2**20:.2f}",
+            f"{r['float64_ratio']:.2f}×",
+            fmt_met(r["float64_met"]),
+            f"{r['float32_bytes'] / 2**20:.2f}",
+            f"{r['float32_ratio']:.2f}×",
+            fmt_met(r["float32_met"]),
+            f"{r['format3_ratio']:.2f}×",
+        ]
+        for r in rows
+    ]
+    return markdown_table(header, body)
+
+
+def run_share(models, npz, base, repeats):
+    """Section D: PSS of 1 and of SHARE_WORKERS processes serving one model."""
+    items = child(dict(base, kind="first_items"))
+    tiny = str(Path(npz[LOAD_MODELS[0]]).with_name("tiny.npz"))
+    child(dict(base, kind="tiny_npz", path=tiny))
+    samples = {name: {"mmap": [], "copy": []} for name in LOAD_MODELS}
+    for rep in range(repeats):
+        for name in LOAD_MODELS:
+            progress(f"share: {name} (repetition {rep + 1}/{repeats})")
+            for mode in ("mmap", "copy"):
+                job = dict(
+                    npz=npz[name], tiny=tiny, mmap=mode == "mmap", items=items[MODELS[name][0]]
+                )
+                one = share_round(job, 1)
+                many = share_round(job, SHARE_WORKERS)
+                samples[name][mode].append({"1": one, str(SHARE_WORKERS): many})
+    rows = []
+    for name in LOAD_MODELS:
+        for mode in ("mmap", "copy"):
+            runs = samples[name][mode]
+
+            def added_mb(run):
+                return (sum(run["after_kb"]) - sum(run["before_kb"])) / 1024
+
+            one = [added_mb(r["1"]) for r in runs]
+            many = [added_mb(r[str(SHARE_WORKERS)]) for r in runs]
+            total_one = [sum(r["1"]["after_kb"]) / 1024 for r in runs]
+            total_many = [sum(r[str(SHARE_WORKERS)]["after_kb"]) / 1024 for r in runs]
+            ratio = median([m / o for m, o in zip(many, one)])
+            tags = {json.dumps(t) for r in runs for k in r for t in r[k]["tags"]}
+            rows.append(
+                {
+                    "model": name,
+                    "mmap": mode == "mmap",
+                    "pss_added_1_mb": median(one),
+                    "pss_added_n_mb": median(many),
+                    "ratio": ratio,
+                    "ratio_pairs": [m / o for m, o in zip(many, one)],
+                    "pss_total_1_mb": median(total_one),
+                    "pss_total_n_mb": median(total_many),
+                    "target": f"≤ {SHARE_TARGET:g}×" if mode == "mmap" else None,
+                    "met": ratio <= SHARE_TARGET if mode == "mmap" else None,
+                    "same_tags": len(tags) == 1,
+                }
+            )
+    return {"rows": rows, "samples": samples, "workers": SHARE_WORKERS}
+
+
+def share_table(section, models):
+    n = section["workers"]
+    header = [
+        "model",
+        "load",
+        "PSS added, 1 process (MB)",
+        f"PSS added, {n} processes (MB)",
+        f"{n} ÷ 1",
+        "target",
+        "met",
+        f"PSS total, 1 / {n} processes (MB)",
+    ]
+    body = [
+        [
+            f"{r['model']} ({models[r['model']]['num_attrs']:,} attr.)",
+            "mmap=True" if r["mmap"] else "mmap=False",
+            f"{r['pss_added_1_mb']:.1f}",
+            f"{r['pss_added_n_mb']:.1f}",
+            f"{r['ratio']:.2f}×",
+            r["target"] or "—",
+            fmt_met(r["met"]),
+            f"{r['pss_total_1_mb']:.1f} / {r['pss_total_n_mb']:.1f}",
+        ]
+        for r in section["rows"]
+    ]
+    return markdown_table(header, body)
+
+
+def run_load(models, base, repeats, npz):
+    """Section A: the load jobs, round robin; rows and samples."""
+    items = child(dict(base, kind="first_items"))
     samples = {name: {engine: [] for engine in LOAD_ENGINES} for name in LOAD_MODELS}
     for rep in range(repeats):
         for name in LOAD_MODELS:
@@ -707,11 +930,11 @@ def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--job", help=argparse.SUPPRESS)
     parser.add_argument("--quick", action="store_true", help="smoke test: a data slice, 1-2 reps")
-    parser.add_argument("--only", choices=("load", "latency", "threads"))
+    parser.add_argument("--only", choices=("load", "latency", "threads", "share"))
     parser.add_argument(
         "--repeats",
         type=int,
-        help="repetitions of every section (default: load 5, latency 15, threads 7)",
+        help="repetitions of every section (default: load 5, latency 15, threads 7, share 3)",
     )
     parser.add_argument(
         "--models-dir",
@@ -745,7 +968,7 @@ def main(argv=None):
         job = json.loads(args.job)
         print(json.dumps(JOBS[job["kind"]](job)))
         return 0
-    sections = (args.only,) if args.only else ("load", "latency", "threads")
+    sections = (args.only,) if args.only else ("load", "latency", "threads", "share")
     repeats = args.repeats_by_section
     busy_start, own_start = machine_busy_s(), own_cpu_s()
     results = {
@@ -781,7 +1004,7 @@ def main(argv=None):
         results["machine"] = child({"kind": "info"}, HERE / "_worker.py")
         base = {"split": split, "quick": args.quick}
         needed = set()
-        if "load" in sections:
+        if "load" in sections or "share" in sections:
             needed.update(LOAD_MODELS)
         if "latency" in sections:
             needed.update(LATENCY_KINDS.values())
@@ -794,8 +1017,21 @@ def main(argv=None):
         for name, model in models.items():
             progress(f"{name}.crfsuite: {model['num_attrs']:,} attributes (file header)")
 
+        if "load" in sections or "share" in sections:
+            npz = write_npz(models, base, tmp)
+            results["size"] = size_rows(models)
+            printed += [
+                "## Model file sizes",
+                "",
+                "skcrf's files of the from_crfsuite tagger of each CRFsuite file: the default "
+                "format (5: the nonzero features, arrays aligned for mmap), with float32 "
+                "weights, and format 3 (every feature, zero weights included).",
+                "",
+                size_table(results["size"], models),
+                "",
+            ]
         if "load" in sections:
-            load = run_load(models, base, repeats["load"], tmp)
+            load = run_load(models, base, repeats["load"], npz)
             results["load"] = load
             printed += [
                 "## A. Loading: open + first tag, each in a fresh process",
@@ -855,6 +1091,22 @@ def main(argv=None):
                 f"{repeats['threads']} repetitions; {result['usable_cores']} usable cores.",
                 "",
                 threads_table(rows),
+            ]
+        if "share" in sections:
+            share = run_share(models, npz, base, repeats["share"])
+            results["share"] = share
+            printed += [
+                "",
+                f"## D. Processes sharing one model: PSS of 1 and {SHARE_WORKERS} processes",
+                "",
+                f"Fresh processes import numpy and skcrf, then (all at once) load the format 5 "
+                "file with CRFTagger.load and tag the first test sentence (predict_single). "
+                "PSS added = the sum over the processes of Pss (/proc/PID/smaps_rollup) after "
+                "the first tag minus after the imports, read for all of them at each point "
+                f"(pages shared by k processes count 1/k in each). Medians of {repeats['share']} "
+                "repetitions (ratio: median of per-repetition ratios).",
+                "",
+                share_table(share, models),
             ]
     runtime = time.perf_counter() - START
     other = other_load(busy_start, own_start, runtime)
