@@ -278,9 +278,10 @@ def job_load(job):
         source = job["npz"] if loads else job["path"]
         mmap = engine == "CRFTagger.load(mmap=True)"
         if loads:
+            load = skcrf.CRFTagger.load  # (imported here, not timed)
 
             def opener(path):
-                return skcrf.CRFTagger.load(path, mmap=mmap)
+                return load(path, mmap=mmap)
 
         else:
             opener = skcrf.CRFTagger.from_crfsuite

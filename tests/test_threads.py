@@ -201,3 +201,13 @@ def test_lists_of_names_and_pycrfsuite_items_under_threads(served, tmp_path):
         outcomes = list(pool.map(lambda i: answers(estimator, view, 3 * i), range(N_THREADS)))
     for outcome in outcomes:
         assert outcome == expected
+
+
+def test_mapped_model_shared_by_threads(served, tmp_path):
+    # format 5 mapped read-only (CRFTagger.load(mmap=True)): the arrays the
+    # kernels read are the file's pages, the name lookups the file's tables
+    tagger, queries = served
+    tagger.save(tmp_path / "m.skcrf")
+    loaded = CRFTagger.load(tmp_path / "m.skcrf", mmap=True)
+    assert not loaded._fitted_model().state_labels.flags.writeable
+    _check_threads(loaded, queries)

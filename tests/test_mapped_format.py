@@ -1,0 +1,286 @@
+"""Model format 5: what prediction needs, aligned, used in place (issue 42).
+
+The default format of ``save``: only the features with a nonzero weight,
+stored uncompressed with every array 64-byte aligned, so that
+``CRFTagger.load(path, mmap=True)`` uses the file's pages in place.
+"""
+
+import json
+import mmap
+import struct
+import zipfile
+
+import numpy as np
+import pytest
+from test_io import assert_same_state, make_state, prediction_state
+
+from skcrf import CRFTagger
+from skcrf._persist._aligned import ALIGNMENT
+from skcrf.io import load_state, save_state
+
+ARRAYS = [
+    "metadata",
+    "attributes",
+    "state_ptr",
+    "state_labels",
+    "state_weights",
+    "transition_index",
+    "transition_weights",
+    "conditioned_ptr",
+    "conditioned_pairs",
+    "conditioned_weights",
+]
+
+
+def _fit(seed=0, n=60, **params):
+    rng = np.random.default_rng(seed)
+    words = [f"w{k}" for k in range(30)]
+    X, y = [], []
+    for _ in range(n):
+        length = int(rng.integers(1, 8))
+        tokens = [str(rng.choice(words)) for _ in range(length)]
+        X.append(
+            [
+                # (noise: with c1 = 1 some of its attributes keep no feature, and are not saved)
+                {"w": t, "len": float(len(t)), "odd": int(t[1:]) % 2 == 1, "n": str(k % 7)}
+                for k, t in enumerate(tokens)
+            ]
+        )
+        y.append(["A" if int(t[1:]) < 10 else "B" if int(t[1:]) < 20 else "C" for t in tokens])
+    params = {"c1": 1.0, "c2": 0.01, "max_iterations": 60, **params}
+    return CRFTagger(**params).fit(X, y), X
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    return _fit()
+
+
+def _base_array(array):
+    while isinstance(array, np.ndarray) and array.base is not None:
+        array = array.base
+    return array.obj if isinstance(array, memoryview) else array
+
+
+def test_the_default_keeps_only_the_nonzero_features(tmp_path):
+    state = make_state()
+    path = tmp_path / "m.skcrf"
+    save_state(state, path)
+    expected = prediction_state(state)
+    assert expected.model.n_features < state.model.n_features  # (zeros were dropped)
+    for mmap_file in (False, True):
+        assert_same_state(expected, load_state(path, mmap=mmap_file))
+
+
+def test_layout_stored_aligned_and_readable_by_numpy(fitted, tmp_path):
+    tagger, X = fitted
+    path = tmp_path / "m.skcrf"
+    tagger.save(path)
+    data = path.read_bytes()
+    with zipfile.ZipFile(path) as archive:
+        infos = archive.infolist()
+        assert [info.filename for info in infos] == [f"{name}.npy" for name in ARRAYS]
+        for info in infos:
+            assert info.compress_type == zipfile.ZIP_STORED
+            name_len, extra_len = struct.unpack_from("<HH", data, info.header_offset + 26)
+            start = info.header_offset + 30 + name_len + extra_len
+            assert start % ALIGNMENT == 0
+            header_len = struct.unpack_from("<H", data, start + 8)[0]
+            assert (start + 10 + header_len) % ALIGNMENT == 0  # each array's data
+    with np.load(path, allow_pickle=False) as npz:
+        doc = json.loads(npz["metadata"].tobytes())
+        weights = npz["state_weights"]
+        assert (weights != 0).all() and (npz["transition_weights"] != 0).all()
+        assert npz["conditioned_ptr"].tolist() == [0] and len(npz["conditioned_pairs"]) == 0
+    assert doc["format_version"] == 5 and doc["weights_dtype"] == "float64"
+    assert doc["conditioned_attributes"] is None
+    model = tagger._fitted_model()
+    assert len(weights) == np.count_nonzero(model.state_weights) < model.n_states
+    assert doc["n_attributes"] < model.n_attributes  # attributes left without features dropped
+
+
+@pytest.mark.parametrize("mmap_file", [False, True])
+def test_load_predicts_what_the_saved_model_predicts(fitted, tmp_path, mmap_file):
+    tagger, X = fitted
+    tagger.save(tmp_path / "m.skcrf")
+    loaded = CRFTagger.load(tmp_path / "m.skcrf", mmap=mmap_file)
+    assert loaded.predict(X) == tagger.predict(X)
+    assert [loaded.predict_single(x) for x in X[:5]] == tagger.predict(X[:5])
+    assert loaded.predict_marginals(X) == tagger.predict_marginals(X)
+    assert loaded.tagger_.tag([["w:w3", "odd"], ["w:w12"]]) == tagger.tagger_.tag(
+        [["w:w3", "odd"], ["w:w12"]]
+    )
+    model = loaded._fitted_model()
+    for name in ("state_ptr", "state_labels", "state_weights"):
+        array = getattr(model, name)
+        # mapped: read-only views of the map, no copy; else writable
+        assert array.flags.writeable != mmap_file
+        assert isinstance(_base_array(array), mmap.mmap) == mmap_file
+
+
+def test_warm_start_from_a_mapped_model_starts_from_the_kept_features(fitted, tmp_path):
+    tagger, X = fitted
+    tagger.save(tmp_path / "m.skcrf")
+    loaded = CRFTagger.load(tmp_path / "m.skcrf", mmap=True)
+    kept = np.count_nonzero(tagger._fitted_model().weights)
+    assert loaded.n_features_ == kept < tagger.n_features_
+    y = tagger.predict(X)
+    loaded.set_params(warm_start=True, max_iterations=5)
+    loaded.fit(X, y)  # read-only arrays: the fit makes its own
+    assert loaded.n_features_ >= kept
+    assert loaded.predict(X[:3]) == y[:3]
+
+
+def test_input_conditioned_transitions(tmp_path):
+    from test_conditioned_transitions import _fit_random
+
+    tagger, X, _ = _fit_random(5)
+    tagger.save(tmp_path / "m.skcrf")
+    with np.load(tmp_path / "m.skcrf") as npz:
+        doc = json.loads(npz["metadata"].tobytes())
+        assert (npz["conditioned_weights"] != 0).all()
+    assert doc["format_version"] == 5 and doc["conditioned_attributes"]
+    for mmap_file in (False, True):
+        loaded = CRFTagger.load(tmp_path / "m.skcrf", mmap=mmap_file)
+        assert loaded.predict(X) == tagger.predict(X)
+        assert loaded.predict_marginals(X) == tagger.predict_marginals(X)
+
+
+def test_float32_weights(fitted, tmp_path):
+    tagger, X = fitted
+    tagger.save(tmp_path / "64.skcrf")
+    tagger.save(tmp_path / "32.skcrf", dtype="float32")
+    size64, size32 = ((tmp_path / f"{n}.skcrf").stat().st_size for n in (64, 32))
+    assert size32 < size64
+    with np.load(tmp_path / "32.skcrf") as npz:
+        assert npz["state_weights"].dtype == np.float32
+        assert json.loads(npz["metadata"].tobytes())["weights_dtype"] == "float32"
+        stored = npz["state_weights"]
+    for mmap_file in (False, True):
+        loaded = CRFTagger.load(tmp_path / "32.skcrf", mmap=mmap_file)
+        model = loaded._fitted_model()
+        assert model.state_weights.dtype == np.float64  # converted for the kernels
+        assert np.array_equal(model.state_weights, stored.astype(np.float64))
+        np.testing.assert_allclose(
+            model.state_weights,
+            tagger._fitted_model().state_weights[tagger._fitted_model().state_weights != 0],
+            rtol=2.0**-24,
+        )
+        assert loaded.predict(X) == tagger.predict(X)
+
+
+def test_invalid_dtype_and_unsupported_combinations(tmp_path):
+    state = make_state()
+    with pytest.raises(ValueError, match="dtype must be 'float64' or 'float32'"):
+        save_state(state, tmp_path / "m", dtype="float16")
+    with pytest.raises(ValueError, match="float32 weights are stored in format 5 only"):
+        save_state(state, tmp_path / "m", dtype="float32", format_version=3)
+    state.model.state_weights = state.model.state_weights.copy()
+    state.model.state_weights[0] = 1e300
+    with pytest.raises(ValueError, match="beyond float32's range"):
+        save_state(state, tmp_path / "m", dtype="float32")
+    assert not (tmp_path / "m").exists()
+
+
+@pytest.mark.treebank
+def test_float32_on_the_treebank_seed_task(treebank, tmp_path):
+    from skcrf.datasets import treebank_sentence_features
+
+    train, test = treebank
+    X_train, y_train = treebank_sentence_features(train)
+    X_test, _ = treebank_sentence_features(test)
+    tagger = CRFTagger(c1=0.1, c2=0.1, max_iterations=50).fit(X_train, y_train)
+    tagger.save(tmp_path / "m.skcrf", dtype="float32")
+    loaded = CRFTagger.load(tmp_path / "m.skcrf", mmap=True)
+    assert loaded.predict(X_test) == tagger.predict(X_test)
+    got, want = loaded.predict_marginals(X_test), tagger.predict_marginals(X_test)
+    labels = list(tagger.classes_)
+    difference = max(
+        abs(a[label] - b[label])
+        for sequence_a, sequence_b in zip(got, want)
+        for a, b in zip(sequence_a, sequence_b)
+        for label in labels
+    )
+    assert 0 < difference < 1e-6
+
+
+@pytest.mark.parametrize("mmap_file", [False, True])
+def test_a_file_cut_before_it_is_opened_is_refused(fitted, tmp_path, mmap_file):
+    tagger, _ = fitted
+    path = tmp_path / "m.skcrf"
+    tagger.save(path)
+    data = path.read_bytes()
+    rng = np.random.default_rng(1)
+    cuts = {0, 1, 45, 46, 64, len(data) - 22, len(data) - 1}
+    cuts |= set(rng.integers(0, len(data), size=60).tolist())
+    for cut in sorted(cuts):
+        path.write_bytes(data[:cut])
+        with pytest.raises(ValueError, match="Cannot load skcrf model"):
+            CRFTagger.load(path, mmap=mmap_file)
+
+
+def test_a_file_cut_between_open_and_map_is_refused(fitted, tmp_path, monkeypatch):
+    import skcrf._persist._npz as npz_module
+
+    tagger, _ = fitted
+    path = tmp_path / "m.skcrf"
+    tagger.save(path)
+    real_mmap = mmap.mmap
+
+    def cut_then_map(fileno, length, **kwargs):
+        mapped = real_mmap(fileno, length, **kwargs)
+        with open(path, "r+b") as f:  # cut it after the size was read
+            f.truncate(length // 2)
+        return mapped
+
+    monkeypatch.setattr(npz_module.mmap, "mmap", cut_then_map)
+    with pytest.raises(ValueError, match="truncated while it was opened"):
+        load_state(path, mmap=True)
+
+
+def test_replacing_a_mapped_file_by_a_rename_is_safe(tmp_path):
+    first, X = _fit(seed=0)
+    second, _ = _fit(seed=3, c1=0.0)
+    path = tmp_path / "m.skcrf"
+    first.save(path)
+    loaded = CRFTagger.load(path, mmap=True)
+    before = loaded.predict_marginals(X)
+    second.save(path)  # an atomic rename: the mapping keeps the old file
+    assert loaded.predict_marginals(X) == before == first.predict_marginals(X)
+    assert CRFTagger.load(path, mmap=True).predict_marginals(X) == second.predict_marginals(X)
+
+
+def test_an_archive_not_laid_out_as_format_5_is_refused(fitted, tmp_path):
+    tagger, _ = fitted
+    path = tmp_path / "m.skcrf"
+    tagger.save(path)
+    with np.load(path) as npz:
+        arrays = {name: npz[name] for name in npz.files}
+    # the same arrays written by numpy: not aligned, so not format 5
+    np.savez(tmp_path / "numpy.npz", **arrays)
+    with pytest.raises(ValueError, match="not laid out as format 5 lays it out"):
+        load_state(tmp_path / "numpy.npz")
+    # format 5's layout with another version in its metadata
+    doc = json.loads(arrays["metadata"].tobytes())
+    doc["format_version"] = 4
+    from skcrf._persist._aligned import aligned_npz_bytes
+
+    arrays["metadata"] = np.frombuffer(json.dumps(doc).encode(), dtype=np.uint8)
+    (tmp_path / "v4.npz").write_bytes(aligned_npz_bytes(arrays))
+    with pytest.raises(ValueError, match="says format version 4, but the archive is laid out"):
+        load_state(tmp_path / "v4.npz", mmap=True)
+
+
+def test_a_damaged_member_names_itself(fitted, tmp_path):
+    tagger, _ = fitted
+    path = tmp_path / "m.skcrf"
+    tagger.save(path)
+    data = bytearray(path.read_bytes())
+    weights = tagger._fitted_model().state_weights
+    at = data.find(weights[weights != 0][:4].tobytes())
+    assert at > 0 and at % 8 == 0
+    data[at] ^= 1  # still a finite weight: the CRC tells
+    path.write_bytes(bytes(data))
+    for mmap_file in (False, True):
+        with pytest.raises(ValueError, match="'state_weights' is corrupted \\(CRC mismatch\\)"):
+            load_state(path, mmap=mmap_file)
