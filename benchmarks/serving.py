@@ -108,6 +108,7 @@ LOAD_ENGINES = (
     "CRFTagger.from_crfsuite",
     "CRFTagger.load",
     "CRFTagger.load(mmap=True)",
+    "skcrf.pycrfsuite (skcrf file)",
 )
 # the skcrf files of each model (section A's CRFTagger.load reads "float64")
 NPZ_KINDS = ("float64", "float32", "format3")
@@ -263,12 +264,14 @@ def job_load(job):
             tagger.open(job["path"])
             return tagger, tagger.tag
 
-    elif engine == "skcrf.pycrfsuite":
+    elif engine.startswith("skcrf.pycrfsuite"):
         import skcrf.pycrfsuite
+
+        source = job["npz"] if engine.endswith("(skcrf file)") else job["path"]
 
         def open_model():
             tagger = skcrf.pycrfsuite.Tagger()
-            tagger.open(job["path"])
+            tagger.open(source)
             return tagger, tagger.tag
 
     else:

@@ -284,3 +284,29 @@ def test_a_damaged_member_names_itself(fitted, tmp_path):
     for mmap_file in (False, True):
         with pytest.raises(ValueError, match="'state_weights' is corrupted \\(CRC mismatch\\)"):
             load_state(path, mmap=mmap_file)
+
+
+def test_pycrfsuite_tagger_opens_skcrf_files(fitted, tmp_path):
+    from skcrf.pycrfsuite import Tagger
+
+    tagger, X = fitted
+    tagger.save(tmp_path / "m.skcrf")
+    tagger.to_crfsuite(tmp_path / "m.crfsuite")
+    ours, theirs = Tagger(), Tagger()
+    ours.open(tmp_path / "m.skcrf")
+    theirs.open(tmp_path / "m.crfsuite")
+    items = [[{k: v for k, v in token.items()} for token in x] for x in X[:10]]
+    assert [ours.tag(x) for x in items] == [theirs.tag(x) for x in items]
+    assert ours.labels() == theirs.labels()
+    assert ours.info().state_features == theirs.info().state_features
+    assert isinstance(_base_array(ours.model.state_weights), mmap.mmap)
+    data = bytearray((tmp_path / "m.skcrf").read_bytes())
+    data[-30] ^= 0xFF
+    (tmp_path / "bad.skcrf").write_bytes(bytes(data))
+    with pytest.raises(ValueError, match=r"Invalid model file '.*bad\.skcrf': Cannot load skcrf"):
+        Tagger().open(tmp_path / "bad.skcrf")
+    from test_conditioned_transitions import _fit_random
+
+    _fit_random(5)[0].save(tmp_path / "c.skcrf")
+    with pytest.raises(ValueError, match="Invalid model file.*input-conditioned transitions"):
+        Tagger().open(tmp_path / "c.skcrf")

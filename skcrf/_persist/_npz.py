@@ -948,16 +948,20 @@ def _read_v5(document, headers, npz, where, lazy=False):
         )
     size = np.dtype(weights_dtype).itemsize
     if document["conditioned_attributes"] is not None:
-        return _read_v4(document, headers, npz, where, lazy, size)
-    why = "conditioned_attributes null"
-    _check_header(headers, "conditioned_ptr", "i", 8, (1,), why)
-    _check_header(headers, "conditioned_pairs", "i", 4, (0,), why)
-    _check_header(headers, "conditioned_weights", "f", size, (0,), why)
-    if npz["conditioned_ptr"][0] != 0:
-        raise ValueError(
-            "conditioned_ptr must be [0] for a model without conditioned transitions."
-        )
-    return _read_v3(document, headers, npz, where, lazy, size)
+        state = _read_v4(document, headers, npz, where, lazy, size)
+    else:
+        why = "conditioned_attributes null"
+        _check_header(headers, "conditioned_ptr", "i", 8, (1,), why)
+        _check_header(headers, "conditioned_pairs", "i", 4, (0,), why)
+        _check_header(headers, "conditioned_weights", "f", size, (0,), why)
+        if npz["conditioned_ptr"][0] != 0:
+            raise ValueError(
+                "conditioned_ptr must be [0] for a model without conditioned transitions."
+            )
+        state = _read_v3(document, headers, npz, where, lazy, size)
+    if lazy:  # its CRC-32 was checked: the first lookup need not read the whole chunk
+        state.model.attributes.string_index.vouch()
+    return state
 
 
 def _read_v2(

@@ -24,6 +24,9 @@ import numpy as np
 from .._featurize._vocabulary import Vocabulary, item_pairs, summed_items
 from .._model import CRFModel
 from .._persist._crfsuite_file import read_crfsuite, read_crfsuite_file, write_crfsuite
+from .._persist._estimator_files import check_crfsuite_model
+from .._persist._files import open_regular_file
+from .._persist._npz import load_state
 from .._tagger_view import (
     CRFsuiteTagger,
     TaggerClosedError,
@@ -322,7 +325,11 @@ class Tagger(CRFsuiteTagger):
         Parameters
         ----------
         name : str or path-like
-            The CRFsuite model file.
+            The CRFsuite model file, or an skcrf model file
+            (``CRFTagger.save``: read with ``CRFTagger.load``'s checks, a
+            format 5 file mapped in place as ``CRFTagger.load(path,
+            mmap=True)`` maps it; a model with input-conditioned transitions
+            is refused).
 
         Returns
         -------
@@ -342,8 +349,25 @@ class Tagger(CRFsuiteTagger):
             never tags from a damaged table.
         """
         # a regular file only: a device or a FIFO would never end
+        file, _ = open_regular_file(name, "model")
+        with file:
+            magic = file.read(4)
+        what = f"model file {os.fspath(name)!r}"
+        if magic == b"PK\x03\x04":  # an skcrf model file (a zip archive)
+            return self._open_skcrf(name, what)
         data = read_crfsuite_file(name)
-        return self._open_bytes(data, f"model file {os.fspath(name)!r}")
+        return self._open_bytes(data, what)
+
+    def _open_skcrf(self, name: str | os.PathLike[str], what: str) -> contextlib.closing[Tagger]:
+        try:
+            model = load_state(name, lazy_attributes=True, mmap=True).model
+            check_crfsuite_model(model, "Tagger.open")
+        except ValueError as exc:
+            raise ValueError(f"Invalid {what}: {exc}") from None
+        if isinstance(model.attributes, LazyNames):  # a damaged table found by a lookup
+            model.attributes.string_index.source = f"Invalid {what}"
+        self._load(model)
+        return contextlib.closing(self)
 
     def open_inmemory(self, value: bytes) -> contextlib.closing[Tagger]:  # type: ignore[override]
         """Open a model from its bytes (a model file's content).
