@@ -310,3 +310,28 @@ def test_pycrfsuite_tagger_opens_skcrf_files(fitted, tmp_path):
     _fit_random(5)[0].save(tmp_path / "c.skcrf")
     with pytest.raises(ValueError, match="Invalid model file.*input-conditioned transitions"):
         Tagger().open(tmp_path / "c.skcrf")
+
+
+def test_names_table_vouched_for_by_its_crc(fitted, tmp_path):
+    # the first lookup does not verify a format 5 table (its CRC-32 vouches
+    # for it); a crafted one with a matching CRC is answered safely, and
+    # refused when the names are listed
+    from skcrf._persist._aligned import aligned_npz_bytes
+
+    tagger, X = fitted
+    tagger.save(tmp_path / "m.skcrf")
+    with np.load(tmp_path / "m.skcrf") as npz:
+        arrays = {name: npz[name].copy() for name in npz.files}
+    model = CRFTagger.load(tmp_path / "m.skcrf", mmap=True)._fitted_model()
+    index = model.attributes.string_index
+    assert index._verifications()[0] == 1  # (a sound table: only not read at open)
+    name = model.attribute_names()[0].encode()
+    chunk = arrays["attributes"]
+    at = chunk.tobytes().find(name + b"\0")
+    chunk[at] ^= 0x20  # another name, its bucket's hash no longer its own
+    (tmp_path / "crafted.skcrf").write_bytes(aligned_npz_bytes(arrays))
+    crafted = CRFTagger.load(tmp_path / "crafted.skcrf", mmap=True)
+    assert crafted._fitted_model().attributes.id_of(name.decode()) == -1
+    crafted.predict(X)  # answers, from the other names
+    with pytest.raises(ValueError, match="Cannot load skcrf model"):
+        load_state(tmp_path / "crafted.skcrf")
