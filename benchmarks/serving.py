@@ -3,6 +3,7 @@
     NLTK_DATA=/work/shared/nltk_data PYTHONPATH=. python benchmarks/serving.py
     PYTHONPATH=. python benchmarks/serving.py --quick        # smoke test, 30-50 s
     PYTHONPATH=. python benchmarks/serving.py --models-dir /tmp/models --only load
+    PYTHONPATH=. python benchmarks/serving.py --only share        # sizes and section D
 
 The skcrf measured is whichever ``import skcrf`` finds: the measuring
 processes inherit this one's environment unchanged (PYTHONPATH included);
@@ -14,8 +15,16 @@ the JSON records its path and git commit. The engines:
 - ``CRFTagger.from_crfsuite``: ``skcrf.CRFTagger.from_crfsuite(path)`` and
   ``predict_single``;
 - ``CRFTagger.load``: ``skcrf.CRFTagger.load(npz)`` and ``predict_single``,
-  the npz written by ``tagger.save`` (this run's skcrf) from the
-  ``from_crfsuite`` tagger.
+  the npz written by ``tagger.save`` (this run's skcrf, its default format,
+  float64 weights) from the ``from_crfsuite`` tagger;
+- ``CRFTagger.load(mmap=True)``: the same file mapped in place;
+- ``skcrf.pycrfsuite (skcrf file)``: ``skcrf.pycrfsuite.Tagger().open(npz)``
+  and ``tag``.
+
+Sizes (with the load and share sections): the CRFsuite file of each load
+model against skcrf's files of its ``from_crfsuite`` tagger: the default
+format (float64), ``save(dtype="float32")`` and format 3 (every feature).
+Targets: ≤ 0.8× (float64), ≤ 0.5× (float32).
 
 Models (``--models-dir``, trained by python-crfsuite when missing, on the
 task's training part, c1=0.1, c2=0.1, max_iterations=100,
@@ -47,6 +56,15 @@ B. **latency** (default 15): one process, models opened once, one warm-up
    probablepeople-like nested dicts, each in the form the engine takes (all
    three take the same dicts and lists). Target:
    pycrfsuite's time ÷ skcrf's ≥ 1.
+D. **share** (default 3): per load model, ``mmap=True`` and not: 1 and then
+   4 fresh processes import numpy and skcrf and warm up (load and tag a
+   tiny model file of the same format, so that what loading imports on
+   first use is in the baseline); then all of them load the model with
+   ``CRFTagger.load`` and tag the first test sentence (``predict_single``).
+   PSS (Pss of /proc/PID/smaps_rollup, which counts a page shared by k
+   processes 1/k in each) is read for all of them after the warm-up and
+   after the tag; PSS added = the sums' difference. Target (mmap=True):
+   4-process ÷ 1-process PSS added ≤ 1.5 (median of per-repetition ratios).
 C. **threads** (default 7): one process, the window model: one
    ``CRFTagger`` (from_crfsuite) and one ``skcrf.pycrfsuite.Tagger`` (and
    pycrfsuite's, for reference) tag the test sentences 4 times over, with a
@@ -55,7 +73,7 @@ C. **threads** (default 7): one process, the window model: one
    threaded result is asserted equal to the sequential one. Target: 2-thread
    ÷ 1-thread throughput ≥ 1.7 (2 cores).
 
-Prints three Markdown tables; writes benchmarks/results/serving.json
+Prints the Markdown tables; writes benchmarks/results/serving.json
 (--quick: serving-quick.json in the temp folder). This driver imports
 nothing heavy. Progress goes to stderr.
 """
@@ -116,6 +134,9 @@ TAG_ENGINES = ("pycrfsuite", "skcrf.pycrfsuite", "CRFTagger.predict_single")
 SKCRF_TAG_ENGINES = TAG_ENGINES[1:]
 
 LOAD_TIME_TARGET = 1.5  # engine time ÷ pycrfsuite's, at most
+# issue 42: skcrf's own files opened in place, at most pycrfsuite's time
+MAPPED_LOAD_TIME_TARGET = 1.0
+MAPPED_ENGINES = ("CRFTagger.load(mmap=True)", "skcrf.pycrfsuite (skcrf file)")
 LOAD_MEMORY_TARGET = 1.5  # memory ÷ model file size, at most
 SIZE_TARGETS = {"float64": 0.8, "float32": 0.5}  # skcrf file ÷ CRFsuite file, at most
 SHARE_TARGET = 1.5  # PSS of 4 processes ÷ PSS of 1 (mmap=True), at most
@@ -770,6 +791,7 @@ def run_load(models, base, repeats, npz):
             memory = median([r["memory_mb"] for r in runs[engine]])
             skcrf_engine = engine != "pycrfsuite"
             time_ratio = median(pairs)
+            time_target = MAPPED_LOAD_TIME_TARGET if engine in MAPPED_ENGINES else LOAD_TIME_TARGET
             memory_ratio = memory / file_mb
             rows.append(
                 {
@@ -779,8 +801,8 @@ def run_load(models, base, repeats, npz):
                     "open_ms": 1e3 * median([r["open_s"] for r in runs[engine]]),
                     "time_ratio_vs_pycrfsuite": time_ratio,
                     "time_ratio_pairs": pairs,
-                    "time_target": f"≤ {LOAD_TIME_TARGET:g}×" if skcrf_engine else None,
-                    "time_met": time_ratio <= LOAD_TIME_TARGET if skcrf_engine else None,
+                    "time_target": f"≤ {time_target:g}×" if skcrf_engine else None,
+                    "time_met": time_ratio <= time_target if skcrf_engine else None,
                     "memory_mb": memory,
                     "peak_above_imports_mb": median(
                         [r["peak_above_imports_mb"] for r in runs[engine]]
@@ -995,6 +1017,9 @@ def main(argv=None):
         },
         "targets": {
             "load_time_ratio_max": LOAD_TIME_TARGET,
+            "mapped_load_time_ratio_max": MAPPED_LOAD_TIME_TARGET,
+            "size_over_crfsuite_max": SIZE_TARGETS,
+            "share_4_over_1_max": SHARE_TARGET,
             "load_memory_over_file_max": LOAD_MEMORY_TARGET,
             "latency_pycrfsuite_over_skcrf_min": LATENCY_TARGET,
             "threads_2_over_1_min": THREADS_TARGET,
@@ -1043,7 +1068,7 @@ def main(argv=None):
                 f"Medians of {repeats['load']} round-robin repetitions. Memory: VmRSS after the "
                 "first tag − VmRSS after imports (numpy + the engine's module); ÷ file size is "
                 "over the CRFsuite model file (the npz sizes are in the JSON). Time ratio: "
-                "engine ÷ pycrfsuite, median of per-repetition ratios.",
+                "engine ÷ pycrfsuite, median of per-repetition ratios (target ≤ 1× for skcrf files opened in place, issue 42; ≤ 1.5× for the others).",
                 "",
                 load_table(load, models),
             ]
