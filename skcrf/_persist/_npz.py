@@ -561,7 +561,9 @@ def save_state(
         is not a FittedState.
     ValueError
         If the model is inconsistent (for instance non-finite weights, or
-        labels out of range); nothing is written.
+        labels out of range), ``dtype`` is not one of the two, float32 is
+        asked for another format than 5 or a weight is beyond float32's
+        range; nothing is written.
 
     See Also
     --------
