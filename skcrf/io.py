@@ -85,8 +85,10 @@ while it is mapped is safe: the mapping keeps the old file. What remains:
 truncating or rewriting the mapped file *in place* (``open(path, "wb")``,
 ``truncate``) while it is mapped changes what the model reads, and a read
 past the new end raises SIGBUS, which no check at open can prevent; write
-model files atomically (a new file renamed over the old one). Files of
-formats 1 to 4 are read into memory, as without ``mmap``.
+model files atomically (a new file renamed over the old one). On Windows a
+mapped file cannot be replaced or deleted until every model mapping it is
+gone (the rename fails: an OSError). Files of formats 1 to 4 are read into
+memory, as without ``mmap``.
 
 File layout (format version 3)
 ------------------------------

@@ -24,9 +24,7 @@ import numpy as np
 from .._featurize._vocabulary import Vocabulary, item_pairs, summed_items
 from .._model import CRFModel
 from .._persist._crfsuite_file import read_crfsuite, read_crfsuite_file, write_crfsuite
-from .._persist._estimator_files import check_crfsuite_model
 from .._persist._files import open_regular_file
-from .._persist._npz import load_state
 from .._tagger_view import (
     CRFsuiteTagger,
     TaggerClosedError,
@@ -359,6 +357,10 @@ class Tagger(CRFsuiteTagger):
         return self._open_bytes(data, what)
 
     def _open_skcrf(self, name: str | os.PathLike[str], what: str) -> contextlib.closing[Tagger]:
+        # (here: importing this module must not import scikit-learn, which they do)
+        from .._persist._estimator_files import check_crfsuite_model
+        from .._persist._npz import load_state
+
         try:
             model = load_state(name, lazy_attributes=True, mmap=True).model
             check_crfsuite_model(model, "Tagger.open")
