@@ -357,15 +357,17 @@ class Tagger(CRFsuiteTagger):
         return self._open_bytes(data, what)
 
     def _open_skcrf(self, name: str | os.PathLike[str], what: str) -> contextlib.closing[Tagger]:
-        # (here: importing this module must not import scikit-learn, which they do)
-        from .._persist._estimator_files import check_crfsuite_model
-        from .._persist._npz import load_state
+        from .._persist._npz import load_state  # (on first use: zipfile, json)
 
         try:
             model = load_state(name, lazy_attributes=True, mmap=True).model
-            check_crfsuite_model(model, "Tagger.open")
         except ValueError as exc:
             raise ValueError(f"Invalid {what}: {exc}") from None
+        if model.conditioned is not None:
+            raise ValueError(
+                f"Invalid {what}: the model has input-conditioned transitions, which "
+                "this tagger cannot use (CRFTagger.load reads it)."
+            )
         if isinstance(model.attributes, LazyNames):  # a damaged table found by a lookup
             model.attributes.string_index.source = f"Invalid {what}"
         self._load(model)
