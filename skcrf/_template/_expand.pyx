@@ -126,6 +126,8 @@ cdef enum:
 cdef int32_t _NO_BOUND = INT32_MIN
 # From this many tokens on, a call memoizes its local features per distinct token.
 cdef Py_ssize_t _MEMO_MIN_TOKENS = 2
+# A call reads and expands its sequences in chunks of about this many tokens.
+cdef Py_ssize_t _CHUNK_TOKENS = 16384
 
 _C_STEPS = {
     "lower": S_LOWER, "upper": S_UPPER, "slice": S_SLICE, "shape": S_SHAPE,
@@ -1250,30 +1252,72 @@ cdef int expand_rows(object compiled, list sequences, const Py_ssize_t *lengths,
 
     ``n_seq`` sequences of ``lengths``, ``n_tokens`` in all; the rows'
     capacities ``n_tokens`` x the plan's state (transition) features;
-    ``transition`` is NULL when ``transitions`` is None.
+    ``transition`` is NULL when ``transitions`` is None. The sequences are
+    read and expanded in chunks of about ``_CHUNK_TOKENS`` tokens, so that a
+    call's buffers (the columns' places, the slot values, the memo) stay
+    small whatever the data's size; the rows are written one after another.
     """
     cdef CompiledPlan plan = compiled
-    cdef Py_ssize_t i, j, code, n_types = 0, k
-    cdef Py_ssize_t failed[2]
+    cdef Py_ssize_t i, first = 0, stop, chunk_tokens, done = 0
     cdef const int32_t *known = NULL
     if constant_ids is not None and not grow:
         known = _constant_ids_data(plan, constant_ids)
     for i in range(n_seq):
         if len(sequences[i]) != lengths[i]:
             raise ValueError(f"{name}[{i + first_sequence}] changed length while it was read")
-    cdef _Call call = _Call(n_tokens, plan.n_columns, plan.n_slots)
-    _read(plan, call, sequences, name, first_sequence)
     cdef _Buffer buffer
     cdef _Pending *pending = <_Pending *> PyMem_RawMalloc(
         max(1, plan.n_features) * sizeof(_Pending))
     buffer.data = NULL
     buffer.size = buffer.capacity = 0
+    cdef Rows state_chunk, transition_chunk
+    try:
+        if pending == NULL or _reserve(&buffer, 64) < 0:
+            raise MemoryError()
+        if n_seq == 0:
+            state.indptr[0] = state.size
+            if transition != NULL:
+                transition.indptr[0] = transition.size
+        while first < n_seq:
+            stop, chunk_tokens = first + 1, lengths[first]
+            while stop < n_seq and chunk_tokens + lengths[stop] <= _CHUNK_TOKENS:
+                chunk_tokens += lengths[stop]
+                stop += 1
+            # the chunk's rows continue the others' (indptr from its first token)
+            state_chunk = state[0]
+            state_chunk.indptr = state.indptr + done
+            if transition != NULL:
+                transition_chunk = transition[0]
+                transition_chunk.indptr = transition.indptr + done
+            _expand_chunk(plan, sequences[first:stop], lengths + first, stop - first,
+                          chunk_tokens, index, transitions, grow, name, first_sequence + first,
+                          known, &state_chunk,
+                          &transition_chunk if transition != NULL else NULL, &buffer, pending)
+            state.size = state_chunk.size
+            if transition != NULL:
+                transition.size = transition_chunk.size
+            done += chunk_tokens
+            first = stop
+        return 0
+    finally:
+        PyMem_RawFree(buffer.data)
+        PyMem_RawFree(pending)
+
+
+cdef int _expand_chunk(CompiledPlan plan, list sequences, const Py_ssize_t *lengths,
+                       Py_ssize_t n_seq, Py_ssize_t n_tokens, ByteIndex index,
+                       ByteIndex transitions, bint grow, str name, Py_ssize_t first_sequence,
+                       const int32_t *known, Rows *state, Rows *transition, _Buffer *buffer,
+                       _Pending *pending) except -1:
+    """Phases 1 and 2 of one chunk of sequences."""
+    cdef Py_ssize_t i, j, code, n_types = 0, k
+    cdef Py_ssize_t failed[2]
+    cdef _Call call = _Call(n_tokens, plan.n_columns, plan.n_slots)
+    _read(plan, call, sequences, name, first_sequence)
     cdef bint memoize = plan.n_local > 0 and _MEMO_MIN_TOKENS <= n_tokens < INT32_MAX
     cdef int32_t *type_of = NULL
     cdef int32_t *memo = NULL
     try:
-        if pending == NULL or _reserve(&buffer, 64) < 0:
-            raise MemoryError()
         with nogil:
             if memoize:
                 type_of = <int32_t *> PyMem_RawMalloc(n_tokens * sizeof(int32_t))
@@ -1288,7 +1332,7 @@ cdef int expand_rows(object compiled, list sequences, const Py_ssize_t *lengths,
                 code = -1
             else:
                 code = _expand(plan, call, lengths, n_seq, index, transitions, grow, state,
-                               transition, &buffer, pending, known, type_of, memo, failed)
+                               transition, buffer, pending, known, type_of, memo, failed)
         if code == -1:
             raise MemoryError()
         if code == -2:
@@ -1303,8 +1347,6 @@ cdef int expand_rows(object compiled, list sequences, const Py_ssize_t *lengths,
             )
         return 0
     finally:
-        PyMem_RawFree(buffer.data)
-        PyMem_RawFree(pending)
         PyMem_RawFree(type_of)
         PyMem_RawFree(memo)
 
