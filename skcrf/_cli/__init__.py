@@ -23,19 +23,22 @@ commands:
   dump    write a model as text (as 'crfsuite dump')
   crfpp   'skcrf crfpp learn' and 'skcrf crfpp test' (as crf_learn and crf_test;
           test also opens CRF++ and Wapiti models)
+  wapiti  'skcrf wapiti train', 'label' and 'dump' (as Wapiti's modes; label and
+          dump also open Wapiti models)
 
 'skcrf COMMAND -h' shows a command's options.
 """
 
 
 def _commands():
-    from . import _crfpp, _crfsuite
+    from . import _crfpp, _crfsuite, _wapiti
 
     return {
         "learn": _crfsuite.learn,
         "tag": _crfsuite.tag,
         "dump": _crfsuite.dump,
         "crfpp": _crfpp.main,
+        "wapiti": _wapiti.main,
     }
 
 

@@ -12,7 +12,11 @@ https://github.com/Jekub/Wapiti /tmp/wapiti && make -C /tmp/wapiti``)::
 - ``tiny.labels``: ``wapiti label -m tiny.model ../crfpp/tiny_test.data``
   (Viterbi), ``tiny.posteriors``: ``wapiti label -p -s -m tiny.model
   ../crfpp/tiny_test.data`` (each token's largest posterior marginal, and
-  the sequences' products of them).
+  the sequences' products of them); ``tiny.scores`` (``-s``: Viterbi's
+  unnormalised scores), ``tiny.nbest3`` (``-n 3``), ``tiny.check`` (the
+  standard error of ``-c``: error rates and per-label statistics) and
+  ``tiny.dump`` (``wapiti dump tiny.model``), which ``tests/test_cli_wapiti.py``
+  compares ``skcrf wapiti label`` / ``dump`` with.
 - ``chunking.pat``: CRFsuite's chunking template as Wapiti patterns, with
   Wapiti's other commands; the live tests train it on ``../crfpp/train.data``.
 
@@ -56,7 +60,13 @@ def main():
     )
     train.unlink()
     test = str(CRFPP / "tiny_test.data")
-    for options, name in (([], "tiny.labels"), (["-p", "-s"], "tiny.posteriors")):
+    outputs = (
+        ([], "tiny.labels"),
+        (["-p", "-s"], "tiny.posteriors"),
+        (["-s"], "tiny.scores"),
+        (["-n", "3"], "tiny.nbest3"),
+    )
+    for options, name in outputs:
         result = subprocess.run(
             [wapiti, "label", *options, "-m", "tiny.model", test],
             cwd=HERE,
@@ -64,6 +74,18 @@ def main():
             capture_output=True,
         )
         (HERE / name).write_bytes(result.stdout)
+    # -c writes its statistics to the standard error
+    result = subprocess.run(
+        [wapiti, "label", "-c", "-m", "tiny.model", test],
+        cwd=HERE,
+        check=True,
+        capture_output=True,
+    )
+    (HERE / "tiny.check").write_bytes(result.stderr)
+    result = subprocess.run(
+        [wapiti, "dump", "tiny.model"], cwd=HERE, check=True, capture_output=True
+    )
+    (HERE / "tiny.dump").write_bytes(result.stdout)
 
 
 if __name__ == "__main__":
