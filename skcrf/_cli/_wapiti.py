@@ -342,8 +342,8 @@ class _CheckStats:
         sequence_error = _percent(self.sequence_errors, self.sequences)
         lines = [
             f"    Nb sequences  : {self.sequences}\n",
-            f"    Token error   : {token_error:5.2f}%\n",
-            f"    Sequence error: {sequence_error:5.2f}%\n",
+            f"    Token error   : {_c_float(token_error):>5s}%\n",
+            f"    Sequence error: {_c_float(sequence_error):>5s}%\n",
             "* Per label statistics\n",
         ]
         for k, label in enumerate(self.labels):
