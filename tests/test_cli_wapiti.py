@@ -99,13 +99,16 @@ def test_label_equals_wapiti_label(capsys, options, expected):
     assert out == _read(expected)
 
 
-def test_label_scores_equal_wapiti_label_s(capsys):
-    # -s without -p: the Viterbi path's unnormalised score and each token's
+@pytest.mark.parametrize(
+    "options, expected", [(["-s"], "tiny.scores"), (["-s", "-n", "3"], "tiny.nbest3_scores")]
+)
+def test_label_scores_equal_wapiti_label_s(capsys, options, expected):
+    # -s without -p: each labelling's unnormalised score and each token's
     # part of it (sums of weights: equal to the printed digits, but for the
     # last one's rounding)
-    status, out, err = run(capsys, "wapiti", "label", "-s", "-m", TINY_MODEL, TINY_TEST)
+    status, out, err = run(capsys, "wapiti", "label", *options, "-m", TINY_MODEL, TINY_TEST)
     assert status == 0, err
-    expected = _read("tiny.scores")
+    expected = _read(expected)
     figure = re.compile(r"-?\d+\.\d{6}")
     assert figure.sub("F", out) == figure.sub("F", expected)
     ours = np.array([float(v) for v in figure.findall(out)])
@@ -285,7 +288,6 @@ def test_train_and_label_errors(capsys, files, tmp_path):
         (["train", "-p", files["tiny"], str(bad), str(model)], "bad.data"),
         (["label", TINY_TEST], "give the model with -m"),
         (["label", "-m", TINY_MODEL, "-n", "0", TINY_TEST], "-n takes a count"),
-        (["label", "-m", TINY_MODEL, "-s", "-n", "2", TINY_TEST], "with -p only"),
         (["label", "-m", TINY_MODEL, "-p", "-n", "2", TINY_TEST], "give -n 1"),
         (["label", "-m", files["tiny"], TINY_TEST], "not a model file"),
         (["dump"], "give MODEL [OUTPUT]"),

@@ -44,8 +44,10 @@ only), a blank line after each sequence; the line's columns are written
 separated by one space (Wapiti copies the line as read). ``-s`` heads each
 labelling with ``# N SCORE`` and adds ``label/SCORE`` to each token: with
 ``-p`` the posterior marginal and their product (Wapiti decodes each
-token's largest marginal), without it the path's score (the sum of its
-weights, unnormalised) and the token's part of it. ``-n``'s labellings of
+token's largest marginal), without it the labelling's score (the sum of
+its weights, unnormalised) and the token's part of it, from the tagger's
+featurizer and weights (``_Lattice``, Wapiti's ``tag_expsc``). ``-p`` with
+``-n`` > 1 (Wapiti's n-best over the marginals) is refused. ``-n``'s labellings of
 equal score may come in another order than Wapiti's. ``-c`` reads the last
 column as the reference label and writes Wapiti's error rates and
 per-label precision, recall and F1 to the standard error.
@@ -372,60 +374,100 @@ def _c_float(value: float) -> str:
     return "-nan" if math.isnan(value) else f"{value:.2f}"
 
 
-def _path_scores(tagger: Any, xseq: Any) -> list[float]:
-    """Each token's part of the (unnormalised) score of the predicted path."""
-    parts = []
-    for row in tagger.explain(xseq):
-        score = sum(term[2] for term in row["state"])
-        if row["transition"] is not None:
-            score += row["transition"][2]
-        score += sum(term[3] for term in row["conditioned"])
-        parts.append(score)
-    return parts
+class _Lattice:
+    """Wapiti's score lattice (``tag_expsc``) of a fitted tagger, for ``-s``.
+
+    ``psi[t, i, j]``: the weights of token ``t``'s attributes for label
+    ``j`` plus, from the second token on, those of the pair (``i``, ``j``)
+    (the plain transition and the token's transition attributes), from the
+    tagger's featurizer and its public weights. A labelling's score is the
+    sum of its ``psi[t, y[t-1], y[t]]`` (``psi[0, 0, y[0]]`` first).
+    """
+
+    def __init__(self, tagger: Any) -> None:
+        import numpy as np
+
+        self.featurizer = tagger.featurizer
+        self.index = {label: k for k, label in enumerate(tagger.classes_)}
+        n = len(self.index)
+        self.states: dict[str, Any] = {}
+        for (attribute, label_), weight in tagger.state_features_.items():
+            self.states.setdefault(attribute, np.zeros(n))[self.index[label_]] = weight
+        self.pairs: dict[str, Any] = {}
+        for (attribute, i, j), weight in tagger.conditioned_transition_features_.items():
+            self.pairs.setdefault(attribute, np.zeros((n, n)))[self.index[i], self.index[j]] = (
+                weight
+            )
+        self.transitions = np.zeros((n, n))
+        for (i, j), weight in tagger.transition_features_.items():
+            self.transitions[self.index[i], self.index[j]] = weight
+
+    def token_scores(self, xseq: Any, paths: list[Any]) -> list[list[float]]:
+        """Each path's ``psi[t, y[t-1], y[t]]``, token by token."""
+        import numpy as np
+
+        n = len(self.index)
+        tokens = self.featurizer.transform([xseq])[0]
+        psi = np.zeros((len(tokens), n, n))
+        for t, token in enumerate(tokens):
+            unigram = np.zeros(n)
+            for attribute, value in token.items():
+                if attribute != "__transition__" and attribute in self.states:
+                    unigram += value * self.states[attribute]
+            psi[t] = unigram
+            if t > 0:
+                psi[t] += self.transitions
+                for attribute, value in token.get("__transition__", {}).items():
+                    if attribute in self.pairs:
+                        psi[t] += value * self.pairs[attribute]
+        out = []
+        for path in paths:
+            y = [self.index[label_] for label_ in path]
+            out.append([float(psi[t, y[t - 1] if t else 0, y[t]]) for t in range(len(y))])
+        return out
 
 
-def _label_batch(tagger: Any, batch: list[Any], args: Any, stats: Any) -> str:
+def _label_batch(tagger: Any, batch: list[Any], args: Any, stats: Any, lattice: Any) -> str:
     X = [sequence.tokens for sequence in batch]
     out: list[str] = []
-    nbest = tagger.predict_nbest(X, args.nbest) if args.nbest > 1 else None
-    paths = tagger.predict(X) if nbest is None else None
+    if args.nbest > 1:
+        candidates = [[path for path, _ in paths] for paths in tagger.predict_nbest(X, args.nbest)]
+    else:
+        candidates = [[path] for path in tagger.predict(X)]
     marginals = tagger.predict_marginals(X) if args.score and args.post else None
     for s, sequence in enumerate(batch):
         lines = [" ".join(columns) for columns in sequence.tokens]
         if sequence.labels is not None:
-            lines = [f"{line} {label}" for line, label in zip(lines, sequence.labels)]
-        if nbest is not None:
-            candidates = nbest[s]
+            lines = [f"{line} {label_}" for line, label_ in zip(lines, sequence.labels)]
+        if not args.score:
+            scores: list[list[float]] = [[] for _ in candidates[s]]
+        elif args.post:
+            assert marginals is not None
+            scores = [[marginals[s][t][y] for t, y in enumerate(path)] for path in candidates[s]]
         else:
-            assert paths is not None
-            candidates = [(paths[s], None)]
-        best_log_probability = candidates[0][1]
-        best_score = None
-        for n, (path, log_probability) in enumerate(candidates):
-            scores: list[float] = []
-            if args.score and args.post:
-                assert marginals is not None
-                scores = [marginals[s][t][label] for t, label in enumerate(path)]
-                total = math.prod(scores)
-            elif args.score:
-                if n == 0:
-                    scores = _path_scores(tagger, X[s])
-                    best_score = math.fsum(scores)
-                    total = best_score
-                else:
-                    assert best_score is not None
-                    total = best_score + log_probability - best_log_probability
+            scores = lattice.token_scores(X[s], candidates[s])
+        for n, path in enumerate(candidates[s]):
             if args.score:
+                # Wapiti's Viterbi multiplies (-p) or adds the lattice's terms
+                total = math.prod(scores[n]) if args.post else _c_sum(scores[n])
                 out.append(f"# {n} {total:f}\n")
-            for t, label in enumerate(path):
-                line = str(label) if args.label else f"{lines[t]}\t{label}"
-                if args.score and scores:
-                    line += f"\t{label}/{scores[t]:f}"
+            for t, label_ in enumerate(path):
+                line = str(label_) if args.label else f"{lines[t]}\t{label_}"
+                if args.score:
+                    line += f"\t{label_}/{scores[n][t]:f}"
                 out.append(line + "\n")
             out.append("\n")
         if stats is not None:
-            stats.add(candidates[0][0], sequence.labels)
+            stats.add(candidates[s][0], sequence.labels)
     return "".join(out)
+
+
+def _c_sum(values: list[float]) -> float:
+    """The sum left to right, as Wapiti's Viterbi accumulates it."""
+    total = 0.0
+    for value in values:
+        total += value
+    return total
 
 
 def label(argv: list[str]) -> int:
@@ -440,11 +482,6 @@ def label(argv: list[str]) -> int:
         raise CommandError("skcrf wapiti label: -n takes a count >= 1")
     if len(args.files) > 2:
         raise CommandError("skcrf wapiti label: give at most INPUT and OUTPUT (see -h)")
-    if args.score and args.nbest > 1 and not args.post:
-        raise CommandError(
-            "skcrf wapiti label: -s with -n > 1 gives each token's score with -p only "
-            "(skcrf keeps no per-token score of the paths after the best)"
-        )
     if args.post and args.nbest > 1:
         raise CommandError("skcrf wapiti label: -p labels one path: give -n 1")
     sys.stderr.write("* Load model\n")
@@ -455,6 +492,7 @@ def label(argv: list[str]) -> int:
     input_path = args.files[0] if args.files else "-"
     output_path = args.files[1] if len(args.files) == 2 and args.files[1] != "-" else ""
     stats = _CheckStats([str(c) for c in tagger.classes_]) if args.check else None
+    lattice = _Lattice(tagger) if args.score and not args.post else None
     out: TextIO = sys.stdout
     if output_path:
         out = open(output_path, "w", encoding="utf-8", newline="\n")
@@ -465,10 +503,10 @@ def label(argv: list[str]) -> int:
                 _check_columns(tagger.featurizer, sequence, input_path, "model's patterns")
             batch.append(sequence)
             if len(batch) == LABEL_BATCH:
-                out.write(_label_batch(tagger, batch, args, stats))
+                out.write(_label_batch(tagger, batch, args, stats, lattice))
                 batch = []
         if batch:
-            out.write(_label_batch(tagger, batch, args, stats))
+            out.write(_label_batch(tagger, batch, args, stats, lattice))
     finally:
         if out is not sys.stdout:
             out.close()

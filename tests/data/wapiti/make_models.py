@@ -13,7 +13,8 @@ https://github.com/Jekub/Wapiti /tmp/wapiti && make -C /tmp/wapiti``)::
   (Viterbi), ``tiny.posteriors``: ``wapiti label -p -s -m tiny.model
   ../crfpp/tiny_test.data`` (each token's largest posterior marginal, and
   the sequences' products of them); ``tiny.scores`` (``-s``: Viterbi's
-  unnormalised scores), ``tiny.nbest3`` (``-n 3``), ``tiny.check`` (the
+  unnormalised scores), ``tiny.nbest3`` (``-n 3``), ``tiny.nbest3_scores``
+  (``-s -n 3``), ``tiny.check`` (the
   standard error of ``-c``: error rates and per-label statistics) and
   ``tiny.dump`` (``wapiti dump tiny.model``), which ``tests/test_cli_wapiti.py``
   compares ``skcrf wapiti label`` / ``dump`` with.
@@ -65,6 +66,7 @@ def main():
         (["-p", "-s"], "tiny.posteriors"),
         (["-s"], "tiny.scores"),
         (["-n", "3"], "tiny.nbest3"),
+        (["-s", "-n", "3"], "tiny.nbest3_scores"),
     )
     for options, name in outputs:
         result = subprocess.run(
