@@ -21,7 +21,7 @@ from test_wapiti_model import wapiti_command
 
 from skcrf import CRFTagger, TemplateFeaturizer
 from skcrf._cli import main
-from skcrf._cli._wapiti import regularization
+from skcrf._cli._wapiti import _hex, regularization
 from skcrf.io import read_columns
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -65,7 +65,10 @@ def files(tmp_path_factory):
     devel.write_text(
         _np_only("\n\n".join(sentences[N_TRAIN : N_TRAIN + 20])) + "\n\n", encoding="utf-8"
     )
+    nobare = folder / "nobare.pat"
+    nobare.write_text("u:w=%x[0,0]\nb:p=%x[-1,1]\n", encoding="utf-8")
     return {
+        "nobare": str(nobare),
         "folder": folder,
         "train": str(train),
         "devel": str(devel),
@@ -273,6 +276,46 @@ def test_train_options_devel_and_notes(capsys, files, tmp_path):
     assert status == 0 and "not applied" not in err
 
 
+def _same_figures(ours, theirs):
+    """Equal text, and figures equal but for the last printed digit's rounding."""
+    figure = re.compile(r"-?\d+\.\d{6}")
+    assert figure.sub("F", ours) == figure.sub("F", theirs)
+    a = np.array([float(v) for v in figure.findall(ours)])
+    b = np.array([float(v) for v in figure.findall(theirs)])
+    np.testing.assert_allclose(a, b, rtol=0, atol=2e-6)
+
+
+def test_c_hex_floats():
+    assert [_hex(v) for v in (3.0, 1.0, -0.125, 0.1)] == [
+        "0x1.8p+1",
+        "0x1p+0",
+        "-0x1p-3",
+        "0x1.999999999999ap-4",
+    ]
+    assert float.fromhex(_hex(-1.2345e-300)) == -1.2345e-300
+
+
+@pytest.mark.parametrize("patterns", ["tiny", "chunking"])
+def test_train_writes_wapiti_models(capsys, files, tmp_path, patterns):
+    # -W: the same model in Wapiti's format; from_wapiti reads it back and
+    # labels (and scores) as the skcrf model file does
+    ours, wapiti_format = str(tmp_path / "m.skcrf"), str(tmp_path / "m.wapiti")
+    for options, model in (([], ours), (["-W"], wapiti_format)):
+        status, _, err = run(capsys, "wapiti", "train", *options, "-i", "30", "-p",
+                             files[patterns], files["train"], model)  # fmt: skip
+        assert status == 0, err
+    with open(wapiti_format, "rb") as f:
+        assert f.read(7) == b"#mdl#2#"  # a crf model
+    outputs = []
+    for model in (ours, wapiti_format):
+        status, out, err = run(capsys, "wapiti", "label", "-s", "-n", "2", "-m", model,
+                               files["devel"])  # fmt: skip
+        assert status == 0, err
+        outputs.append(out)
+    _same_figures(outputs[1], outputs[0])
+    assert CRFTagger.from_wapiti(wapiti_format).classes_.tolist() == ["B-NP", "I-NP", "O"]
+
+
 def test_train_and_label_errors(capsys, files, tmp_path):
     model = tmp_path / "m"
     bad = tmp_path / "bad.data"
@@ -291,6 +334,7 @@ def test_train_and_label_errors(capsys, files, tmp_path):
         (["label", "-m", TINY_MODEL, "-p", "-n", "2", TINY_TEST], "give -n 1"),
         (["label", "-m", files["tiny"], TINY_TEST], "not a model file"),
         (["dump"], "give MODEL [OUTPUT]"),
+        (["train", "-W", "-p", files["nobare"], train, str(model)], "needs a bare b"),
         (["update"], "update is not available"),
     ]:
         status, _, err = run(capsys, "wapiti", *argv)
@@ -408,3 +452,18 @@ def _same_nbest(ours, theirs, scored, n):
             assert len(tied) > 1 and a in [their_blocks[j] for j in tied], k
             ties += 1
     assert ties < len(scores) // 10
+
+
+def test_live_wapiti_labels_the_models_train_W_writes(capsys, wapiti, files, tmp_path):
+    # wapiti label reads the model skcrf wrote with -W and labels (and
+    # scores) as skcrf wapiti label does with the skcrf model file
+    ours, wapiti_format = str(tmp_path / "m.skcrf"), str(tmp_path / "m.wapiti")
+    for options, model in (([], ours), (["-W"], wapiti_format)):
+        status, _, err = run(capsys, "wapiti", "train", *options, "-i", "30", "-p",
+                             files["chunking"], files["train"], model)  # fmt: skip
+        assert status == 0, err
+    for options in ([], ["-s", "-n", "2"], ["-p", "-s"]):
+        theirs = _wapiti(wapiti, "label", *options, "-m", wapiti_format, files["devel"]).stdout
+        status, out, err = run(capsys, "wapiti", "label", *options, "-m", ours, files["devel"])
+        assert status == 0, err
+        _same_figures(out, theirs)

@@ -19,7 +19,14 @@ CRFsuite's L-BFGS minimises ``NLL(w) + c1 ||w||_1 + c2 ||w||^2``. So
 Wapiti's model has a weight for every label (``u``) or label pair (``b``),
 the pairs into the first token unused, as here with
 ``all_possible_states``, ``all_possible_transitions`` and
-``all_possible_conditioned_transitions``.
+``all_possible_conditioned_transitions``. Two exceptions: two bare bigram
+patterns (``b`` and ``*``) are two blocks of pair weights in Wapiti, one
+plain transition here; with no bare bigram pattern Wapiti has no plain
+pair weights, skcrf (CRFsuite's model) always learns them (logged).
+
+``train -W`` writes the model in Wapiti's text format (``mdl_save``:
+each attribute an observation, the plain transitions in the first bare
+``b`` / ``*`` pattern's observation), which ``wapiti label`` reads.
 
 Stopping (``src/lbfgs.c``, ``src/progress.c``): Wapiti's L-BFGS stops when
 ``||g|| / max(||w||, 1) <= 1e-5`` (CRFsuite's ``epsilon`` test, here with
@@ -94,6 +101,8 @@ options:
   -t, --nthread INT    threads (default 1)
       --histsz INT     L-BFGS pairs kept (default 5)
       --maxls INT      line-search steps (default 40)
+  -W, --wapiti-model   write MODEL in Wapiti's text format (which wapiti
+                       label reads) instead of skcrf's
   -h, --help           show this help and exit
 """
 
@@ -158,6 +167,7 @@ def _train_parser() -> ArgumentParser:
     parser.add_argument("-t", "--nthread", type=int, default=1)
     parser.add_argument("--histsz", type=int, default=HISTSZ)
     parser.add_argument("--maxls", type=int, default=MAXLS)
+    parser.add_argument("-W", "--wapiti-model", action="store_true")
     parser.add_argument("-h", "--help", action="store_true")
     parser.add_argument("files", nargs="*")
     return parser
@@ -257,6 +267,8 @@ def train(argv: list[str]) -> int:
         log.write("    note: sgd-l1's objective is minimised by L-BFGS (OWL-QN) here\n")
     if args.stopwin:
         log.write(f"    note: -w {args.stopwin} (the error-rate window) is not applied by skcrf\n")
+    if not featurizer.plan().transitions:
+        log.write("    note: no bare b or * pattern: skcrf learns label pairs all the same\n")
     log.write(f"* Train the model with {args.algo}\n")
     log.flush()
     last = [start]
@@ -282,9 +294,98 @@ def train(argv: list[str]) -> int:
         token_error, sequence_error, _ = _error_rates(tagger.predict(dev[0]), dev[1])
         log.write(f"    devel error: {token_error:5.2f}%/{sequence_error:5.2f}%\n")
     log.write("* Save the model\n")
-    tagger.save(model_path)
+    if args.wapiti_model:
+        _save_wapiti_model(tagger, _read_template(args.pattern), model_path)
+    else:
+        tagger.save(model_path)
     log.write(f"* Done ({time.perf_counter() - start:.2f} s)\n")
     return 0
+
+
+def _pattern_lines(text: str) -> list[str]:
+    """The patterns as Wapiti keeps them (``rdr_loadpat``): no comment, space or empty line."""
+    lines = []
+    for line in text.split("\n"):
+        line = line.split("#", 1)[0].rstrip(" \t\n\v\f\r")
+        if line:
+            lines.append(line[0].lower() + line[1:])
+    return lines
+
+
+def _hex(value: float) -> str:
+    """C's ``%la`` of a finite double (``0x1.8p+1``, ``-0x1p-3``)."""
+    text = float(value).hex()
+    mantissa, exponent = text.split("p")
+    if "." in mantissa:
+        mantissa = mantissa.rstrip("0").rstrip(".")
+    return f"{mantissa}p{exponent}"
+
+
+def _save_wapiti_model(tagger: Any, patterns: str, path: str) -> None:
+    """Write ``tagger`` (trained on Wapiti patterns) as a Wapiti 1.5 model file (``mdl_save``).
+
+    Each attribute is an observation (its name starts with its kind, ``u``,
+    ``b`` or ``*``), with its ``L`` label weights then its ``L * L`` pair
+    weights; the plain transitions go to the first bare ``b`` or ``*``
+    pattern's observation. The file is written whole, then renamed.
+    """
+    import os
+    import tempfile
+
+    lines = _pattern_lines(patterns)
+    bare = [line for line in lines if line[0] in "b*" and "%" not in line]
+    plan = tagger.featurizer.plan()
+    if not bare:
+        raise CommandError(
+            "skcrf wapiti train: -W needs a bare b (or *) pattern: skcrf learns label pairs, "
+            "which a Wapiti model holds only in such a pattern's observation"
+        )
+    labels = list(tagger.classes_)
+    index = {label_: k for k, label_ in enumerate(labels)}
+    n = len(labels)
+    observations: dict[str, list[float]] = {}
+
+    def weights_of(name: str) -> list[float]:
+        if name not in observations:
+            kind = name[0]
+            if kind not in "ub*":
+                raise CommandError(f"skcrf wapiti train: -W: {name!r} is not a Wapiti observation")
+            size = (n if kind != "b" else 0) + (n * n if kind != "u" else 0)
+            observations[name] = [0.0] * size
+        return observations[name]
+
+    for (name, label_), weight in tagger.state_features_.items():
+        weights_of(name)[index[label_]] = weight
+    for (name, i, j), weight in tagger.conditioned_transition_features_.items():
+        offset = n if name[0] == "*" else 0
+        weights_of(name)[offset + index[i] * n + index[j]] = weight
+    plain = weights_of(bare[0])
+    offset = n if bare[0][0] == "*" else 0
+    for (i, j), weight in tagger.transition_features_.items():
+        plain[offset + index[i] * n + index[j]] += weight
+    columns = [
+        part.column for feature in plan.features for part in feature.key if hasattr(part, "column")
+    ]
+    out = []
+    flat = [w for weights in observations.values() for w in weights]
+    active = sum(w != 0.0 for w in flat)
+    out.append(f"#mdl#2#{active}\n")
+    out.append(f"#rdr#{len(lines)}/{max(columns, default=-1) + 1}/0\n")
+    out += [f"{len(line.encode())}:{line},\n" for line in lines]
+    out.append(f"#qrk#{n}\n")
+    out += [f"{len(str(label_).encode())}:{label_},\n" for label_ in labels]
+    out.append(f"#qrk#{len(observations)}\n")
+    out += [f"{len(name.encode())}:{name},\n" for name in observations]
+    out += [f"{k}={_hex(w)}\n" for k, w in enumerate(flat) if w != 0.0]
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, temporary = tempfile.mkstemp(dir=folder, prefix=".skcrf-wapiti-")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
+            f.write("".join(out))
+        os.replace(temporary, path)
+    except BaseException:
+        os.unlink(temporary)
+        raise
 
 
 def _error_rates(paths: list[Any], references: list[Any]) -> tuple[float, float, int]:
