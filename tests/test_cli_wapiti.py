@@ -274,6 +274,10 @@ def test_train_options_devel_and_notes(capsys, files, tmp_path):
     status, _, err = run(capsys, "wapiti", "train", "-p", files["tiny"], "-w", "0", "-i", "1",
                          files["train"], model)  # fmt: skip
     assert status == 0 and "not applied" not in err
+    assert "no bare b or * pattern" not in err  # tiny.pat has them
+    status, _, err = run(capsys, "wapiti", "train", "-p", files["nobare"], "-i", "1",
+                         files["train"], model)  # fmt: skip
+    assert status == 0 and "no bare b or * pattern: skcrf learns label pairs" in err
 
 
 def _same_figures(ours, theirs):
