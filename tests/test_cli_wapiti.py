@@ -136,6 +136,19 @@ def test_label_check_and_labels_only(capsys, tmp_path):
     assert output.read_text(encoding="utf-8") == _read("tiny.labels")
 
 
+def test_label_writes_each_line_as_read(capsys, tmp_path):
+    # TABs, runs of spaces and trailing space are kept (what wapiti label
+    # printed for this file: WAPITI_LINES)
+    data = tmp_path / "tabs.data"
+    data.write_bytes(b"But\tCC  \nthe  DT\n\n\nnew\tJJ\t \n")
+    status, out, err = run(capsys, "wapiti", "label", "-m", TINY_MODEL, str(data))
+    assert status == 0, err
+    assert out == WAPITI_LINES
+
+
+WAPITI_LINES = "But\tCC  \tO\nthe  DT\tO\n\nnew\tJJ\t \tO\n\n"
+
+
 def test_check_statistics_count_as_wapiti(capsys, tmp_path):
     # a label the model does not know is not counted (but its token is); a
     # label never predicted has 0/0 ratios, printed as glibc prints x86's

@@ -47,8 +47,7 @@ says so. ``-T maxent`` and ``memm``, ``-a bcd`` and ``rprop``, ``-m``
 Output
 ------
 ``label`` writes each input line, a TAB and the label (``-l``: the label
-only), a blank line after each sequence; the line's columns are written
-separated by one space (Wapiti copies the line as read). ``-s`` heads each
+only), a blank line after each sequence. ``-s`` heads each
 labelling with ``# N SCORE`` and adds ``label/SCORE`` to each token: with
 ``-p`` the posterior marginal and their product (Wapiti decodes each
 token's largest marginal), without it the labelling's score (the sum of
@@ -66,7 +65,7 @@ import time
 import warnings
 from typing import Any, TextIO
 
-from .._utils._data_files import DataFileError, read_columns
+from .._utils._data_files import DataFileError, column_sequences, read_columns
 from ._common import ArgumentParser, CommandError, open_model, template_tagger
 from ._crfpp import _check_columns, _read_template
 
@@ -529,17 +528,15 @@ class _Lattice:
 
 
 def _label_batch(tagger: Any, batch: list[Any], args: Any, stats: Any, lattice: Any) -> str:
-    X = [sequence.tokens for sequence in batch]
+    """The output of wapiti label for ``batch``, ``(sequence, its lines' text)`` pairs."""
+    X = [sequence.tokens for sequence, _ in batch]
     out: list[str] = []
     if args.nbest > 1:
         candidates = [[path for path, _ in paths] for paths in tagger.predict_nbest(X, args.nbest)]
     else:
         candidates = [[path] for path in tagger.predict(X)]
     marginals = tagger.predict_marginals(X) if args.score and args.post else None
-    for s, sequence in enumerate(batch):
-        lines = [" ".join(columns) for columns in sequence.tokens]
-        if sequence.labels is not None:
-            lines = [f"{line} {label_}" for line, label_ in zip(lines, sequence.labels)]
+    for s, (sequence, lines) in enumerate(batch):
         if not args.score:
             scores: list[list[float]] = [[] for _ in candidates[s]]
         elif args.post:
@@ -599,10 +596,11 @@ def label(argv: list[str]) -> int:
         out = open(output_path, "w", encoding="utf-8", newline="\n")
     try:
         batch: list[Any] = []
-        for sequence in read_columns(input_path, labelled=args.check):
+        sequences = column_sequences(input_path, labelled=args.check, keep_text=not args.label)
+        for sequence, texts in sequences:
             if not batch:
                 _check_columns(tagger.featurizer, sequence, input_path, "model's patterns")
-            batch.append(sequence)
+            batch.append((sequence, texts))
             if len(batch) == LABEL_BATCH:
                 out.write(_label_batch(tagger, batch, args, stats, lattice))
                 batch = []

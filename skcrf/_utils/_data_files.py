@@ -413,6 +413,32 @@ def read_columns(
     [('He', 'PRP'), ('ran', 'VBD')] ['B-NP', 'B-VP'] 1
     [('.', '.')] ['O'] 4
     """
+    for sequence, _ in column_sequences(
+        source,
+        labelled=labelled,
+        n_columns=n_columns,
+        sequence_break=sequence_break,
+        encoding=encoding,
+        max_line_bytes=max_line_bytes,
+    ):
+        yield sequence
+
+
+def column_sequences(
+    source: Any,
+    *,
+    labelled: bool = True,
+    n_columns: "int | None" = None,
+    sequence_break: str = "blank",
+    encoding: str = "utf-8",
+    max_line_bytes: int = MAX_LINE_BYTES,
+    keep_text: bool = False,
+) -> Iterator[tuple[ColumnSequence, "list[str] | None"]]:
+    """:func:`read_columns`' sequences, each with its lines' text when ``keep_text``.
+
+    The text is each line as read, its newline removed (``wapiti label``
+    writes it back); None without ``keep_text``.
+    """
     if sequence_break not in ("blank", "crfpp"):
         raise ValueError(f"sequence_break must be 'blank' or 'crfpp'; got {sequence_break!r}")
     if n_columns is not None and (not isinstance(n_columns, int) or n_columns < 1):
@@ -424,13 +450,17 @@ def read_columns(
         raise ValueError("n_columns=1 leaves no column besides the label (labelled=True)")
     tokens: list[tuple[str, ...]] = []
     labels: list[str] = []
+    texts: list[str] = []
     start = 0
     for number, text in _lines(source, encoding, max_line_bytes):
         columns = text.split()
         if not columns or (crfpp and text[0] in " \t"):
             if tokens:
-                yield ColumnSequence(tokens, labels if labelled else None, start)
-            tokens, labels = [], []
+                yield (
+                    ColumnSequence(tokens, labels if labelled else None, start),
+                    texts if keep_text else None,
+                )
+            tokens, labels, texts = [], [], []
             continue
         if expected is None:
             if labelled and len(columns) == 1:
@@ -454,5 +484,10 @@ def read_columns(
         if labelled:
             labels.append(columns.pop())
         tokens.append(tuple(columns))
+        if keep_text:
+            texts.append(text)
     if tokens:
-        yield ColumnSequence(tokens, labels if labelled else None, start)
+        yield (
+            ColumnSequence(tokens, labels if labelled else None, start),
+            texts if keep_text else None,
+        )
