@@ -235,6 +235,8 @@ def train(argv: list[str]) -> int:
     start = time.perf_counter()
     log.write("* Load patterns\n")
     featurizer = TemplateFeaturizer(_read_template(args.pattern), syntax="wapiti")
+    if args.wapiti_model and not featurizer.plan().transitions:
+        raise CommandError(_NEEDS_BARE_PATTERN)
     log.write("* Load training data\n")
     X, y = _read_labelled(train_path, featurizer, "training data")
     dev = None
@@ -301,6 +303,12 @@ def train(argv: list[str]) -> int:
     return 0
 
 
+_NEEDS_BARE_PATTERN = (
+    "skcrf wapiti train: -W needs a bare b (or *) pattern: skcrf learns label pairs, "
+    "which a Wapiti model holds only in such a pattern's observation"
+)
+
+
 def _pattern_lines(text: str) -> list[str]:
     """The patterns as Wapiti keeps them (``rdr_loadpat``): no comment, space or empty line."""
     lines = []
@@ -335,10 +343,7 @@ def _save_wapiti_model(tagger: Any, patterns: str, path: str) -> None:
     bare = [line for line in lines if line[0] in "b*" and "%" not in line]
     plan = tagger.featurizer.plan()
     if not bare:
-        raise CommandError(
-            "skcrf wapiti train: -W needs a bare b (or *) pattern: skcrf learns label pairs, "
-            "which a Wapiti model holds only in such a pattern's observation"
-        )
+        raise CommandError(_NEEDS_BARE_PATTERN)
     labels = list(tagger.classes_)
     index = {label_: k for k, label_ in enumerate(labels)}
     n = len(labels)
