@@ -211,3 +211,41 @@ def test_mapped_model_shared_by_threads(served, tmp_path):
     loaded = CRFTagger.load(tmp_path / "m.skcrf", mmap=True)
     assert not loaded._fitted_model().state_labels.flags.writeable
     _check_threads(loaded, queries)
+
+
+def test_thread_map_keeps_order_runs_nested_calls_inline_and_survives_fork():
+    import os
+    import threading
+    import warnings
+
+    from skcrf._utils._threads import thread_map
+
+    assert thread_map(lambda a, b: a * b, 3, range(10), range(10)) == [k * k for k in range(10)]
+    assert thread_map(str, 1, [1, 2]) == ["1", "2"]
+
+    def nested(k):
+        # a call from a pool thread runs there (no task waits for a queued one)
+        inner = thread_map(lambda j: threading.current_thread().name, 2, range(2))
+        return inner == [threading.current_thread().name] * 2
+
+    assert all(thread_map(nested, 2, range(4)))
+    with pytest.raises(ZeroDivisionError):
+        thread_map(lambda k: 1 // k, 2, [1, 0])
+    if not hasattr(os, "fork"):
+        return
+    read, write = os.pipe()
+    with warnings.catch_warnings():  # 3.12+: fork with the pool's threads alive
+        warnings.simplefilter("ignore", DeprecationWarning)
+        pid = os.fork()
+    if pid == 0:  # the child has the pool object but not its threads: a new pool
+        try:
+            ok = thread_map(lambda k: k + 1, 2, range(3)) == [1, 2, 3]
+            os.write(write, b"1" if ok else b"0")
+        finally:
+            os._exit(0)
+    os.close(write)
+    try:
+        assert os.read(read, 1) == b"1"
+    finally:
+        os.close(read)
+        os.waitpid(pid, 0)

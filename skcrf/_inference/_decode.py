@@ -15,13 +15,12 @@ transition matrix per token: its blocks go through the log-domain paths of
 :mod:`skcrf._inference._conditioned` instead of the compiled kernels.
 """
 
-from concurrent.futures import ThreadPoolExecutor
 from functools import cached_property
 
 import numpy as np
 
 from .._featurize._validation import check_emissions
-from .._utils._threads import single_blas_thread, split_sequences
+from .._utils._threads import single_blas_thread, split_sequences, thread_map
 from . import _conditioned, _kernels
 from ._blocks import (
     StateLayout,
@@ -130,11 +129,7 @@ class Decoder:
 
         shards = split_sequences(lengths, n_threads)
         with single_blas_thread(), np.errstate(over="ignore", invalid="ignore"):
-            if len(shards) == 1:
-                finite = [run(shards[0])]
-            else:
-                with ThreadPoolExecutor(len(shards)) as pool:
-                    finite = list(pool.map(run, shards))
+            finite = thread_map(run, len(shards), shards)
         if not all(finite):
             # the error path: recompute the scores to name the first bad token
             emissions = np.zeros((n_tokens, self.n_labels))
@@ -337,11 +332,7 @@ class Decoder:
                 indptr, ids, values, starts, lengths, which.astype(np.intp), path
             )
 
-        if len(shards) == 1:
-            bad = [run(shards[0])]
-        else:
-            with ThreadPoolExecutor(len(shards)) as pool:
-                bad = list(pool.map(run, shards))
+        bad = thread_map(run, len(shards), shards)
         if any(b >= 0 for b in bad):
             emissions = np.zeros((n_tokens, self.n_labels))
             self._emissions(encoded.indptr, encoded.ids, encoded.values, emissions)
@@ -384,11 +375,7 @@ class Decoder:
                 first,
             )
 
-        if len(bounds) <= 2:
-            bad = [run(0, len(sequences))]
-        else:
-            with ThreadPoolExecutor(len(bounds) - 1) as pool:
-                bad = list(pool.map(run, bounds[:-1], bounds[1:]))
+        bad = thread_map(run, len(bounds) - 1, bounds[:-1], bounds[1:])
         if any(b >= 0 for b in bad):
             raise OverflowError
         return path, lengths

@@ -9,14 +9,13 @@ through the one encoding entry point (``_featurize._stream.encode_data``)
 as with feature dicts, with no Python object per feature.
 """
 
-from concurrent.futures import ThreadPoolExecutor
-
 import numpy as np
 
 from .._featurize._encoded import Encoded
 from .._featurize._validation import check_nonempty
 from .._featurize._vocabulary import Vocabulary
 from .._utils._byte_index import ByteIndex
+from .._utils._threads import thread_map
 from ._expand import expand
 
 __all__ = ["TemplateVocabulary"]
@@ -155,8 +154,7 @@ def _expand_in_threads(compiled, sequences, index, transitions, *, name, n_threa
     ends = np.searchsorted(np.cumsum(lengths), np.arange(1, n_shards) * n_tokens / n_shards)
     bounds = [0, *sorted(set(int(e) + 1 for e in ends)), len(sequences)]
     bounds = sorted(set(min(b, len(sequences)) for b in bounds))
-    with ThreadPoolExecutor(n_threads) as pool:
-        parts = list(pool.map(run, bounds[:-1], bounds[1:]))
+    parts = thread_map(run, n_threads, bounds[:-1], bounds[1:])
     state = _join(parts, lengths)
     if parts[0].transitions is None:
         return state
