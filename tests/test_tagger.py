@@ -191,10 +191,13 @@ def test_n_jobs_gives_the_same_model():
 
 
 def _record_thread_pools(monkeypatch):
-    """The ``max_workers`` of every thread pool skcrf starts (training and decoding)."""
+    """The threads of every multi-threaded step skcrf runs: the ``max_workers``
+    of the fit's pool, the threads a prediction's ``thread_map`` asks for."""
     import concurrent.futures
 
     import skcrf._inference._decode
+    import skcrf._template._vocabulary
+    from skcrf._utils._threads import thread_map
 
     sizes = []
 
@@ -203,8 +206,14 @@ def _record_thread_pools(monkeypatch):
             sizes.append(max_workers)
             super().__init__(max_workers, *args, **kwargs)
 
+    def recording_map(function, n_threads, *iterables):
+        if n_threads > 1:
+            sizes.append(n_threads)
+        return thread_map(function, n_threads, *iterables)
+
     monkeypatch.setattr(skcrf._training._objective, "ThreadPoolExecutor", Recording)
-    monkeypatch.setattr(skcrf._inference._decode, "ThreadPoolExecutor", Recording)
+    monkeypatch.setattr(skcrf._inference._decode, "thread_map", recording_map)
+    monkeypatch.setattr(skcrf._template._vocabulary, "thread_map", recording_map)
     return sizes
 
 
