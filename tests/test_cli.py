@@ -363,6 +363,8 @@ def _crfpp_tool(name):
     for candidate in (shutil.which(name), os.path.join(os.path.dirname(sys.executable), name)):
         if candidate and os.access(candidate, os.X_OK):
             return candidate
+    if os.environ.get("SKCRF_REQUIRE_CRFPP"):
+        pytest.fail(f"SKCRF_REQUIRE_CRFPP is set but CRF++'s {name} is absent (crfpy)")
     pytest.skip(f"CRF++'s {name} is not installed (pip install crfpy)")
 
 
