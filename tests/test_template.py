@@ -508,6 +508,7 @@ def test_one_sentence_decoded_in_one_call_gives_the_encoded_path(small_treebank)
         path = predictor.decoder.viterbi_single(encoded)
         assert tagger.predict_single(tokens) == predictor.classes[path].tolist()
     assert [tagger.predict_single(s) for s in test_words] == tagger.predict(test_words)
+    assert tagger.predict_single(tuple(test_words[0])) == tagger.predict_single(test_words[0])
     with pytest.raises(TypeError, match=r"xseq\[0\]\[1\]"):
         tagger.predict_single(["a", 3])
 

@@ -964,7 +964,7 @@ cdef class SequenceDecoder:
                             &ids_view[0] if ids_view.shape[0] else NULL,
                             &values_view[0] if values_view.shape[0] else NULL)
 
-    def decode_tokens(self, plan, list tokens, ByteIndex index, constant_ids):
+    def decode_tokens(self, plan, tokens, ByteIndex index, constant_ids):
         """Label index of each token of one sequence of raw tokens.
 
         The tokens are featurized by a template (``plan``, a
@@ -974,25 +974,11 @@ cdef class SequenceDecoder:
         :func:`~skcrf._template._expand.expand` gives, without their arrays.
         Errors as those two raise.
         """
-        cdef Py_ssize_t length = len(tokens)
-        cdef Py_ssize_t capacity = state_row_capacity(plan, length)
-        cdef Rows rows
-        rows.size = 0
-        rows.capacity = capacity
-        rows.indptr = <int64_t*> malloc((length + 1) * sizeof(int64_t))
-        rows.ids = <int32_t*> malloc(max(1, capacity) * sizeof(int32_t))
-        rows.values = <double*> malloc(max(1, capacity) * sizeof(double))
-        try:
-            if rows.indptr == NULL or rows.ids == NULL or rows.values == NULL:
-                raise MemoryError()
-            expand_rows(plan, [tokens], &length, 1, length, index, None, False, "xseq", 0,
-                        constant_ids, &rows, NULL)
-            return self._decode(<const long long*> rows.indptr, length, <const int*> rows.ids,
-                                rows.values)
-        finally:
-            free(rows.indptr)
-            free(rows.ids)
-            free(rows.values)
+        path = np.empty(len(tokens), dtype=np.intp)
+        bad = self.decode_token_sequences(plan, [tokens], index, constant_ids, path, 0, "xseq")
+        if bad >= 0:
+            raise OverflowError(bad)
+        return path
 
     def decode_token_sequences(self, plan, list sequences, ByteIndex index, constant_ids,
                                intp[::1] path, Py_ssize_t first_sequence=0, str name="X"):
