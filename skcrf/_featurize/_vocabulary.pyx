@@ -130,7 +130,7 @@ cdef extern from *:
     """
     void _prefetch "SKCRF_PREFETCH"(const void *address)
 
-from skcrf._utils._cqdb_index cimport CQDBIndex
+from skcrf._utils._name_index cimport NameIndex
 
 from skcrf._utils._cqdb_index import LazyNames
 
@@ -410,7 +410,7 @@ cdef class Vocabulary:
     cdef Py_ssize_t _cached_misses
     cdef bint _complete       # every name holding the separator is cached
     cdef dict _vector_ids     # vector key -> int32 ids of key[0], key[1]... (all known)
-    cdef CQDBIndex _index     # lazy names: where names missing from _ids are looked up
+    cdef NameIndex _index     # lazy names: where names missing from _ids are looked up
     cdef object _lazy         # lazy names: the LazyNames (None once listed)
     cdef bint _resting        # rest(): _ids is None, _table NULL, the entries in _rested
     cdef int32_t *_rested     # resting: (id, tag) of each known entry of the cache

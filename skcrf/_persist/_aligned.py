@@ -1,6 +1,6 @@
 """Zip archives of stored .npy members whose data start on 64-byte boundaries.
 
-The container of the skcrf model format 5 (specified in :mod:`skcrf.io`): a
+The container of the skcrf model formats 5 and 6 (specified in :mod:`skcrf.io`): a
 plain zip file that :func:`numpy.load` reads as an ``.npz``, written so that
 each array's bytes lie, uncompressed and aligned, at a known offset. A
 reader can then use them where they lie (:func:`numpy.frombuffer` over an
@@ -50,6 +50,9 @@ _MAX_SIZE = 2**32 - 1
 #: The dtypes a member may have (little-endian), as .npy headers spell them.
 DESCRIPTORS = {
     "|u1": np.uint8,
+    "<u2": np.uint16,
+    "<u4": np.uint32,
+    "<u8": np.uint64,
     "<i4": np.int32,
     "<i8": np.int64,
     "<f4": np.float32,
@@ -57,7 +60,7 @@ DESCRIPTORS = {
 }
 _NPY_MAGIC = b"\x93NUMPY\x01\x00"
 _NPY_HEADER = re.compile(
-    rb"\{'descr': '(\|u1|<i4|<i8|<f4|<f8)', 'fortran_order': False, "
+    rb"\{'descr': '(\|u1|<u2|<u4|<u8|<i4|<i8|<f4|<f8)', 'fortran_order': False, "
     rb"'shape': \(([0-9]{1,19}),\), \} *\n"
 )
 
@@ -124,16 +127,16 @@ def aligned_npz_bytes(arrays):
         )
         offset += _LOCAL.size + len(filename) + len(extra) + len(data)
         if offset > _MAX_SIZE:
-            raise ValueError("the model file would reach 4 GiB, format 5's limit")
+            raise ValueError("the model file would reach 4 GiB, the limit of formats 5 and 6")
     directory = b"".join(central)
     n = len(central)
     end = _END.pack(_END_MAGIC, 0, 0, n, n, len(directory), offset, 0)
     if offset + len(directory) > _MAX_SIZE:
-        raise ValueError("the model file would reach 4 GiB, format 5's limit")
+        raise ValueError("the model file would reach 4 GiB, the limit of formats 5 and 6")
     return b"".join([*parts, directory, end])
 
 
-def read_aligned_members(buffer, names):
+def read_aligned_members(buffer, *layouts):
     """Where each array of an aligned archive lies in ``buffer``.
 
     Parameters
@@ -141,8 +144,9 @@ def read_aligned_members(buffer, names):
     buffer : bytes-like
         The whole file (a :class:`mmap.mmap`, ``bytes`` or ``bytearray``),
         one :func:`is_aligned_archive` accepts.
-    names : collection of str
-        The array names the caller's format has, in their order.
+    *layouts : collection of str
+        The array names of each layout the caller reads (one per format
+        version), in their order: the archive has one of them.
 
     Returns
     -------
@@ -156,7 +160,7 @@ def read_aligned_members(buffer, names):
     Raises
     ------
     ValueError
-        If the archive does not hold exactly those arrays, laid out as this
+        If the archive does not hold exactly the arrays of a layout, laid out as this
         container lays them out (stored, aligned, in order, inside the
         buffer, each header as written here); the message says which member
         and what.
@@ -184,12 +188,12 @@ def read_aligned_members(buffer, names):
         at = name_end + extra_len + comment_len
     if at != dir_offset + dir_size:
         raise ValueError("the zip directory's size is not its entries'.")
-    expected = [f"{name}.npy".encode("ascii") for name in names]
-    if [filename for filename, _ in entries] != expected:
-        got = [filename.decode("ascii", "replace") for filename, _ in entries]
+    filenames = [filename for filename, _ in entries]
+    if not any(filenames == [f"{name}.npy".encode("ascii") for name in names] for names in layouts):
+        got = [filename.decode("ascii", "replace") for filename in filenames]
         raise ValueError(
-            f"the archive must hold exactly the arrays {list(names)}, in that order; it has "
-            f"{got[:20]!r:.300}."
+            f"the archive must hold exactly the arrays {list(layouts[-1])}, in that order; it "
+            f"has {got[:20]!r:.300}."
         )
     members, previous_end = {}, 0
     for filename, fields in entries:
@@ -204,7 +208,7 @@ def read_aligned_members(buffer, names):
         local_offset = fields[-1]
         where = f"array {name!r}"
         if flags & ~0x800 or method != 0 or packed != unpacked:
-            raise ValueError(f"{where} is not stored as format 5 stores it (uncompressed).")
+            raise ValueError(f"{where} is not stored as formats 5 and 6 store it (uncompressed).")
         if local_offset != previous_end or local_offset + _LOCAL.size > dir_offset:
             raise ValueError(f"{where}: its local header lies outside the archive's data.")
         local = _LOCAL.unpack_from(view, local_offset)
@@ -247,7 +251,7 @@ def _member_header(view, start, size, where):
     (header_len,) = struct.unpack_from("<H", head, 8)
     match = _NPY_HEADER.fullmatch(head[10 : 10 + header_len])
     if match is None or (10 + header_len) % ALIGNMENT:
-        raise ValueError(f"{where} has a .npy header of another kind than format 5's.")
+        raise ValueError(f"{where} has a .npy header of another kind than formats 5 and 6's.")
     dtype = np.dtype(DESCRIPTORS[match.group(1).decode("ascii")])
     length = int(match.group(2))
     if 10 + header_len + length * dtype.itemsize != size:

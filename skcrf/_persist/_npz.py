@@ -30,6 +30,7 @@ from .._training._online_train import OnlineStatus
 from .._training._training_log import LabelScore, TrainingLog
 from .._utils._atomic import write_atomically
 from .._utils._cqdb_index import CQDBIndex, LazyNames
+from .._utils._name_index import PackedNameIndex, pack_names, table_layout
 from .._version import __version__
 from ._aligned import (
     HEAD_SIZE,
@@ -53,8 +54,8 @@ __all__ = [
 #: The ``format`` value of every skcrf model file.
 FORMAT_NAME = "skcrf-model"
 #: The format version this skcrf writes, and the newest it reads.
-FORMAT_VERSION = 5
-#: The dtypes format 5 stores the weights in.
+FORMAT_VERSION = 6
+#: The dtypes formats 5 and 6 store the weights in.
 WEIGHTS_DTYPES = ("float64", "float32")
 
 # The arrays of each format version, in the order they are written.
@@ -123,6 +124,14 @@ _JSON_KEYS[4] = _JSON_KEYS[3] | {"conditioned_attributes"}
 # and uncompressed (skcrf._persist._aligned), weights in float64 or float32.
 _ARRAY_NAMES[5] = _ARRAY_NAMES[4]
 _JSON_KEYS[5] = _JSON_KEYS[4] | {"weights_dtype"}
+# Format 6: format 5 with the names in a packed table
+# (skcrf._utils._name_index) instead of a CQDB chunk, and, in a float32
+# file, the state offsets and labels in the narrowest unsigned type.
+_NAME_ARRAYS = ("attribute_text", "attribute_starts", "attribute_table")
+_ARRAY_NAMES[6] = ("metadata", *_NAME_ARRAYS, *_ARRAY_NAMES[5][2:])
+_JSON_KEYS[6] = _JSON_KEYS[5]
+# The aligned formats (skcrf._persist._aligned).
+_ALIGNED_VERSIONS = (5, 6)
 _V1_VECTORIZER_KEYS = frozenset({"dtype", "separator", "sparse", "sort"})
 _V1_VECTORIZER_DTYPES = frozenset(
     {
@@ -297,13 +306,23 @@ def _encode_status(status, what):
     return status.name
 
 
-def _prediction_arrays(arrays, attributes, weights_dtype):
-    """Format 5's arrays of checked model arrays, and the attributes kept.
+def _narrowest(values, limit):
+    """``values`` (non-negative, below ``limit``) in the narrowest unsigned type."""
+    for dtype in (np.uint8, np.uint16, np.uint32):
+        if limit <= np.iinfo(dtype).max + 1:
+            return values.astype(dtype)
+    return values
+
+
+def _prediction_arrays(arrays, attributes, weights_dtype, narrow=False):
+    """Format 5's (and 6's) arrays of checked model arrays, and the attributes kept.
 
     Only the features whose weight is nonzero once stored in
     ``weights_dtype`` (as CRFsuite's trainer writes its files), and the
     attributes that keep one (in order, renumbered); every label and every
-    transition attribute stays.
+    transition attribute stays. ``narrow``: ``state_ptr`` and
+    ``state_labels`` in the narrowest unsigned type that holds them (format
+    6 in float32, whose loading converts anyway).
     """
     dtype = np.dtype(weights_dtype)
 
@@ -322,9 +341,13 @@ def _prediction_arrays(arrays, attributes, weights_dtype):
     active = np.flatnonzero(counts)
     state_ptr = np.zeros(len(active) + 1, dtype=np.int64)
     np.cumsum(counts[active], out=state_ptr[1:])
+    state_labels = arrays["state_labels"][keep]
+    if narrow:
+        state_ptr = _narrowest(state_ptr, int(state_ptr[-1]) + 1)
+        state_labels = _narrowest(state_labels, int(state_labels.max(initial=0)) + 1)
     out = {
         "state_ptr": state_ptr,
-        "state_labels": arrays["state_labels"][keep],
+        "state_labels": state_labels,
         "state_weights": weights[keep],
     }
     weights = stored("transition_weights")
@@ -344,18 +367,30 @@ def _prediction_arrays(arrays, attributes, weights_dtype):
     return out, [attributes[a] for a in active.tolist()]
 
 
+def _name_arrays(version, attributes):
+    """The arrays of format ``version`` (3 to 6) holding the attribute names.
+
+    Raises ValueError for names the format cannot hold (a lone surrogate;
+    for the CQDB chunk of formats 3 to 5, a NUL too).
+    """
+    if version == 6:
+        return dict(zip(_NAME_ARRAYS, pack_names(attributes)))
+    keys = encode_strings(attributes, "attribute")
+    return {"attributes": np.frombuffer(cqdb_bytes(*keys), dtype=np.uint8)}
+
+
 def _state_document(state, estimator, format_version=None, weights_dtype="float64"):
     """The format version and arrays (metadata included) of a fitted state, validated."""
-    if format_version not in (None, 2, 3, 4, 5):
+    if format_version not in (None, 2, 3, 4, 5, 6):
         raise ValueError(
-            f"format_version must be None, 2, 3, 4 or 5; got {format_version!r:.100} (this "
-            "skcrf writes formats 2 to 5)."
+            f"format_version must be None, 2, 3, 4, 5 or 6; got {format_version!r:.100} (this "
+            "skcrf writes formats 2 to 6)."
         )
     if weights_dtype not in WEIGHTS_DTYPES:
         raise ValueError(f"dtype must be 'float64' or 'float32'; got {weights_dtype!r:.100}.")
-    if weights_dtype != "float64" and format_version not in (None, 5):
+    if weights_dtype != "float64" and format_version not in (None, *_ALIGNED_VERSIONS):
         raise ValueError(
-            f"{weights_dtype} weights are stored in format 5 only; got format_version="
+            f"{weights_dtype} weights are stored in formats 5 and 6 only; got format_version="
             f"{format_version}."
         )
     if not isinstance(state, FittedState):
@@ -438,7 +473,7 @@ def _state_document(state, estimator, format_version=None, weights_dtype="float6
     if format_version in (2, 3, 4) and (conditioned is not None) != (format_version == 4):
         raise ValueError(
             "format_version=4 is the format of models with input-conditioned "
-            "transitions, and only theirs (format 5 stores both kinds)"
+            "transitions, and only theirs (formats 5 and 6 store both kinds)"
         )
     if conditioned is not None:
         for k, name in enumerate(conditioned.attributes):
@@ -460,24 +495,26 @@ def _state_document(state, estimator, format_version=None, weights_dtype="float6
         )
         arrays.update(conditioned_arrays)
 
-    # Formats 3 to 5 keep the names as a CQDB chunk, which holds UTF-8 strings
-    # without NUL; names it cannot hold are written in format 2 (JSON).
+    # Formats 3 to 6 keep the names in UTF-8 (3 to 5 in a CQDB chunk, which
+    # holds no NUL); names they cannot hold are written in format 2 (JSON).
     version = 2
     if format_version != 2:
+        target = format_version or FORMAT_VERSION
+        kept, kept_attributes = arrays, attributes
+        if target in _ALIGNED_VERSIONS:
+            kept, kept_attributes = _prediction_arrays(
+                arrays, attributes, weights_dtype, narrow=target == 6 and weights_dtype != "float64"
+            )
         try:
-            keys = encode_strings(attributes, "attribute")
+            names = _name_arrays(target, kept_attributes)
         except ValueError as exc:
             if format_version is not None or conditioned is not None:
                 raise ValueError(
-                    f"The model cannot be saved in format {format_version or 5}: {exc}"
+                    f"The model cannot be saved in format {target}: {exc}"
                     + (" (format_version=2 can store it)." if conditioned is None else ".")
                 ) from None
         else:
-            version = format_version or 5
-            if version == 5:
-                arrays, attributes = _prediction_arrays(arrays, attributes, weights_dtype)
-                keys = encode_strings(attributes, "attribute")
-            arrays["attributes"] = np.frombuffer(cqdb_bytes(*keys), dtype=np.uint8)
+            version, arrays, attributes = target, {**kept, **names}, kept_attributes
     document = {
         "format": FORMAT_NAME,
         "format_version": version,
@@ -492,10 +529,10 @@ def _state_document(state, estimator, format_version=None, weights_dtype="float6
             {"conditioned_attributes": list(conditioned.attributes)}
             if conditioned is not None
             else {"conditioned_attributes": None}
-            if version == 5
+            if version in _ALIGNED_VERSIONS
             else {}
         ),
-        **({"weights_dtype": weights_dtype} if version == 5 else {}),
+        **({"weights_dtype": weights_dtype} if version in _ALIGNED_VERSIONS else {}),
         "value_separator": separator,
         "n_iter": int(n_iter),
         "status": _encode_status(state.status, "state.status"),
@@ -571,7 +608,7 @@ def save_state(
     save_model : Save an estimator.
     """
     version, arrays = _state_document(state, estimator, format_version, dtype)
-    if version == 5:  # aligned, stored: loading uses the arrays where they lie
+    if version in _ALIGNED_VERSIONS:  # aligned, stored: loading uses the arrays where they lie
         data = aligned_npz_bytes(arrays)
         write_atomically(path, lambda file: file.write(data))
         return
@@ -733,6 +770,15 @@ def _check_header(headers, name, kind, itemsize, shape, why="the metadata"):
     return got_shape
 
 
+def _check_header_among(headers, name, *kinds, shape, why="the metadata"):
+    """:func:`_check_header` accepting any of ``kinds`` ((kind, itemsize) pairs)."""
+    _, dtype = headers[name]
+    kind, itemsize = next(
+        (k for k in kinds if (dtype.kind, dtype.itemsize) == k), kinds[0]
+    )  # (none: the first one's error)
+    return _check_header(headers, name, kind, itemsize, shape, why)
+
+
 def _require_keys(obj, keys, what):
     if type(obj) is not dict:
         raise ValueError(f"{what} must be a JSON object; got {type(obj).__name__}.")
@@ -872,23 +918,42 @@ def _decode_common(document, version):
     }
 
 
-def _read_v3(document, headers, npz, where, lazy=False, weight_size=8):
-    """A format 3 file: format 2 with the attribute names in a CQDB chunk."""
+def _read_v3(document, headers, npz, where, lazy=False, weight_size=8, packed=False):
+    """A format 3 file: format 2 with the attribute names in a CQDB chunk.
+
+    ``packed``: format 6's packed name table instead.
+    """
     n_attributes = _require_type(document["n_attributes"], int, "n_attributes")
     if n_attributes < 0:
         raise ValueError(f"n_attributes {n_attributes} is negative.")
-    (size,) = _check_header(headers, "attributes", "u", 1, (None,))
-    # at least its records, as in CRFsuite files (before anything is read)
-    if size < 2072 + 9 * n_attributes:
-        raise ValueError(
-            f"the attributes array ({size} bytes) cannot hold {n_attributes} attribute names."
+    if packed:
+        (size,) = _check_header(headers, "attribute_text", "u", 1, (None,))
+        _check_header_among(
+            headers, "attribute_starts", ("u", 4), ("u", 8), shape=(n_attributes + 1,)
         )
+        slots, wide, _ = table_layout(n_attributes)
+        _check_header(headers, "attribute_table", "u", 8 if wide else 4, (slots,), "n_attributes")
+    else:
+        (size,) = _check_header(headers, "attributes", "u", 1, (None,))
+        # at least its records, as in CRFsuite files (before anything is read)
+        if size < 2072 + 9 * n_attributes:
+            raise ValueError(
+                f"the attributes array ({size} bytes) cannot hold {n_attributes} attribute names."
+            )
     return _read_v2(
-        document, headers, npz, where, lazy, 3, n_attributes=n_attributes, weight_size=weight_size
+        document,
+        headers,
+        npz,
+        where,
+        lazy,
+        3,
+        n_attributes=n_attributes,
+        weight_size=weight_size,
+        packed=packed,
     )
 
 
-def _read_v4(document, headers, npz, where, lazy=False, weight_size=8):
+def _read_v4(document, headers, npz, where, lazy=False, weight_size=8, packed=False):
     """A format 4 file: format 3 with input-conditioned transitions."""
     names = _require_type(document["conditioned_attributes"], list, "conditioned_attributes")
     if not all(type(name) is str for name in names):
@@ -898,7 +963,7 @@ def _read_v4(document, headers, npz, where, lazy=False, weight_size=8):
     _check_header(headers, "conditioned_ptr", "i", 8, (len(names) + 1,), "conditioned_attributes")
     (n,) = _check_header(headers, "conditioned_pairs", "i", 4, (None,))
     _check_header(headers, "conditioned_weights", "f", weight_size, (n,), "conditioned_pairs")
-    state = _read_v3(document, headers, npz, where, lazy, weight_size)
+    state = _read_v3(document, headers, npz, where, lazy, weight_size, packed)
     n_labels = state.model.n_labels
     if n > len(names) * n_labels * n_labels:
         raise ValueError(
@@ -936,12 +1001,29 @@ def _attributes(chunk, n_attributes, where, lazy):
     return LazyNames(index, read_all)
 
 
-def _read_v5(document, headers, npz, where, lazy=False):
-    """A format 5 file: format 4's arrays, conditioned transitions optional.
+def _packed_attributes(npz, n_attributes, where, lazy):
+    """The names of format 6's packed table: a list, or lazy (looked up in place)."""
+    index = PackedNameIndex(
+        npz["attribute_text"], npz["attribute_starts"], npz["attribute_table"], n_attributes
+    )
+    index.source = f"Cannot load skcrf model {where}"
+
+    def read_all():
+        try:
+            return index.names()
+        except ValueError as exc:
+            raise ValueError(f"Cannot load skcrf model {where}: {exc}") from None
+
+    return LazyNames(index, read_all) if lazy else index.names()
+
+
+def _read_v5(document, headers, npz, where, lazy=False, version=5):
+    """A format 5 or 6 file: format 4's arrays, conditioned transitions optional.
 
     ``npz`` maps the names to the arrays where they lie (a mapped file's
     pages, or the file read into memory); float32 weights become float64
-    (the kernels' type).
+    (the kernels' type), format 6's narrow offsets and labels the kernels'
+    types.
     """
     weights_dtype = document["weights_dtype"]
     if type(weights_dtype) is not str or weights_dtype not in WEIGHTS_DTYPES:
@@ -949,8 +1031,9 @@ def _read_v5(document, headers, npz, where, lazy=False):
             f"weights_dtype must be one of {WEIGHTS_DTYPES}; got {weights_dtype!r:.100}."
         )
     size = np.dtype(weights_dtype).itemsize
+    packed = version == 6
     if document["conditioned_attributes"] is not None:
-        state = _read_v4(document, headers, npz, where, lazy, size)
+        state = _read_v4(document, headers, npz, where, lazy, size, packed)
     else:
         why = "conditioned_attributes null"
         _check_header(headers, "conditioned_ptr", "i", 8, (1,), why)
@@ -960,14 +1043,22 @@ def _read_v5(document, headers, npz, where, lazy=False):
             raise ValueError(
                 "conditioned_ptr must be [0] for a model without conditioned transitions."
             )
-        state = _read_v3(document, headers, npz, where, lazy, size)
-    if lazy:  # its CRC-32 was checked: the first lookup need not read the whole chunk
+        state = _read_v3(document, headers, npz, where, lazy, size, packed)
+    if lazy and not packed:  # its CRC-32 was checked: the first lookup need not read it all
         state.model.attributes.string_index.vouch()
     return state
 
 
 def _read_v2(
-    document, headers, npz, where, lazy=False, version=2, n_attributes=None, weight_size=8
+    document,
+    headers,
+    npz,
+    where,
+    lazy=False,
+    version=2,
+    n_attributes=None,
+    weight_size=8,
+    packed=False,
 ):
     common = _decode_common(document, version)
     separator = _require_type(document["value_separator"], str, "value_separator")
@@ -979,8 +1070,12 @@ def _read_v2(
     if n_attributes is None:
         n_attributes = len(common["attributes"])
     n_labels = len(common["classes"])
-    _check_header(headers, "state_ptr", "i", 8, (n_attributes + 1,), "the attributes")
-    (n_states,) = _check_header(headers, "state_labels", "i", 4, (None,))
+    # format 6 (packed) may store them in a narrower unsigned type
+    narrow = (("u", 1), ("u", 2), ("u", 4)) if packed else ()
+    _check_header_among(
+        headers, "state_ptr", ("i", 8), *narrow, shape=(n_attributes + 1,), why="the attributes"
+    )
+    (n_states,) = _check_header_among(headers, "state_labels", ("i", 4), *narrow, shape=(None,))
     _check_header(headers, "state_weights", "f", weight_size, (n_states,), "state_labels")
     (n_transitions,) = _check_header(headers, "transition_index", "i", 8, (None,))
     _check_header(
@@ -1003,7 +1098,9 @@ def _read_v2(
         "transition_index": _array(npz, "transition_index", np.int64),
         "transition_weights": _array(npz, "transition_weights", np.float64),
     }
-    if version == 3:
+    if packed:
+        common["attributes"] = _packed_attributes(npz, n_attributes, where, lazy)
+    elif version == 3:
         chunk = _array(npz, "attributes", np.uint8)
         common["attributes"] = _attributes(chunk, n_attributes, where, lazy)
     return _fitted_state(common, separator, n_attributes, n_labels, arrays, extra)
@@ -1107,10 +1204,10 @@ def _load(file, where, lazy):
                 f"the metadata says format version {version}, whose arrays are "
                 f"{list(_ARRAY_NAMES[version])}; the archive has {sorted(headers)}."
             )
-        if version == 5:
+        if version in _ALIGNED_VERSIONS:
             raise ValueError(
-                "the metadata says format version 5, but the archive is not laid out as format "
-                "5 lays it out (its first member aligned by a padding field)."
+                f"the metadata says format version {version}, but the archive is not laid out "
+                f"as format {version} lays it out (its first member aligned by a padding field)."
             )
         _check_document_keys(document, version)
         reader = {1: _read_v1, 2: _read_v2, 3: _read_v3, 4: _read_v4}[version]
@@ -1118,7 +1215,7 @@ def _load(file, where, lazy):
 
 
 def _load_aligned(file, size, where, lazy, use_mmap):
-    """A format 5 file read from ``file`` (open, ``size`` bytes), or None.
+    """A format 5 or 6 file read from ``file`` (open, ``size`` bytes), or None.
 
     None if it is not one (an older format: the caller reads it as before).
 
@@ -1142,7 +1239,7 @@ def _load_aligned(file, size, where, lazy, use_mmap):
         buffer = bytearray(size)
         if file.readinto(buffer) != size:
             raise ValueError("the file was truncated while it was read.")
-    members = read_aligned_members(buffer, _ARRAY_NAMES[5])
+    members = read_aligned_members(buffer, *(_ARRAY_NAMES[v] for v in _ALIGNED_VERSIONS))
     for name, member in members.items():
         problem = member_crc_problem(buffer, member)
         if problem is not None:
@@ -1154,13 +1251,14 @@ def _load_aligned(file, size, where, lazy, use_mmap):
     }
     _check_header(headers, "metadata", "u", 1, (None,))
     document, version = _parse_document(arrays["metadata"])
-    if version != 5:
+    if version not in _ALIGNED_VERSIONS or list(members) != list(_ARRAY_NAMES[version]):
+        layout = next(v for v in _ALIGNED_VERSIONS if list(members) == list(_ARRAY_NAMES[v]))
         raise ValueError(
             f"the metadata says format version {version}, but the archive is laid out as "
-            "format 5 lays it out."
+            f"format {layout} lays it out."
         )
-    _check_document_keys(document, 5)
-    return _read_v5(document, headers, arrays, where, lazy)
+    _check_document_keys(document, version)
+    return _read_v5(document, headers, arrays, where, lazy, version)
 
 
 def load_state(

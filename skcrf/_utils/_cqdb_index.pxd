@@ -1,12 +1,13 @@
 from libc.stdint cimport uint8_t, uint32_t
 
+from skcrf._utils._name_index cimport NameIndex
 
-cdef class CQDBIndex:
+
+cdef class CQDBIndex(NameIndex):
     cdef object _owner                # the buffer's owner (bytes, mmap...): kept alive
     cdef const uint8_t[::1] _view     # the chunk
     cdef const uint8_t *_data
     cdef Py_ssize_t _size             # chunk bytes
-    cdef Py_ssize_t _n                # ids 0 .. n - 1
     cdef Py_ssize_t _backward         # offset of the backward array (id -> record)
     cdef uint32_t _table_offset[256]
     cdef uint32_t _table_size[256]
@@ -15,7 +16,6 @@ cdef class CQDBIndex:
     cdef uint8_t _verdict
     cdef str _where                   # names the chunk in messages
     cdef str _problem                 # what the verification found wrong, in words
-    cdef public str source            # names the model in lookup errors
 
     cdef bint _sound(self) noexcept nogil
     cdef int _verified(self) except -1

@@ -237,7 +237,7 @@ def hashlittle(const uint8_t[::1] key):
     return _hashlittle(&key[0] if key.shape[0] else NULL, key.shape[0])
 
 
-cdef class CQDBIndex:
+cdef class CQDBIndex(NameIndex):
     """The string -> id lookups of one CQDB chunk, read in place.
 
     Parameters
@@ -336,9 +336,6 @@ cdef class CQDBIndex:
         problem = _open_problem(self)
         if problem is not None:
             raise ValueError(f"{where}: {problem}.")
-
-    def __len__(self):
-        return self._n
 
     cdef bint _sound(self) noexcept nogil:
         """Whether the chunk passed the verification (run now if it has not
@@ -459,12 +456,6 @@ cdef class CQDBIndex:
         and the slow one's code (0 sound), computed now."""
         cdef Py_ssize_t t = 0, s = 0
         return _verify_fast(self), _locate_code(self, &t, &s)
-
-    def lookup(self, name):
-        """The id of the string ``name``, or -1."""
-        if type(name) is not str:
-            return -1
-        return self.find_str(name)
 
     def name(self, Py_ssize_t k):
         """The string of id ``k``, read from its record (checked)."""

@@ -1,0 +1,25 @@
+from libc.stdint cimport uint8_t, uint64_t
+
+
+cdef class NameIndex:
+    cdef Py_ssize_t _n                # ids 0 .. n - 1
+    cdef public str source            # names the model in lookup errors
+
+    cdef Py_ssize_t find(self, const char *key, Py_ssize_t length) noexcept nogil
+    cdef Py_ssize_t find_str(self, str name) except -3
+
+
+cdef class PackedNameIndex(NameIndex):
+    cdef object _owner                # what holds the arrays' memory (an mmap...)
+    cdef const uint8_t[::1] _bytes
+    cdef const uint8_t *_text         # the names, one after another
+    cdef const uint8_t *_starts       # n + 1 offsets into _text (uint32 or uint64)
+    cdef const uint8_t *_table        # slots (uint32 or uint64)
+    cdef object _arrays               # keeps the starts' and table's views alive
+    cdef Py_ssize_t _size             # slots
+    cdef bint _wide_starts
+    cdef bint _wide_table
+    cdef int _id_bits
+
+    cdef Py_ssize_t _start(self, Py_ssize_t k) noexcept nogil
+    cdef uint64_t _slot(self, Py_ssize_t k) noexcept nogil
