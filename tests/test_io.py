@@ -153,7 +153,7 @@ def round_trip(state, tmp_path, name="m.skcrf", format_version=3):
 
 
 def prediction_state(state):
-    """``state`` as format 5 keeps it: the nonzero features, the attributes keeping one."""
+    """``state`` as formats 5 and 6 keep it: the nonzero features, the attributes keeping one."""
     model = state.model
     kept = [
         (model.attributes[a], int(label), weight)
@@ -459,7 +459,7 @@ def test_format_3_is_a_stored_npz_with_the_names_in_a_cqdb_chunk(state, tmp_path
             assert np.array_equal(npz[name], getattr(state.model, name))
     n = len(state.model.attributes)
     # format 3 for every model without input-conditioned transitions (4 holds them)
-    assert doc["format_version"] == 3 and FORMAT_VERSION == 5 and doc["n_attributes"] == n
+    assert doc["format_version"] == 3 and FORMAT_VERSION == 6 and doc["n_attributes"] == n
     assert "attributes" not in doc
     # exactly CRFsuite's string database of the names, ids in order
     names = state.model.attributes
@@ -467,24 +467,42 @@ def test_format_3_is_a_stored_npz_with_the_names_in_a_cqdb_chunk(state, tmp_path
     assert read_cqdb(chunk.tobytes(), 0, n, "attributes", 0)[0] == names
 
 
-@pytest.mark.parametrize("name", ["w:a\0b", "w:\ud800"], ids=["nul", "lone-surrogate"])
-def test_names_a_cqdb_cannot_hold_are_saved_in_format_2(state, tmp_path, name):
+def _with_kept_name(state, name):
+    """``state`` with ``name`` for its last attribute that keeps a nonzero feature."""
     model = state.model
     state.model = model.with_weights(model.weights)
-    state.model.attributes = [*model.attributes[:-1], name]
+    ptr, weights = model.state_ptr, model.state_weights
+    kept = [a for a in range(len(model.attributes)) if weights[ptr[a] : ptr[a + 1]].any()]
+    state.model.attributes = list(model.attributes)
+    state.model.attributes[kept[-1]] = name
+    return state
+
+
+@pytest.mark.parametrize(
+    "name, default", [("w:a\0b", 6), ("w:\ud800", 2)], ids=["nul", "lone-surrogate"]
+)
+def test_names_a_format_cannot_hold_are_saved_in_format_2(state, tmp_path, name, default):
+    # a CQDB chunk (formats 3 to 5) holds no NUL; no format but 2 holds a
+    # str that is not valid Unicode
+    state = _with_kept_name(state, name)
     path = tmp_path / "m.npz"
     save_state(state, path)
     with np.load(path) as npz:
-        assert json.loads(npz["metadata"].tobytes())["format_version"] == 2
-    assert load_state(path).model.attributes[-1] == name
+        assert json.loads(npz["metadata"].tobytes())["format_version"] == default
+    names = load_state(path).model.attributes
+    lazy = load_model(path)._fitted_model().attributes  # (format 6: looked up in place)
+    assert (lazy.id_of(name) if default == 6 else lazy.index(name)) == names.index(name) >= 0
     with pytest.raises(ValueError, match="cannot be saved in format 3.*format_version=2"):
         save_state(state, path, format_version=3)
     with pytest.raises(ValueError, match="format_version=4 is the format of models with"):
         save_state(state, path, format_version=4)
     with pytest.raises(ValueError, match="cannot be saved in format 5.*format_version=2"):
         save_state(state, path, format_version=5)
-    with pytest.raises(ValueError, match="format_version must be None, 2, 3, 4 or 5"):
-        save_state(state, path, format_version=6)
+    if default == 2:
+        with pytest.raises(ValueError, match="cannot be saved in format 6.*format_version=2"):
+            save_state(state, path, format_version=6)
+    with pytest.raises(ValueError, match="format_version must be None, 2, 3, 4, 5 or 6"):
+        save_state(state, path, format_version=7)
 
 
 def test_format_3_loads_lazily_for_estimators_and_whole_for_load_state(state, tmp_path):
@@ -1374,7 +1392,7 @@ def test_v1_file_resaves_in_the_newest_format(tmp_path):
     path = tmp_path / "v3.skcrf"
     save_state(state, path)
     with np.load(path) as npz:
-        assert json.loads(npz["metadata"].tobytes())["format_version"] == 5
+        assert json.loads(npz["metadata"].tobytes())["format_version"] == FORMAT_VERSION
     assert_same_state(prediction_state(state), load_state(path))
 
 

@@ -1,8 +1,9 @@
-"""Model format 5: what prediction needs, aligned, used in place (issue 42).
+"""Model formats 5 and 6: what prediction needs, aligned, used in place (issue 42).
 
-The default format of ``save``: only the features with a nonzero weight,
-stored uncompressed with every array 64-byte aligned, so that
-``CRFTagger.load(path, mmap=True)`` uses the file's pages in place.
+Format 6 is the default of ``save`` (format 5 with the names in a packed
+table): only the features with a nonzero weight, stored uncompressed with
+every array 64-byte aligned, so that ``CRFTagger.load(path, mmap=True)``
+uses the file's pages in place.
 """
 
 import json
@@ -16,11 +17,9 @@ from test_io import assert_same_state, make_state, prediction_state
 
 from skcrf import CRFTagger
 from skcrf._persist._aligned import ALIGNMENT
-from skcrf.io import load_state, save_state
+from skcrf.io import FORMAT_VERSION, load_state, save_state
 
-ARRAYS = [
-    "metadata",
-    "attributes",
+MODEL_ARRAYS = [
     "state_ptr",
     "state_labels",
     "state_weights",
@@ -30,6 +29,20 @@ ARRAYS = [
     "conditioned_pairs",
     "conditioned_weights",
 ]
+# each format's own list (an oracle kept apart from the writer's)
+ARRAYS = {
+    5: ["metadata", "attributes", *MODEL_ARRAYS],
+    6: ["metadata", "attribute_text", "attribute_starts", "attribute_table", *MODEL_ARRAYS],
+}
+VERSIONS = pytest.mark.parametrize("version", [5, 6])
+
+
+def _save(tagger, path, version, dtype="float64"):
+    """``tagger.save(path, dtype=dtype)`` in format ``version``."""
+    if version == FORMAT_VERSION:
+        tagger.save(path, dtype=dtype)
+    else:
+        save_state(tagger._get_fitted_state(), path, format_version=version, dtype=dtype)
 
 
 def _fit(seed=0, n=60, **params):
@@ -62,24 +75,26 @@ def _base_array(array):
     return array.obj if isinstance(array, memoryview) else array
 
 
-def test_the_default_keeps_only_the_nonzero_features(tmp_path):
+@VERSIONS
+def test_the_default_keeps_only_the_nonzero_features(tmp_path, version):
     state = make_state()
     path = tmp_path / "m.skcrf"
-    save_state(state, path)
+    save_state(state, path, format_version=None if version == FORMAT_VERSION else version)
     expected = prediction_state(state)
     assert expected.model.n_features < state.model.n_features  # (zeros were dropped)
     for mmap_file in (False, True):
         assert_same_state(expected, load_state(path, mmap=mmap_file))
 
 
-def test_layout_stored_aligned_and_readable_by_numpy(fitted, tmp_path):
+@VERSIONS
+def test_layout_stored_aligned_and_readable_by_numpy(fitted, tmp_path, version):
     tagger, X = fitted
     path = tmp_path / "m.skcrf"
-    tagger.save(path)
+    _save(tagger, path, version)
     data = path.read_bytes()
     with zipfile.ZipFile(path) as archive:
         infos = archive.infolist()
-        assert [info.filename for info in infos] == [f"{name}.npy" for name in ARRAYS]
+        assert [info.filename for info in infos] == [f"{name}.npy" for name in ARRAYS[version]]
         for info in infos:
             assert info.compress_type == zipfile.ZIP_STORED
             name_len, extra_len = struct.unpack_from("<HH", data, info.header_offset + 26)
@@ -92,17 +107,18 @@ def test_layout_stored_aligned_and_readable_by_numpy(fitted, tmp_path):
         weights = npz["state_weights"]
         assert (weights != 0).all() and (npz["transition_weights"] != 0).all()
         assert npz["conditioned_ptr"].tolist() == [0] and len(npz["conditioned_pairs"]) == 0
-    assert doc["format_version"] == 5 and doc["weights_dtype"] == "float64"
+    assert doc["format_version"] == version and doc["weights_dtype"] == "float64"
     assert doc["conditioned_attributes"] is None
     model = tagger._fitted_model()
     assert len(weights) == np.count_nonzero(model.state_weights) < model.n_states
     assert doc["n_attributes"] < model.n_attributes  # attributes left without features dropped
 
 
+@VERSIONS
 @pytest.mark.parametrize("mmap_file", [False, True])
-def test_load_predicts_what_the_saved_model_predicts(fitted, tmp_path, mmap_file):
+def test_load_predicts_what_the_saved_model_predicts(fitted, tmp_path, mmap_file, version):
     tagger, X = fitted
-    tagger.save(tmp_path / "m.skcrf")
+    _save(tagger, tmp_path / "m.skcrf", version)
     loaded = CRFTagger.load(tmp_path / "m.skcrf", mmap=mmap_file)
     assert loaded.predict(X) == tagger.predict(X)
     assert [loaded.predict_single(x) for x in X[:5]] == tagger.predict(X[:5])
@@ -131,31 +147,37 @@ def test_warm_start_from_a_mapped_model_starts_from_the_kept_features(fitted, tm
     assert loaded.predict(X[:3]) == y[:3]
 
 
-def test_input_conditioned_transitions(tmp_path):
+@VERSIONS
+def test_input_conditioned_transitions(tmp_path, version):
     from test_conditioned_transitions import _fit_random
 
     tagger, X, _ = _fit_random(5)
-    tagger.save(tmp_path / "m.skcrf")
+    _save(tagger, tmp_path / "m.skcrf", version)
     with np.load(tmp_path / "m.skcrf") as npz:
         doc = json.loads(npz["metadata"].tobytes())
         assert (npz["conditioned_weights"] != 0).all()
-    assert doc["format_version"] == 5 and doc["conditioned_attributes"]
+    assert doc["format_version"] == version and doc["conditioned_attributes"]
     for mmap_file in (False, True):
         loaded = CRFTagger.load(tmp_path / "m.skcrf", mmap=mmap_file)
         assert loaded.predict(X) == tagger.predict(X)
         assert loaded.predict_marginals(X) == tagger.predict_marginals(X)
 
 
-def test_float32_weights(fitted, tmp_path):
+@VERSIONS
+def test_float32_weights(fitted, tmp_path, version):
     tagger, X = fitted
-    tagger.save(tmp_path / "64.skcrf")
-    tagger.save(tmp_path / "32.skcrf", dtype="float32")
+    _save(tagger, tmp_path / "64.skcrf", version)
+    _save(tagger, tmp_path / "32.skcrf", version, dtype="float32")
     size64, size32 = ((tmp_path / f"{n}.skcrf").stat().st_size for n in (64, 32))
     assert size32 < size64
     with np.load(tmp_path / "32.skcrf") as npz:
         assert npz["state_weights"].dtype == np.float32
         assert json.loads(npz["metadata"].tobytes())["weights_dtype"] == "float32"
         stored = npz["state_weights"]
+        # format 6: the offsets and labels in the narrowest type holding them (3 labels,
+        # a few dozen features); format 5: the kernels' types
+        want = (np.uint8, np.uint8) if version == 6 else (np.int64, np.int32)
+        assert (npz["state_ptr"].dtype, npz["state_labels"].dtype) == want
     for mmap_file in (False, True):
         loaded = CRFTagger.load(tmp_path / "32.skcrf", mmap=mmap_file)
         model = loaded._fitted_model()
@@ -173,7 +195,7 @@ def test_invalid_dtype_and_unsupported_combinations(tmp_path):
     state = make_state()
     with pytest.raises(ValueError, match="dtype must be 'float64' or 'float32'"):
         save_state(state, tmp_path / "m", dtype="float16")
-    with pytest.raises(ValueError, match="float32 weights are stored in format 5 only"):
+    with pytest.raises(ValueError, match="float32 weights are stored in formats 5 and 6 only"):
         save_state(state, tmp_path / "m", dtype="float32", format_version=3)
     state.model.state_weights = state.model.state_weights.copy()
     state.model.state_weights[0] = 1e300
@@ -204,11 +226,12 @@ def test_float32_on_the_treebank_seed_task(treebank, tmp_path):
     assert 0 < difference < 1e-6
 
 
+@VERSIONS
 @pytest.mark.parametrize("mmap_file", [False, True])
-def test_a_file_cut_before_it_is_opened_is_refused(fitted, tmp_path, mmap_file):
+def test_a_file_cut_before_it_is_opened_is_refused(fitted, tmp_path, mmap_file, version):
     tagger, _ = fitted
     path = tmp_path / "m.skcrf"
-    tagger.save(path)
+    _save(tagger, path, version)
     data = path.read_bytes()
     rng = np.random.default_rng(1)
     cuts = {0, 1, 45, 46, 64, len(data) - 22, len(data) - 1}
@@ -250,31 +273,37 @@ def test_replacing_a_mapped_file_by_a_rename_is_safe(tmp_path):
     assert CRFTagger.load(path, mmap=True).predict_marginals(X) == second.predict_marginals(X)
 
 
-def test_an_archive_not_laid_out_as_format_5_is_refused(fitted, tmp_path):
+@VERSIONS
+def test_an_archive_not_laid_out_as_its_format_is_refused(fitted, tmp_path, version):
     tagger, _ = fitted
     path = tmp_path / "m.skcrf"
-    tagger.save(path)
+    _save(tagger, path, version)
     with np.load(path) as npz:
         arrays = {name: npz[name] for name in npz.files}
-    # the same arrays written by numpy: not aligned, so not format 5
+    # the same arrays written by numpy: not aligned, so not format 5 or 6
     np.savez(tmp_path / "numpy.npz", **arrays)
-    with pytest.raises(ValueError, match="not laid out as format 5 lays it out"):
+    with pytest.raises(ValueError, match=f"not laid out as format {version} lays it out"):
         load_state(tmp_path / "numpy.npz")
-    # format 5's layout with another version in its metadata
-    doc = json.loads(arrays["metadata"].tobytes())
-    doc["format_version"] = 4
+    # the aligned layout with another version in its metadata (4, or the other aligned one)
     from skcrf._persist._aligned import aligned_npz_bytes
 
-    arrays["metadata"] = np.frombuffer(json.dumps(doc).encode(), dtype=np.uint8)
-    (tmp_path / "v4.npz").write_bytes(aligned_npz_bytes(arrays))
-    with pytest.raises(ValueError, match="says format version 4, but the archive is laid out"):
-        load_state(tmp_path / "v4.npz", mmap=True)
+    for other in (4, 11 - version):
+        doc = json.loads(arrays["metadata"].tobytes())
+        doc["format_version"] = other
+        arrays["metadata"] = np.frombuffer(json.dumps(doc).encode(), dtype=np.uint8)
+        (tmp_path / "other.npz").write_bytes(aligned_npz_bytes(arrays))
+        with pytest.raises(
+            ValueError,
+            match=f"says format version {other}, but the archive is laid out as format {version}",
+        ):
+            load_state(tmp_path / "other.npz", mmap=True)
 
 
-def test_a_damaged_member_names_itself(fitted, tmp_path):
+@VERSIONS
+def test_a_damaged_member_names_itself(fitted, tmp_path, version):
     tagger, _ = fitted
     path = tmp_path / "m.skcrf"
-    tagger.save(path)
+    _save(tagger, path, version)
     data = bytearray(path.read_bytes())
     weights = tagger._fitted_model().state_weights
     at = data.find(weights[weights != 0][:4].tobytes())
@@ -286,11 +315,12 @@ def test_a_damaged_member_names_itself(fitted, tmp_path):
             load_state(path, mmap=mmap_file)
 
 
-def test_pycrfsuite_tagger_opens_skcrf_files(fitted, tmp_path):
+@VERSIONS
+def test_pycrfsuite_tagger_opens_skcrf_files(fitted, tmp_path, version):
     from skcrf.pycrfsuite import Tagger
 
     tagger, X = fitted
-    tagger.save(tmp_path / "m.skcrf")
+    _save(tagger, tmp_path / "m.skcrf", version)
     tagger.to_crfsuite(tmp_path / "m.crfsuite")
     ours, theirs = Tagger(), Tagger()
     ours.open(tmp_path / "m.skcrf")
@@ -319,7 +349,7 @@ def test_names_table_vouched_for_by_its_crc(fitted, tmp_path):
     from skcrf._persist._aligned import aligned_npz_bytes
 
     tagger, X = fitted
-    tagger.save(tmp_path / "m.skcrf")
+    _save(tagger, tmp_path / "m.skcrf", 5)
     with np.load(tmp_path / "m.skcrf") as npz:
         arrays = {name: npz[name].copy() for name in npz.files}
     model = CRFTagger.load(tmp_path / "m.skcrf", mmap=True)._fitted_model()
@@ -335,3 +365,43 @@ def test_names_table_vouched_for_by_its_crc(fitted, tmp_path):
     crafted.predict(X)  # answers, from the other names
     with pytest.raises(ValueError, match="Cannot load skcrf model"):
         load_state(tmp_path / "crafted.skcrf")
+
+
+def test_a_crafted_packed_table_answers_absent_never_another_id(fitted, tmp_path):
+    # format 6: a table whose slots were moved (with a matching CRC) is used
+    # safely: a lookup compares the name's bytes, so it answers "absent" for
+    # a misplaced name, never another name's id; check() finds it; what
+    # cannot be used (an id out of range or twice) is refused at open
+    from skcrf._persist._aligned import aligned_npz_bytes
+
+    tagger, X = fitted
+    tagger.save(tmp_path / "m.skcrf")
+    with np.load(tmp_path / "m.skcrf") as npz:
+        arrays = {name: npz[name].copy() for name in npz.files}
+    names = load_state(tmp_path / "m.skcrf").model.attribute_names()
+    table = arrays["attribute_table"]
+    filled = np.flatnonzero(table)
+    empty = np.flatnonzero(table == 0)
+    moved = filled[0]
+    id_bits = max(1, len(names).bit_length())
+    moved_id = int(table[moved] & ((1 << id_bits) - 1)) - 1
+    # to the next empty slot: the probe from the name's home meets the emptied slot first
+    table[empty[empty > moved][0] if (empty > moved).any() else empty[0]] = table[moved]
+    table[moved] = 0
+    (tmp_path / "crafted.skcrf").write_bytes(aligned_npz_bytes(arrays))
+    crafted = CRFTagger.load(tmp_path / "crafted.skcrf", mmap=True)._fitted_model().attributes
+    answers = [crafted.id_of(name) for name in names]
+    assert all(answer in (k, -1) for k, answer in enumerate(answers))
+    assert answers[moved_id] == -1
+    with pytest.raises(ValueError, match="crafted.skcrf.*not found at its id"):
+        crafted.string_index.check()
+    assert load_state(tmp_path / "crafted.skcrf").model.attribute_names() == names
+    for value, problem in (
+        (len(names) + 1, "out of range"),
+        (int(table[filled[-1]]), "in more than one slot"),
+    ):
+        bad = {**arrays, "attribute_table": arrays["attribute_table"].copy()}
+        bad["attribute_table"][np.flatnonzero(bad["attribute_table"] == 0)[0]] = value
+        (tmp_path / "bad.skcrf").write_bytes(aligned_npz_bytes(bad))
+        with pytest.raises(ValueError, match=f"Cannot load skcrf model.*{problem}"):
+            CRFTagger.load(tmp_path / "bad.skcrf", mmap=True)

@@ -1,7 +1,7 @@
 """Randomly damaged skcrf model files of every format (issue 42).
 
 Seeded mutants of one small model in each format (1, read from tests/data;
-2, 3, 4 and 5, float64 and float32, written here): bytes changed, 16- and
+2 to 4, and 5 and 6 in float64 and float32, written here): bytes changed, 16- and
 32-bit fields overwritten (zip headers aimed at), bytes inserted or deleted,
 files cut short. Each is opened every way a user can (``load_state``;
 ``CRFTagger.load`` with and without ``mmap``, then tagging): it must be
@@ -29,7 +29,18 @@ from skcrf.io import load_state, save_state
 
 N_MUTANTS = int(os.environ.get("SKCRF_FUZZ_MUTANTS", 300))
 SEED = int(os.environ.get("SKCRF_FUZZ_SEED", 42))
-FORMATS = ["v1", "v2", "v3", "v4", "v5", "v5-float32", "v5-conditioned"]
+FORMATS = [
+    "v1",
+    "v2",
+    "v3",
+    "v4",
+    "v5",
+    "v5-float32",
+    "v5-conditioned",
+    "v6",
+    "v6-float32",
+    "v6-conditioned",
+]
 
 
 def _model(conditioned=False):
@@ -57,13 +68,10 @@ def _source(which, models, tmp_path):
     if which == "v1":
         expected = json.loads(V1_PATH.with_name("model_v1_expected.json").read_text())
         return V1_PATH.read_bytes(), expected["X"]
-    tagger, X = models[which in ("v4", "v5-conditioned")]
+    tagger, X = models[which == "v4" or which.endswith("-conditioned")]
     path = tmp_path / f"{which}.skcrf"
-    state = tagger._get_fitted_state()
-    if which in ("v2", "v3", "v4"):
-        save_state(state, path, format_version=int(which[1]))
-    else:
-        tagger.save(path, dtype="float32" if which == "v5-float32" else "float64")
+    dtype = "float32" if which.endswith("-float32") else "float64"
+    save_state(tagger._get_fitted_state(), path, format_version=int(which[1]), dtype=dtype)
     # tokens the model has not seen too: a lookup of each probes its table
     return path.read_bytes(), X[:8] + [
         [{"w": "unseen", "x": 1.0}],
