@@ -12,18 +12,57 @@ path)`` and ``load_model(path, cls)`` is
 builds a :class:`~skcrf.CRFTagger`. The format's implementation knows no
 estimator (it duck-types one); this public module adds the default class.
 
-A model file is one numpy ``.npz`` archive (a zip file; format 5 written
+A model file is one numpy ``.npz`` archive (a zip file; formats 6 and 5 written
 as described below, formats 3 and 4 with :func:`numpy.savez`, format 2 with
 :func:`numpy.savez_compressed`), which ``numpy.load(path,
 allow_pickle=False)`` opens too: loading never unpickles and never executes
 anything from the file, so a model file from an untrusted source can at
 worst be refused with a :class:`ValueError`.
 
-File layout (format version 5, the default)
+File layout (format version 6, the default)
 -------------------------------------------
 What :func:`save_state` (``save_model``, ``CRFTagger.save``) writes unless
-asked otherwise: only what prediction needs, laid out to be used where it
-lies.
+asked otherwise: format 5 (below) with the attribute names in a packed
+table, about 12 bytes per name beside its UTF-8 bytes where format 5's CQDB
+chunk takes about 30, and in a float32 file the state offsets and labels
+in the narrowest unsigned type. The archive holds exactly twelve arrays, in
+this order: ``metadata``, ``attribute_text``, ``attribute_starts``,
+``attribute_table``, then format 5's from ``state_ptr`` on. The JSON
+document has format 5's keys. With ``n = n_attributes``:
+
+``attribute_text`` : uint8
+    The names' UTF-8 bytes, one after another, in attribute-id order (any
+    str encodable in UTF-8: NUL included).
+``attribute_starts`` : uint32 (uint64 when the text reaches 4 GiB), shape (n + 1,)
+    Name ``k`` is ``attribute_text[starts[k]:starts[k + 1]]``: rising from 0
+    to the text's length.
+``attribute_table`` : uint32 or uint64, shape (n + n // 2 + 1,)
+    Slots of uint32, or of uint64 when ``b = max(1, n.bit_length())``
+    exceeds 24. Open addressing with linear probing (wrapping at the end). A slot is 0
+    (empty) or ``(tag << b) | (k + 1)`` for name ``k``: each id exactly
+    once. A name's 64-bit hash ``h`` (:func:`skcrf._utils._name_index.name_hash`:
+    the bytes taken 8 at a time as little-endian words, each mixed in with
+    a multiply-rotate step, then a final avalanche; fixed by this format)
+    gives its first slot ``((h >> 32) * size) >> 32`` and its ``tag``, the
+    low ``32 - b`` (``64 - b``) bits of ``h``. A lookup compares names only
+    where the tags agree and stops at an empty slot.
+``state_ptr``, ``state_labels``
+    As in format 5 (int64, int32) in a float64 file; in a float32 file in
+    the narrowest of uint8, uint16 and uint32 that holds their values
+    (loading converts them, as it converts the weights).
+
+The name table is used where it lies (``mmap=True``: shared by the
+processes that map the file). Its arrays are checked at open (sizes, rising
+offsets, every id in the table once: O(n), no name read); the file's CRC-32
+vouches for the rest (a table whose slots were moved but whose checksum
+matches makes lookups answer "absent", never another name's id), and
+:func:`load_state` (the names listed) checks that the names are valid UTF-8
+and distinct.
+
+File layout (format version 5)
+------------------------------
+Written when asked (``format_version=5``): only what prediction needs, laid
+out to be used where it lies.
 
 - **Only the features with a nonzero weight** (after conversion to the
   stored dtype), and only the attributes that keep one (in attribute-id
@@ -42,8 +81,8 @@ lies.
   boundary. The members are written in the order below, then the zip
   directory and the end record (no comment, no zip64: a model file is
   below 4 GiB). The first member, ``metadata.npy``, carrying the padding
-  field is how a reader tells format 5 from the older formats before it
-  reads anything else.
+  field is how a reader tells formats 5 and 6 from the older formats before
+  it reads anything else.
 
 The archive holds exactly ten arrays, in this order: ``metadata``,
 ``attributes``, ``state_ptr``, ``state_labels``, ``state_weights``,
@@ -72,8 +111,9 @@ float32's range cannot be saved so (a ValueError).
 Mapped files
 ~~~~~~~~~~~~
 ``load_state(path, mmap=True)`` (``CRFTagger.load(path, mmap=True)``) maps
-a format 5 file read-only (:class:`mmap.mmap`) and uses the arrays where
-they lie: nothing is copied (except float32 weights, converted), and
+a format 5 or 6 file read-only (:class:`mmap.mmap`) and uses the arrays where
+they lie: nothing is copied (except what a float32 file holds in other
+types than the kernels': its weights, offsets and labels), and
 processes that map one file share its pages in the page cache (each
 holds only what it builds: the transition matrix, the names it has looked
 up, the batch layout of ``predict``). The file is checked whole before it
@@ -232,8 +272,9 @@ Format version 2
 ----------------
 Written by skcrf 0.2 (with :func:`numpy.savez_compressed`), and by
 :func:`save_state` when asked (``format_version=2``) or when an attribute
-name cannot be kept in a CQDB chunk (it holds a NUL character, or is not
-valid Unicode, such as a str with a lone surrogate). Its archive holds the
+name cannot be encoded in UTF-8 (a str that is not valid Unicode, such as
+one with a lone surrogate; formats 3 to 5 cannot hold a NUL character
+either). Its archive holds the
 arrays of format 3 but ``attributes``, and its JSON document the keys of
 format 3 with ``attributes`` (the names, a list of distinct strings, in
 attribute-id order) instead of ``n_attributes``.
@@ -279,8 +320,8 @@ existed).
 
 Safety
 ------
-A format 5 file is checked by its own reader, without :mod:`zipfile`: the
-end record, the directory and every local header (exactly the ten members,
+A format 5 or 6 file is checked by its own reader, without :mod:`zipfile`: the
+end record, the directory and every local header (exactly the ten or twelve members,
 in order, stored, aligned, inside the file, their headers as written), each
 member's CRC-32, the JSON document and the arrays' dtypes, shapes and
 contents as for format 4. For the older formats, before any array data is

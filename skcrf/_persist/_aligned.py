@@ -189,7 +189,8 @@ def read_aligned_members(buffer, *layouts):
     if at != dir_offset + dir_size:
         raise ValueError("the zip directory's size is not its entries'.")
     filenames = [filename for filename, _ in entries]
-    if not any(filenames == [f"{name}.npy".encode("ascii") for name in names] for names in layouts):
+    expected = [[f"{name}.npy".encode("ascii") for name in names] for names in layouts]
+    if filenames not in expected:
         got = [filename.decode("ascii", "replace") for filename in filenames]
         raise ValueError(
             f"the archive must hold exactly the arrays {list(layouts[-1])}, in that order; it "

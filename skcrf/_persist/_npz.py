@@ -502,9 +502,8 @@ def _state_document(state, estimator, format_version=None, weights_dtype="float6
         target = format_version or FORMAT_VERSION
         kept, kept_attributes = arrays, attributes
         if target in _ALIGNED_VERSIONS:
-            kept, kept_attributes = _prediction_arrays(
-                arrays, attributes, weights_dtype, narrow=target == 6 and weights_dtype != "float64"
-            )
+            narrow = target == 6 and weights_dtype != "float64"
+            kept, kept_attributes = _prediction_arrays(arrays, attributes, weights_dtype, narrow)
         try:
             names = _name_arrays(target, kept_attributes)
         except ValueError as exc:
@@ -573,19 +572,22 @@ def save_state(
         instance, ``.skcrf``).
     estimator : str, optional
         The estimator class, ``"module.QualName"``, recorded for information.
-    format_version : {None, 2, 3, 4, 5}, default=None
-        None: the newest format (5), or 2 when an attribute name cannot be
-        kept in a CQDB string database (a NUL character, or a str that
-        is not valid Unicode, such as a lone surrogate). Format 5 keeps only
-        what prediction needs (the features with a nonzero weight and the
-        attributes that keep one): a warm start from the file starts from
-        those features. 3 (4 for a model with input-conditioned
-        transitions): every feature, zero weights included, as earlier
-        skcrf versions write and read it. 2: the format that skcrf 0.2
-        reads (the names in the JSON document, compressed).
+    format_version : {None, 2, 3, 4, 5, 6}, default=None
+        None: the newest format (6), or 2 when an attribute name cannot be
+        encoded in UTF-8 (a str that is not valid Unicode, such as a lone
+        surrogate). Formats 6 and 5 keep only what prediction needs (the
+        features with a nonzero weight and the attributes that keep one):
+        a warm start from the file starts from those features; 5 keeps the
+        names in a CQDB chunk (no NUL in a name), 6 in a packed table
+        about half its size. 3 (4 for a model with
+        input-conditioned transitions): every feature, zero weights
+        included, as earlier skcrf versions write and read it. 2: the
+        format that skcrf 0.2 reads (the names in the JSON document,
+        compressed).
     dtype : {"float64", "float32"}, default="float64"
-        The weights' type in the file (format 5 only). ``"float32"``
-        halves their size; each weight is rounded to the nearest float32
+        The weights' type in the file (formats 5 and 6). ``"float32"``
+        halves their size (format 6 then stores the state offsets and
+        labels in the narrowest unsigned type too); each weight is rounded to the nearest float32
         (a relative change below 6e-8), which moves the scores of a
         sequence by about that much: labels stay the same except for exact
         ties, marginals change by about 1e-7 (see :mod:`skcrf.io`).
@@ -1282,7 +1284,7 @@ def load_state(
         the chunk's tables verified by the first lookup, the whole chunk
         when the names are first listed) instead of a list.
     mmap : bool, default=False
-        For a format 5 file: the arrays are read-only views of a map of the
+        For a format 5 or 6 file: the arrays are read-only views of a map of the
         file (:class:`mmap.mmap`), not copies; processes that map one file
         share its pages. The whole file is checked first (as without it).
         Other formats are read into memory as without it. See

@@ -325,7 +325,7 @@ class Tagger(CRFsuiteTagger):
         name : str or path-like
             The CRFsuite model file, or an skcrf model file
             (``CRFTagger.save``: read with ``CRFTagger.load``'s checks, a
-            format 5 file mapped in place as ``CRFTagger.load(path,
+            format 5 or 6 file mapped in place as ``CRFTagger.load(path,
             mmap=True)`` maps it; a model with input-conditioned transitions
             is refused).
 
