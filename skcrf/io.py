@@ -40,9 +40,12 @@ document has format 5's keys. With ``n = n_attributes``:
     Slots of uint32, or of uint64 when ``b = max(1, n.bit_length())``
     exceeds 24. Open addressing with linear probing (wrapping at the end). A slot is 0
     (empty) or ``(tag << b) | (k + 1)`` for name ``k``: each id exactly
-    once. A name's 64-bit hash ``h`` (:func:`skcrf._utils._name_index.name_hash`:
-    the bytes taken 8 at a time as little-endian words, each mixed in with
-    a multiply-rotate step, then a final avalanche; fixed by this format)
+    once. A name's 64-bit hash ``h`` (fixed by this format: with ``m = 2**64``,
+    ``h = 0x4CF5AD432745937F ^ (len * 0xC2B2AE3D27D4EB4F % m)``, then for
+    each 8-byte little-endian word ``w`` of the name, the last zero-padded:
+    ``h ^= w * 0x87C37B91114253D5 % m``, ``h`` rotated left by 27 bits,
+    ``h = (h * 0x9E3779B97F4A7C15 + 0x52DCE729) % m``; finally ``h ^= h >>
+    32``, ``h = h * 0xD6E8FEB86659FD93 % m``, ``h ^= h >> 29``)
     gives its first slot ``((h >> 32) * size) >> 32`` and its ``tag``, the
     low ``32 - b`` (``64 - b``) bits of ``h``. A lookup compares names only
     where the tags agree and stops at an empty slot.
