@@ -33,6 +33,14 @@ from typing import Any
 
 import numpy as np
 
+from ._utils._array_checks import (
+    COLUMN_OUT_OF_RANGE,
+    COLUMNS_NOT_INCREASING,
+    PTR_NOT_RISING,
+    all_finite,
+    csr_problem,
+)
+
 
 @dataclass
 class ConditionedTransitions:
@@ -407,15 +415,14 @@ def check_model_arrays(n_attributes, n_labels, arrays):
         raise ValueError(
             f"state_ptr has {len(ptr)} entries; n_attributes + 1 = {n_attributes + 1} expected."
         )
-    if ptr[0] != 0 or ptr[-1] != n_states or (np.diff(ptr) < 0).any():
-        raise ValueError(f"state_ptr must be non-decreasing from 0 to n_states = {n_states}.")
-    if n_states:
-        if labels.min() < 0 or labels.max() >= n_labels:
-            raise ValueError(f"state_labels must be label indices in [0, {n_labels}).")
-        starts = np.zeros(n_states, dtype=bool)
-        starts[ptr[:-1][ptr[:-1] < n_states]] = True
-        if (np.diff(labels)[~starts[1:]] <= 0).any():
-            raise ValueError("state_labels must be strictly increasing within an attribute.")
+    check_csr(
+        ptr,
+        labels,
+        n_labels,
+        f"state_ptr must be non-decreasing from 0 to n_states = {n_states}.",
+        f"state_labels must be label indices in [0, {n_labels}).",
+        "state_labels must be strictly increasing within an attribute.",
+    )
     size = n_labels * n_labels
     if len(index) and (index[0] < 0 or index[-1] >= size or (np.diff(index) <= 0).any()):
         raise ValueError(
@@ -423,5 +430,31 @@ def check_model_arrays(n_attributes, n_labels, arrays):
             f"(n_labels * n_labels)."
         )
     for name in ("state_weights", "transition_weights"):
-        if not np.isfinite(arrays[name]).all():
-            raise ValueError(f"{name} holds non-finite values (NaN or infinity).")
+        check_finite(arrays[name], f"{name} holds non-finite values (NaN or infinity).")
+
+
+def check_csr(ptr, columns, n_columns, not_rising, out_of_range, not_increasing):
+    """Raise ValueError with the message of what is wrong with a CSR pattern.
+
+    ``ptr`` must rise from 0 to ``len(columns)``, the columns lie in
+    ``[0, n_columns)`` and increase strictly within a row (one compiled
+    pass: opening a model checks every feature).
+    """
+    if columns.dtype not in (np.int32, np.int64):
+        columns = np.asarray(columns, dtype=np.int64)
+    problem = csr_problem(
+        np.ascontiguousarray(ptr, dtype=np.int64), np.ascontiguousarray(columns), n_columns
+    )
+    messages = {
+        PTR_NOT_RISING: not_rising,
+        COLUMN_OUT_OF_RANGE: out_of_range,
+        COLUMNS_NOT_INCREASING: not_increasing,
+    }
+    if problem:
+        raise ValueError(messages[problem])
+
+
+def check_finite(values, message):
+    """Raise ValueError(message) unless every value is finite."""
+    if not all_finite(np.ascontiguousarray(values, dtype=np.float64)):
+        raise ValueError(message)

@@ -22,6 +22,8 @@ from .._model import (
     ConditionedTransitions,
     CRFModel,
     FittedState,
+    check_csr,
+    check_finite,
     check_model_arrays,
     kept_state_ptr,
 )
@@ -184,19 +186,15 @@ def check_conditioned_arrays(n_attributes, n_labels, ptr, pairs, weights):
             "conditioned_ptr must have one entry per transition attribute and one "
             "more, conditioned_weights one per conditioned_pairs entry."
         )
-    if ptr[0] != 0 or ptr[-1] != n or (np.diff(ptr) < 0).any():
-        raise ValueError(f"conditioned_ptr must be non-decreasing from 0 to {n}.")
-    if n:
-        if pairs.min() < 0 or pairs.max() >= n_labels * n_labels:
-            raise ValueError(
-                f"conditioned_pairs must be label pairs in [0, {n_labels * n_labels})."
-            )
-        starts = np.zeros(n, dtype=bool)
-        starts[ptr[:-1][ptr[:-1] < n]] = True
-        if (np.diff(pairs)[~starts[1:]] <= 0).any():
-            raise ValueError("conditioned_pairs must be strictly increasing within an attribute.")
-    if not np.isfinite(weights).all():
-        raise ValueError("conditioned_weights holds non-finite values (NaN or infinity).")
+    check_csr(
+        ptr,
+        pairs,
+        n_labels * n_labels,
+        f"conditioned_ptr must be non-decreasing from 0 to {n}.",
+        f"conditioned_pairs must be label pairs in [0, {n_labels * n_labels}).",
+        "conditioned_pairs must be strictly increasing within an attribute.",
+    )
+    check_finite(weights, "conditioned_weights holds non-finite values (NaN or infinity).")
 
 
 def _as_int_array(value, name):

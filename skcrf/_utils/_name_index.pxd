@@ -20,6 +20,3 @@ cdef class PackedNameIndex(NameIndex):
     cdef bint _wide_starts
     cdef bint _wide_table
     cdef int _id_bits
-
-    cdef Py_ssize_t _start(self, Py_ssize_t k) noexcept nogil
-    cdef uint64_t _slot(self, Py_ssize_t k) noexcept nogil

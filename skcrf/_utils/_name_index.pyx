@@ -180,6 +180,64 @@ def pack_names(names):
     return text, starts, table
 
 
+cdef inline Py_ssize_t _start(PackedNameIndex index, Py_ssize_t k) noexcept nogil:
+    """Offset ``k`` (where name ``k`` starts in the text)."""
+    cdef uint32_t narrow
+    cdef uint64_t wide
+    if index._wide_starts:
+        memcpy(&wide, index._starts + 8 * k, 8)
+        return <Py_ssize_t> wide
+    memcpy(&narrow, index._starts + 4 * k, 4)
+    return narrow
+
+
+cdef inline uint64_t _slot(PackedNameIndex index, Py_ssize_t k) noexcept nogil:
+    """Slot ``k`` of the table."""
+    cdef uint32_t narrow
+    cdef uint64_t wide
+    if index._wide_table:
+        memcpy(&wide, index._table + 8 * k, 8)
+        return wide
+    memcpy(&narrow, index._table + 4 * k, 4)
+    return narrow
+
+
+cdef enum:
+    _OUT_OF_RANGE = 1
+    _TWICE = 2
+    _MISSING = 3
+
+
+cdef Py_ssize_t _first_fall(PackedNameIndex index) noexcept nogil:
+    """The first k whose offset is below offset k - 1, or 0."""
+    cdef Py_ssize_t k
+    for k in range(1, index._n + 1):
+        if _start(index, k) < _start(index, k - 1):
+            return k
+    return 0
+
+
+cdef int _table_problem(PackedNameIndex index, uint8_t *seen, Py_ssize_t *where) noexcept nogil:
+    """Whether every id is in the table once; ``where``: the slot (or count) concerned."""
+    cdef Py_ssize_t k, filled = 0
+    cdef uint64_t value, mask = (<uint64_t> 1 << index._id_bits) - 1
+    cdef uint64_t n = <uint64_t> index._n
+    for k in range(index._size):
+        value = _slot(index, k)
+        if value == 0:
+            continue
+        value &= mask
+        where[0] = k
+        if value == 0 or value > n:
+            return _OUT_OF_RANGE
+        if seen[value]:
+            return _TWICE
+        seen[value] = 1
+        filled += 1
+    where[0] = filled
+    return _MISSING if filled != index._n else 0
+
+
 cdef class NameIndex:
     """Name -> id lookups (``0 .. n - 1``) of a model's names, where they lie.
 
@@ -274,56 +332,34 @@ cdef class PackedNameIndex(NameIndex):
         if problem is not None:
             raise ValueError(f"{where}: {problem}.")
 
-    cdef Py_ssize_t _start(self, Py_ssize_t k) noexcept nogil:
-        cdef uint32_t narrow
-        cdef uint64_t wide
-        if self._wide_starts:
-            memcpy(&wide, self._starts + 8 * k, 8)
-            return <Py_ssize_t> wide
-        memcpy(&narrow, self._starts + 4 * k, 4)
-        return narrow
-
-    cdef uint64_t _slot(self, Py_ssize_t k) noexcept nogil:
-        cdef uint32_t narrow
-        cdef uint64_t wide
-        if self._wide_table:
-            memcpy(&wide, self._table + 8 * k, 8)
-            return wide
-        memcpy(&narrow, self._table + 4 * k, 4)
-        return narrow
-
     def _open_problem(self, Py_ssize_t text_size):
         """What is wrong with the offsets or the table's ids, or None (O(n))."""
-        cdef Py_ssize_t k, previous = 0, start, filled = 0, n = self._n
-        cdef uint64_t value, mask = (<uint64_t> 1 << self._id_bits) - 1
+        cdef Py_ssize_t n = self._n, where = 0, value = 0
+        cdef uint64_t mask = (<uint64_t> 1 << self._id_bits) - 1
+        cdef int code
         cdef uint8_t *seen
-        if self._start(0) != 0 or self._start(n) != text_size:
-            return (f"the offsets run from {self._start(0)} to {self._start(n)}, not from 0 "
+        if _start(self, 0) != 0 or _start(self, n) != text_size:
+            return (f"the offsets run from {_start(self, 0)} to {_start(self, n)}, not from 0 "
                     f"to the text's end ({text_size})")
-        for k in range(1, n + 1):
-            start = self._start(k)
-            if start < previous:
-                return f"offset {k} ({start}) is below offset {k - 1} ({previous})"
-            previous = start
+        with nogil:
+            where = _first_fall(self)
+        if where:
+            return (f"offset {where} ({_start(self, where)}) is below offset {where - 1} "
+                    f"({_start(self, where - 1)})")
         seen = <uint8_t *> calloc(n + 1, 1)
         if seen == NULL:
             raise MemoryError()
-        try:
-            for k in range(self._size):
-                value = self._slot(k)
-                if value == 0:
-                    continue
-                value &= mask
-                if value == 0 or value > <uint64_t> n:
-                    return f"slot {k} holds the id {<Py_ssize_t> value - 1}, out of range"
-                if seen[value]:
-                    return f"the id {value - 1} is in more than one slot (slot {k} among them)"
-                seen[value] = 1
-                filled += 1
-            if filled != n:
-                return f"the table holds {filled} ids, not {n}"
-        finally:
-            free(seen)
+        with nogil:
+            code = _table_problem(self, seen, &where)
+        free(seen)
+        if code == _OUT_OF_RANGE or code == _TWICE:
+            value = <Py_ssize_t> (_slot(self, where) & mask) - 1
+        if code == _OUT_OF_RANGE:
+            return f"slot {where} holds the id {value}, out of range"
+        if code == _TWICE:
+            return f"the id {value} is in more than one slot (slot {where} among them)"
+        if code == _MISSING:
+            return f"the table holds {where} ids, not {n}"
         return None
 
     cdef Py_ssize_t find(self, const char *key, Py_ssize_t length) noexcept nogil:
@@ -333,13 +369,13 @@ cdef class PackedNameIndex(NameIndex):
         cdef uint64_t value
         cdef Py_ssize_t slot = _home(h, self._size), k, start
         while True:
-            value = self._slot(slot)
+            value = _slot(self, slot)
             if value == 0:
                 return -1
             if value >> self._id_bits == tag:
                 k = <Py_ssize_t> (value & mask) - 1
-                start = self._start(k)
-                if (self._start(k + 1) - start == length
+                start = _start(self, k)
+                if (_start(self, k + 1) - start == length
                         and memcmp(self._text + start, key, length) == 0):
                     return k
             slot += 1
@@ -350,10 +386,10 @@ cdef class PackedNameIndex(NameIndex):
         """The name of id ``k`` (ValueError if its bytes are not UTF-8)."""
         if k < 0 or k >= self._n:
             raise IndexError(f"id {k} out of range ({self._n} ids).")
-        cdef Py_ssize_t start = self._start(k)
+        cdef Py_ssize_t start = _start(self, k)
         try:
             return PyUnicode_DecodeUTF8(<const char *> self._text + start,
-                                        self._start(k + 1) - start, "strict")
+                                        _start(self, k + 1) - start, "strict")
         except UnicodeDecodeError:
             raise ValueError(f"the name of id {k} is not valid UTF-8.") from None
 
@@ -375,8 +411,8 @@ cdef class PackedNameIndex(NameIndex):
         """
         cdef Py_ssize_t k, start
         for k in range(self._n):
-            start = self._start(k)
-            if self.find(<const char *> self._text + start, self._start(k + 1) - start) != k:
+            start = _start(self, k)
+            if self.find(<const char *> self._text + start, _start(self, k + 1) - start) != k:
                 prefix = "" if self.source is None else f"{self.source}: "
                 raise ValueError(
                     f"{prefix}the name table is corrupted: the name of id {k} is not found "
