@@ -15,7 +15,7 @@ from sklearn.exceptions import NotFittedError
 from sklearn.feature_extraction import DictVectorizer
 from sklearn.utils import check_random_state
 
-from ._compat import HasMethods, Interval, StrOptions, _fit_context
+from ._compat import HasMethods, Interval, StrOptions, _fit_context, param_names
 from ._featurize._validation import check_single_sequence
 from ._inference._decode import Decoder
 from ._model import FittedState
@@ -825,7 +825,7 @@ calibration_candidates, calibration_max_trials : default=None
         Parameters the estimator does not know (from another version) are
         left out.
         """
-        names = cls._get_param_names()
+        names = param_names(cls)
         params = {k: v for k, v in state.params.items() if k in names}
         tagger = cls(**{**params, "featurizer": state_featurizer(state)})
         tagger._set_fitted_state(state)
@@ -993,7 +993,7 @@ calibration_candidates, calibration_max_trials : default=None
             and every later one's, naming the file (never a prediction from
             a damaged table).
         """
-        names = set(cls._get_param_names()) - {"model_filename", "trainer_cls"}
+        names = set(param_names(cls)) - {"model_filename", "trainer_cls"}
         return cls._from_fitted_state(crfsuite_state(source, names))
 
     @classmethod
