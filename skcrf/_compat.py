@@ -4,9 +4,8 @@ scikit-learn does not promise these across releases; keeping them here means a
 rename upstream is a one-line fix.
 """
 
-import functools
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
@@ -22,11 +21,16 @@ else:
 __all__ = ["HasMethods", "Interval", "StrOptions", "_fit_context", "param_names"]
 
 
-@functools.cache
-def param_names(cls: Any) -> tuple[str, ...]:
+_PARAM_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def param_names(cls: type) -> tuple[str, ...]:
     """``cls._get_param_names()`` (scikit-learn's, private), read once per class.
 
     It inspects ``__init__``'s signature on every call: a tenth of a
     millisecond in each model ``load``.
     """
-    return tuple(cls._get_param_names())
+    names = _PARAM_NAMES.get(cls)
+    if names is None:  # (threads may both compute it: the same tuple)
+        names = _PARAM_NAMES[cls] = tuple(cls._get_param_names())  # type: ignore[attr-defined]
+    return names
