@@ -1059,8 +1059,9 @@ def main(argv=None):
                 "## Model file sizes",
                 "",
                 "skcrf's files of the from_crfsuite tagger of each CRFsuite file: the default "
-                "format (5: the nonzero features, arrays aligned for mmap), with float32 "
-                "weights, and format 3 (every feature, zero weights included).",
+                "format (6: the nonzero features, arrays aligned for mmap, the names in a "
+                "packed table), with float32 weights, format 5 (the names in a CQDB chunk) "
+                "and format 3 (every feature, zero weights included).",
                 "",
                 size_table(results["size"], models),
                 "",
