@@ -879,7 +879,34 @@ def test_holdout_only_labels_score_as_wrong(tmp_path):
     assert last["item_accuracy"] == pytest.approx(0.5)
     tagger = ours.Tagger()
     tagger.open(tmp_path / "m")
-    assert tagger.labels() == ["x", "y"]
+    assert tagger.labels() == ["x", "y", "z"]  # (a label of the model, without features)
+
+
+@pytest.mark.parametrize("possible_transitions", [False, True])
+def test_holdout_only_labels_are_in_every_normalizer(real, tmp_path, possible_transitions):
+    # CRFsuite's label set is the whole data set's: a label seen only in the
+    # held-out group is a label of the model, and the loss sums over it
+    params = {"max_iterations": 5, "feature.possible_transitions": possible_transitions}
+    trainers = []
+    for module, name in ((ours, "a"), (real, "b")):
+        trainer = module.Trainer(params=params, verbose=False)
+        for k, (xseq, yseq) in enumerate(zip(X_TRAIN, Y_TRAIN)):
+            trainer.append(xseq, yseq, group=k % 3)
+        trainer.append([["w=odd"], ["w=one"]], ["NOUN", "ONLY_HELD_OUT"], group=1)
+        trainer.train(str(tmp_path / name), holdout=1)
+        trainers.append(trainer)
+    mine, theirs = (trainer.logparser.iterations for trainer in trainers)
+    assert len(mine) == len(theirs) == 5
+    for it, expected in zip(mine, theirs):
+        for key in ("loss", "feature_norm", "error_norm"):
+            assert it[key] == pytest.approx(expected[key], rel=1e-6), key
+    ours_tagger, real_tagger = ours.Tagger(), real.Tagger()
+    ours_tagger.open(tmp_path / "a")
+    real_tagger.open(str(tmp_path / "b"))
+    assert ours_tagger.labels() == real_tagger.labels()
+    assert "ONLY_HELD_OUT" in ours_tagger.labels()
+    for xseq in X_TEST:
+        assert ours_tagger.tag(xseq) == real_tagger.tag(xseq)
 
 
 def test_version_and_error(real):

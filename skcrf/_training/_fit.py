@@ -710,6 +710,7 @@ def fit(
     sample_weight=None,
     class_weight=None,
     model_filename=None,
+    classes=None,
 ):
     """Train a model on ``X, y`` with any algorithm (``CRFTagger.fit``).
 
@@ -732,6 +733,11 @@ def fit(
     model_filename : path or None
         The CRFsuite file the estimator writes (it cannot hold conditioned
         transitions: an error before training).
+    classes : ndarray or None
+        Labels of the model before those of ``y`` (without a warm start):
+        a label only here is a label of the model without state features,
+        in every normalizer (CRFsuite's label set is its whole data set's,
+        a held-out group's labels included).
 
     Tokens may hold transition attributes (:data:`TRANSITION_KEY`): the
     model then has input-conditioned transitions (``model.conditioned``).
@@ -743,6 +749,7 @@ def fit(
     check_class_weight(class_weight)
     if sample_weight is not None:
         check_sample_weight(sample_weight)  # before reading X
+    known_classes = classes if previous is None else previous.classes
     parts = TransitionParts()
     data = encode_training_data(
         vocabulary,
@@ -750,7 +757,7 @@ def fit(
         y,
         algorithm=algorithm,
         missing_label=missing_label,
-        previous_classes=None if previous is None else previous.classes,
+        previous_classes=known_classes,
         transitions=parts,
     )
     transition_attributes = None
@@ -769,12 +776,7 @@ def fit(
             "warm_start continues a model with input-conditioned transitions, but X "
             f"holds no transition attributes (the token key {TRANSITION_KEY!r})."
         )
-    data, weights = apply_weights(
-        data,
-        sample_weight,
-        class_weight,
-        previous_classes=None if previous is None else previous.classes,
-    )
+    data, weights = apply_weights(data, sample_weight, class_weight, known_classes)
     transition_constraints(data.classes, allowed_transitions)  # fail now, not at predict
     model, observed, old_index = select_model_features(
         data,

@@ -1154,6 +1154,8 @@ class BaseTrainer:
                     random_state=np.random.RandomState(0),
                     monitor_options={"verbose": False, "dev": dev, "log": log},
                     sample_weight=np.asarray(weights) if self._weights else None,
+                    # CRFsuite's labels: the whole data set's, the held-out group's too
+                    classes=np.array(list(seen), dtype=object),
                 )
             if not log.prepared:  # no iteration ran
                 log.end(n_features=result.model.n_features)
