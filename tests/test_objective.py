@@ -365,6 +365,39 @@ def test_dense_rows_go_to_frequent_attributes(monkeypatch):
     assert out.tolist() == [0] + list(range(2, 12))
 
 
+@pytest.mark.parametrize(
+    "state_ptr, state_labels, complete",
+    [
+        ([0, 3, 6], [0, 1, 2, 0, 1, 2], True),  # every label of every attribute
+        ([0, 3, 5], [0, 1, 2, 0, 2], False),  # a label missing
+        ([0, 1, 4], [1, 0, 1, 2], False),  # a sparse attribute first
+        ([0, 3, 4], [0, 1, 2, 1], True),  # (sparse attributes after the dense ones)
+    ],
+)
+def test_complete_dense_rows_are_the_weights_themselves(state_ptr, state_labels, complete):
+    # all_possible_states: the rows are a read-only view of the weights, not
+    # a copy; the same values and expected counts as the scatter oracle
+    layout = StateLayout(np.array(state_ptr), np.array(state_labels), 3)
+    assert layout.complete == complete
+    w = np.arange(len(state_labels), dtype=float) + 1.5
+    want = np.zeros((layout.n_dense, 3))
+    for a, row in enumerate(layout.dense_row):
+        for k in range(state_ptr[a], state_ptr[a + 1]):
+            if row >= 0:
+                want[row, state_labels[k]] = w[k]
+    dense = layout.dense_weights(w)
+    assert dense.tolist() == want.tolist()
+    assert np.shares_memory(dense, w) == complete
+    expected_dense = np.arange(want.size, dtype=float).reshape(want.shape) + 10
+    got, oracle = np.full(len(w), -1.0), np.full(len(w), -1.0)
+    layout.gather(expected_dense, got)
+    for a, row in enumerate(layout.dense_row):
+        for k in range(state_ptr[a], state_ptr[a + 1]):
+            if row >= 0:
+                oracle[k] = expected_dense[row, state_labels[k]]
+    assert got.tolist() == oracle.tolist()
+
+
 @pytest.mark.parametrize("seed", range(3))
 def test_dense_first_keeps_each_row_and_the_kernels_sums(seed, monkeypatch):
     # Block.put_dense_first: each row's entries are the same (id, value)

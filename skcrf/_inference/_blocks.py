@@ -303,15 +303,33 @@ class StateLayout:
             np.repeat(np.arange(self.n_dense, dtype=np.int64) * n_labels, counts[dense])
             + self.state_labels[in_dense]
         )
+        # every label of every dense row, rows first (all_possible_states):
+        # the rows are the first weights themselves, in order
+        size = self.n_dense * n_labels
+        self.complete = (
+            self.dense_first
+            and len(self.dense_features) == size
+            and (size == 0 or self.dense_features[-1] == size - 1)
+        )
 
     def dense_weights(self, state_weights):
-        """The dense rows, shape (n_dense, n_labels); 0 where no feature exists."""
+        """The dense rows, shape (n_dense, n_labels); 0 where no feature exists.
+
+        A read-only view of ``state_weights`` when the rows are complete.
+        """
+        if self.complete:
+            rows = state_weights[: self.n_dense * self.n_labels].view()
+            rows.flags.writeable = False
+            return rows.reshape(self.n_dense, self.n_labels)
         dense = np.zeros(self.n_dense * self.n_labels)
         dense[self.dense_positions] = state_weights[self.dense_features]
         return dense.reshape(self.n_dense, self.n_labels)
 
     def gather(self, dense_expected, expected):
         """Copy the dense rows' expected counts into ``expected`` (flat order)."""
+        if self.complete:
+            expected[: self.n_dense * self.n_labels] = dense_expected.ravel()
+            return
         expected[self.dense_features] = dense_expected.ravel()[self.dense_positions]
 
 
