@@ -22,7 +22,15 @@ from skcrf._training._lbfgs import (
     pseudo_gradient,
     two_loop_direction,
 )
-from skcrf._training._lbfgs_kernels import lbfgs_pair, owlqn_trial, two_loop
+from skcrf._training._lbfgs_kernels import (
+    BLOCK,
+    block_runs,
+    dot,
+    lbfgs_pair,
+    owlqn_trial,
+    trial_point,
+    two_loop,
+)
 
 # quick, run-time dependencies only: tools/build_wheels.py runs these against each wheel
 pytestmark = pytest.mark.wheel
@@ -228,8 +236,8 @@ def test_lbfgs_pair_matches_numpy(c1):
         assert pg is g
     else:
         np.testing.assert_array_equal(pg, pseudo_gradient(x, g, c1))
-    for dot, expected in [(xx, x @ x), (pgpg, pg @ pg), (ys, y @ s), (yy, y @ y)]:
-        assert dot == pytest.approx(expected, rel=1e-12)
+    for got, expected in [(xx, x @ x), (pgpg, pg @ pg), (ys, y @ s), (yy, y @ y)]:
+        assert got == pytest.approx(expected, rel=1e-12)
     x[5] = np.nan
     pg, *_ = lbfgs_pair(x, x_prev, g, s, y, c1)
     assert np.isnan(pg[5]) == (c1 > 0.0)
@@ -278,6 +286,72 @@ def test_two_loop_kernel_matches_the_numpy_recursion(n, newest, n_pairs, owlqn):
         assert (d == 0.0).any() and (d * g < 0.0).any()  # both kinds of component
     for array, copy in zip((g, s_mem, y_mem, ys), before):
         np.testing.assert_array_equal(array, copy)  # inputs untouched
+
+
+def test_block_runs_cover_the_blocks_once():
+    assert block_runs(10, 4) == (1, [(0, 1)])  # one block: one thread
+    assert block_runs(3 * BLOCK + 1, 2) == (4, [(0, 2), (2, 4)])
+    assert block_runs(2 * BLOCK, 5) == (2, [(0, 1), (1, 2)])
+
+
+# three blocks and a remainder: the passes' sums are the blocks' in order
+LONG = 3 * BLOCK + 17
+
+
+@pytest.mark.parametrize("owlqn", [False, True])
+def test_threaded_passes_give_the_same_bits(owlqn):
+    rng = np.random.default_rng(5)
+    n = LONG
+    s_mem, y_mem = rng.standard_normal((2, 4, n))
+    ys = rng.random(4) + 0.5
+    g = rng.standard_normal(n)
+    x0, pg0, d = rng.standard_normal((3, n))
+    x0[rng.random(n) < 0.3] = 0.0
+    outcomes = []
+    for n_threads in (1, 2, 3):
+        direction = two_loop_direction(g, s_mem, y_mem, ys, 2, 4, 0.7, owlqn, n_threads)
+        trial = owlqn_trial(x0, pg0, d, 0.3, n_threads)
+        s, y = np.empty(n), -g.copy()
+        pair = lbfgs_pair(x0, pg0, d, s, y, 0.5 if owlqn else 0.0, n_threads)
+        point = trial_point(x0, 0.3, d, n_threads)
+        outcomes.append(
+            (
+                direction.tobytes(),
+                trial[0].tobytes(),
+                trial[1:],
+                pair[0].tobytes(),
+                pair[1:],
+                s.tobytes(),
+                y.tobytes(),
+                point.tobytes(),
+                dot(x0, d, n_threads),
+            )
+        )
+    assert outcomes[1] == outcomes[0] and outcomes[2] == outcomes[0]
+    expected = _reference.two_loop_direction(g, s_mem, y_mem, ys, 2, 4, 0.7, owlqn)
+    np.testing.assert_allclose(
+        np.frombuffer(outcomes[0][0]), expected, rtol=1e-10, atol=1e-10 * np.abs(expected).max()
+    )
+    np.testing.assert_array_equal(np.frombuffer(outcomes[0][7]), d * 0.3 + x0)
+    assert outcomes[0][8] == pytest.approx(x0 @ d, rel=1e-12)
+
+
+@pytest.mark.parametrize("c1", [0.0, 0.3])
+def test_the_optimizer_on_threads_gives_the_same_iterates(c1):
+    rng = np.random.default_rng(2)
+    a = rng.random(LONG) + 0.1
+    b = rng.standard_normal(LONG)
+
+    def fun(x):
+        r = a * x - b
+        return 0.5 * float(r @ r), a * r
+
+    results = [
+        minimize_lbfgs(fun, np.zeros(LONG), c1=c1, max_iterations=15, n_threads=n_threads)
+        for n_threads in (1, 2)
+    ]
+    assert results[0].x.tobytes() == results[1].x.tobytes()
+    assert results[0].fun == results[1].fun and results[0].n_evals == results[1].n_evals
 
 
 def test_two_loop_kernel_rejects_bad_slots_and_lengths():
@@ -713,6 +787,7 @@ def test_reused_gradient_buffer_is_safe():
         ("c1", float("nan")),
         ("linesearch", "Wolfe"),
         ("callback", 3),
+        ("n_threads", 0),
     ],
 )
 def test_invalid_options_raise(option, value):

@@ -622,6 +622,7 @@ def minimize(
     owner="CRFTagger",
     stacklevel=2,
     fresh_gradient=False,
+    n_threads=1,
 ):
     """L-BFGS / OWL-QN on ``loss_gradient`` (CRFsuite's 'lbfgs').
 
@@ -630,7 +631,8 @@ def minimize(
     of a fit that stopped before converging (it names the weights that are
     kept);
     ``fresh_gradient``: ``loss_gradient`` returns a new gradient array at
-    every call, kept without a copy (:func:`minimize_lbfgs`).
+    every call, kept without a copy (:func:`minimize_lbfgs`);
+    ``n_threads``: the threads of the optimizer's vector passes.
     """
     if len(x0) == 0:
         # No feature exists (say, only empty tokens in one-token sequences):
@@ -658,6 +660,7 @@ def minimize(
         max_linesearch=settings["max_linesearch"],
         callback=monitor.lbfgs_iteration,
         fresh_gradient=fresh_gradient,
+        n_threads=n_threads,
     )
     if not result.status.converged and result.status is not LBFGSStatus.CALLBACK_STOP:
         from sklearn.exceptions import ConvergenceWarning  # not at import: see skcrf.pycrfsuite
@@ -821,6 +824,7 @@ def fit(
                     monitor,
                     stacklevel=stacklevel + 1,
                     fresh_gradient=True,  # CRFObjective's gradient is a new array
+                    n_threads=effective_n_threads(n_jobs),
                 )
         finally:
             vocabulary.wake()

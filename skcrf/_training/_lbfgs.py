@@ -76,7 +76,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._lbfgs_kernels import lbfgs_pair, owlqn_trial, two_loop
+from ._lbfgs_kernels import dot, lbfgs_pair, owlqn_trial, trial_point, two_loop
 
 __all__ = [
     "Handover",
@@ -361,7 +361,9 @@ def pseudo_gradient(x, g, c1):
     return pg
 
 
-def two_loop_direction(grad, s_mem, y_mem, ys_mem, newest, n_pairs, gamma, owlqn=False):
+def two_loop_direction(
+    grad, s_mem, y_mem, ys_mem, newest, n_pairs, gamma, owlqn=False, n_threads=1
+):
     """L-BFGS search direction ``-H grad`` by the two-loop recursion.
 
     Parameters
@@ -383,6 +385,8 @@ def two_loop_direction(grad, s_mem, y_mem, ys_mem, newest, n_pairs, gamma, owlqn
     owlqn : bool
         Keep only the components that move against ``grad`` (the others
         become 0), as OWL-QN does with the pseudo-gradient.
+    n_threads : int
+        Threads of each pass (the same bits with any number).
 
     Returns
     -------
@@ -411,18 +415,20 @@ def two_loop_direction(grad, s_mem, y_mem, ys_mem, newest, n_pairs, gamma, owlqn
         slots,
         float(gamma),
         owlqn,
+        n_threads,
     )
 
 
-def _dot(a, b):
+def _dot(a, b, n_threads=1):
     """Dot product of two vectors, as a Python float.
 
-    np.einsum rather than BLAS: on few cores a multi-threaded BLAS dot leaves
-    its threads spinning while the numpy passes that follow run, which made
-    the optimiser several times slower in measurements; einsum's SIMD loop is
-    single-threaded and about as fast.
+    Compiled (:func:`~skcrf._training._lbfgs_kernels.dot`) rather than BLAS:
+    on few cores a multi-threaded BLAS dot leaves its threads spinning while
+    the passes that follow run, which made the optimiser several times
+    slower in measurements; its blocks' sums give the same bits on any
+    number of threads.
     """
-    return float(np.einsum("i,i->", a, b))
+    return dot(a, b, n_threads)
 
 
 def _relative_improvement(f_past, f_now):
@@ -481,6 +487,7 @@ class _Options(NamedTuple):
     max_step: float
     max_linesearch: int
     linesearch: str
+    n_threads: int = 1  # of the vector passes
 
 
 class _SearchOutcome(NamedTuple):
@@ -505,11 +512,9 @@ def _failure(status, step, count, last_finite=True):
 # ---------------------------------------------------------------------------
 
 
-def _trial_point(x0, step, d):
-    """``x0 + step * d``, a new array (and no other: the sum is made in place)."""
-    x = np.multiply(d, step)
-    x += x0  # the same sum: addition commutes exactly
-    return x
+def _trial_point(x0, step, d, n_threads=1):
+    """``x0 + step * d``, a new array (``(d * step) + x0``, compiled)."""
+    return trial_point(x0, step, d, n_threads)
 
 
 def _backtracking(objective, x0, f0, dg_init, d, step, opts):
@@ -532,7 +537,7 @@ def _backtracking(objective, x0, f0, dg_init, d, step, opts):
     count = 0
     while True:
         x = g = None  # a rejected trial's vectors go before the next is made
-        x = _trial_point(x0, step, d)
+        x = _trial_point(x0, step, d, opts.n_threads)
         f, g = objective(x)
         count += 1
         finite = _is_finite(f, g)
@@ -541,7 +546,7 @@ def _backtracking(objective, x0, f0, dg_init, d, step, opts):
         elif kind == "BacktrackingArmijo":
             return _SearchOutcome(None, x, f, g, step, count)
         else:
-            dg = _dot(g, d)
+            dg = _dot(g, d, opts.n_threads)
             if dg < opts.wolfe * dg_init:
                 factor = _BACKTRACK_GROW
             elif kind == "Backtracking" or dg <= -opts.wolfe * dg_init:
@@ -573,7 +578,7 @@ def _backtracking_owlqn(objective, x0, f0, pg0, d, step, opts):
     count = 0
     while True:
         x = g = None  # a rejected trial's vectors go before the next is made
-        x, l1, decrease = owlqn_trial(x0, pg0, d, step)
+        x, l1, decrease = owlqn_trial(x0, pg0, d, step, opts.n_threads)
         f, g = objective(x, l1)
         count += 1
         finite = _is_finite(f, g)
@@ -796,7 +801,7 @@ def _more_thuente(objective, x0, f0, dg_init, d, step, opts):
             step = iv.x
 
         x = g = None  # a rejected trial's vectors go before the next is made
-        x = _trial_point(x0, step, d)
+        x = _trial_point(x0, step, d, opts.n_threads)
         f, g = objective(x)
         count += 1
 
@@ -807,7 +812,7 @@ def _more_thuente(objective, x0, f0, dg_init, d, step, opts):
             step = iv.x + 0.5 * (step - iv.x)
             continue
 
-        dg = _dot(g, d)
+        dg = _dot(g, d, opts.n_threads)
         f_test = f0 + step * dg_test
 
         if iv.bracketed and (step <= step_lo or step >= step_hi):
@@ -958,6 +963,7 @@ def minimize_lbfgs(
     max_step=1e20,
     callback=None,
     fresh_gradient=False,
+    n_threads=1,
 ) -> LBFGSResult:
     """Minimise ``f(x) + c1 * ||x||_1`` by L-BFGS (OWL-QN when ``c1 > 0``).
 
@@ -1038,6 +1044,10 @@ def minimize_lbfgs(
         ``loss_gradient`` returns a new float64 gradient array at every call
         (one it does not keep): the optimizer keeps it without a copy.
         Otherwise every gradient is copied.
+    n_threads : int, default=1
+        Threads of the vector passes (two-loop recursion, trial points, the
+        new pair, dot products), ``>= 1``: each sum is the sum of fixed
+        blocks' sums in order, so any number gives the same iterates.
 
     Returns
     -------
@@ -1069,6 +1079,7 @@ def minimize_lbfgs(
     >>> res.status.name, bool(np.allclose(res.x, 0.0, atol=1e-4))
     ('CONVERGED', True)
     """
+    n_threads = _check_int("n_threads", n_threads, 1, ">= 1")
     c1, m, epsilon, period, delta, max_iterations, opts = _validate(
         c1,
         num_memories,
@@ -1086,6 +1097,7 @@ def minimize_lbfgs(
         max_step,
         callback,
     )
+    opts = opts._replace(n_threads=n_threads)
 
     handed_over = isinstance(x0, Handover)
     if handed_over:
@@ -1125,8 +1137,8 @@ def minimize_lbfgs(
     if past_f is not None:
         past_f[0] = f
 
-    xnorm = math.sqrt(_dot(x, x))
-    gnorm = math.sqrt(_dot(pg, pg))
+    xnorm = math.sqrt(_dot(x, x, n_threads))
+    gnorm = math.sqrt(_dot(pg, pg, n_threads))
     if gnorm / max(1.0, xnorm) <= epsilon:
         return finish(LBFGSStatus.ALREADY_MINIMIZED, 0)
 
@@ -1152,7 +1164,7 @@ def minimize_lbfgs(
             del g
             out = _backtracking_owlqn(objective, x, f, pg, d, step, opts)
         else:
-            dg_init = _dot(g, d)
+            dg_init = _dot(g, d, n_threads)
             del g, pg  # pg is g
             search = _more_thuente if opts.linesearch == "MoreThuente" else _backtracking
             out = search(objective, x, f, dg_init, d, step, opts)
@@ -1168,7 +1180,7 @@ def minimize_lbfgs(
         del d
         if owlqn:
             del pg
-        pg, xx, pgpg, ys, yy = lbfgs_pair(x, x_prev, g, s_mem[slot], y_mem[slot], c1)
+        pg, xx, pgpg, ys, yy = lbfgs_pair(x, x_prev, g, s_mem[slot], y_mem[slot], c1, n_threads)
         del x_prev
 
         xnorm = math.sqrt(xx)
@@ -1203,6 +1215,6 @@ def minimize_lbfgs(
             n_pairs = min(n_pairs, m - 1)
 
         # OWL-QN keeps only the components that move against the pseudo-gradient
-        d = two_loop_direction(pg, s_mem, y_mem, ys_mem, newest, n_pairs, gamma, owlqn)
+        d = two_loop_direction(pg, s_mem, y_mem, ys_mem, newest, n_pairs, gamma, owlqn, n_threads)
         k += 1
         step = 1.0
