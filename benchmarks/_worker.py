@@ -161,6 +161,7 @@ def job_run(job):
         for xseq in X_test:
             model.predict_single(xseq)
         result["predict_single_total_s"] = time.perf_counter() - start
+        result["n_features"] = getattr(model, "n_features_", None)  # (skcrf's)
         if job["engine"] == "skcrf":
             model.save(model_path)
         result["model_bytes"] = os.path.getsize(model_path)
