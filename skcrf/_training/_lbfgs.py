@@ -76,6 +76,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .._utils._array_checks import all_finite
 from ._lbfgs_kernels import dot, lbfgs_pair, owlqn_trial, trial_point, two_loop
 
 __all__ = [
@@ -475,7 +476,8 @@ class _Objective:
 
 
 def _is_finite(f, g):
-    return math.isfinite(f) and bool(np.isfinite(g).all())
+    # (compiled: no temporary array of the gradient's length)
+    return math.isfinite(f) and all_finite(g)
 
 
 class _Options(NamedTuple):
