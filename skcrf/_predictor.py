@@ -72,7 +72,8 @@ class Predictor:
         self.template = template
         if vocabulary is None and template is not None:
             conditioned = () if model.conditioned is None else model.conditioned.attributes
-            vocabulary = TemplateVocabulary(template, model.attribute_names(), conditioned)
+            # (a model file's packed names stay lazy: no str per name)
+            vocabulary = TemplateVocabulary(template, model.attributes, conditioned)
         self.vocabulary = (
             Vocabulary(model.attributes, model.value_separator)
             if vocabulary is None

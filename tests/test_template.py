@@ -36,6 +36,7 @@ from skcrf._template._recipes import treebank_seed_spec
 from skcrf._template._reference import expand_dicts
 from skcrf._template._vocabulary import TemplateVocabulary
 from skcrf._utils._byte_index import ByteIndex
+from skcrf._utils._cqdb_index import LazyNames
 
 
 def W(offset=0, *steps, column=0):
@@ -206,6 +207,25 @@ def test_byte_index_numbers_names_and_forgets_a_failed_fits_additions():
     assert index.add_str(list(first)[10]) == 10
 
 
+def test_byte_index_adds_packed_names_and_refuses_a_repeated_one():
+    rng = random.Random(1)
+    words = [_word(rng) * rng.randint(1, 5) for _ in range(3000)]
+    names = list(dict.fromkeys([*words, "", "a\0b"]))
+    text = np.frombuffer("".join(names).encode(), dtype=np.uint8)
+    starts = np.concatenate([[0], np.cumsum([len(n.encode()) for n in names])])
+    index = ByteIndex(["first"])
+    index.add_packed(text, starts[:1])  # no name
+    index.add_packed(text, starts)
+    assert index.names() == ["first", *names]
+    assert all(index.lookup(name) == k + 1 for k, name in enumerate(names))
+    repeated = np.concatenate([starts, starts[-1] + np.cumsum([len(names[3].encode())])])
+    text_again = np.frombuffer("".join([*names, names[3]]).encode(), dtype=np.uint8)
+    fresh = ByteIndex(["first"])
+    with pytest.raises(ValueError, match=f"name {len(names)} is the same as name 3"):
+        fresh.add_packed(text_again, repeated)
+    assert fresh.names() == ["first"]  # (what it added is forgotten)
+
+
 def test_plan_data_round_trip_and_functions_refused():
     plan = Plan(features=tuple(f for f in TORTURE.features if f.key != ("fn",)))
     assert plan_from_data(pickle.loads(pickle.dumps(plan_to_data(plan)))) == plan
@@ -298,6 +318,10 @@ def test_the_model_carries_its_template(fitted_pair, small_treebank, tmp_path):
     by_template.save(path)
     loaded = CRFTagger.load(path)
     assert loaded.predict(test_words) == expected
+    # the file's packed names are read into the byte index, never listed as str
+    names = loaded._fitted_model().attributes
+    assert isinstance(names, LazyNames) and names._names is None
+    assert loaded._fitted().vocabulary.index.names() == names.tolist()
     assert isinstance(loaded.featurizer, TemplateFeaturizer)
     assert loaded.featurizer.plan() == plan
     # a clone of the loaded tagger refits on raw tokens with the same template

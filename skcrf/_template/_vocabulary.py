@@ -29,16 +29,22 @@ class TemplateVocabulary(Vocabulary):
     compiled : CompiledPlan
     attributes, transition_attributes : list of str
         The names known so far (a warm start's, a fitted model's), in id
-        order.
+        order; ``attributes`` may be a model file's lazy names
+        (:class:`~skcrf._utils._cqdb_index.LazyNames` over a packed table).
     """
 
     reads_raw_tokens = True
 
     def __init__(self, compiled, attributes=(), transition_attributes=()):
-        attributes = list(attributes)
+        packed = getattr(getattr(attributes, "string_index", None), "packed", None)
+        if packed is None:
+            attributes = list(attributes)
+            self.index = ByteIndex(attributes)
+        else:  # a model file's packed names: no str per name (listed when needed)
+            self.index = ByteIndex()
+            self.index.add_packed(*packed)
         super().__init__(attributes, compiled.plan.separator)
         self.compiled = compiled
-        self.index = ByteIndex(attributes)
         self.transition_index = ByteIndex(transition_attributes)
         # the ids of the constant names (bias, BOS...): set when the index
         # changes (here and by a growing encode), only read by predictions

@@ -38,6 +38,7 @@ cdef class ByteIndex:
 
     cdef Py_ssize_t find(self, const char *data, Py_ssize_t length) noexcept nogil
     cdef Py_ssize_t add(self, const char *data, Py_ssize_t length) noexcept nogil
+    cdef int _reserve(self, Py_ssize_t n, int64_t arena_size) noexcept nogil
     cdef int _grow_table(self) noexcept nogil
     cdef void _reinsert(self, Py_ssize_t k) noexcept
 

@@ -176,6 +176,26 @@ cdef class ByteIndex:
             return -2
         return self._n - 1
 
+    cdef int _reserve(self, Py_ssize_t n, int64_t arena_size) noexcept nogil:
+        """Room for ``n`` names of ``arena_size`` bytes in all (no growth while adding)."""
+        cdef void *grown
+        if arena_size > self._arena_capacity:
+            grown = PyMem_RawRealloc(self._arena, <size_t> arena_size)
+            if grown == NULL:
+                return -1
+            self._arena = <char *> grown
+            self._arena_capacity = arena_size
+        if n + 2 > self._starts_capacity:
+            grown = PyMem_RawRealloc(self._starts, (n + 2) * sizeof(int64_t))
+            if grown == NULL:
+                return -1
+            self._starts = <int64_t *> grown
+            self._starts_capacity = n + 2
+        while 2 * n > self._mask:
+            if self._grow_table() < 0:
+                return -1
+        return 0
+
     cdef int _grow_table(self) noexcept nogil:
         cdef Py_ssize_t capacity = 2 * (self._mask + 1), k, j
         cdef _Slot *table = <_Slot *> skcrf_table_alloc(capacity * sizeof(_Slot))
@@ -231,6 +251,32 @@ cdef class ByteIndex:
         if k == -2:
             raise MemoryError()
         return k
+
+    def add_packed(self, const unsigned char[::1] text, const int64_t[::1] starts):
+        """Add distinct names given as bytes: name ``k`` is ``text[starts[k]:starts[k + 1]]``.
+
+        For a model file's packed names (no ``str`` per name). The caller
+        has checked that the offsets rise within ``text``; a name equal to
+        an earlier one (which would shift every later id) is a ValueError.
+        """
+        cdef Py_ssize_t k = 0, n = starts.shape[0] - 1, first = self._n, got = 0
+        cdef const char *data = b""
+        if text.shape[0]:
+            data = <const char *> &text[0]
+        if self._reserve(first + n, self._arena_size + text.shape[0]) < 0:
+            raise MemoryError()
+        with nogil:
+            for k in range(n):
+                got = self.add(data + starts[k], starts[k + 1] - starts[k])
+                if got != first + k:
+                    break
+        if got == -2:
+            raise MemoryError()
+        if n and got != first + n - 1:
+            self.truncate(first)
+            raise ValueError(
+                f"name {k} is the same as name {got - first}: names must be distinct."
+            )
 
     def lookup(self, name):
         """The id of a name (str), or -1."""

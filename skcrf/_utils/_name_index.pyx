@@ -382,6 +382,12 @@ cdef class PackedNameIndex(NameIndex):
             if slot == self._size:
                 slot = 0
 
+    @property
+    def packed(self):
+        """``(text, starts)``: the names' bytes and their ``n + 1`` offsets (int64)."""
+        text, starts, _ = self._arrays
+        return text, np.asarray(starts, dtype=np.int64)
+
     def name(self, Py_ssize_t k):
         """The name of id ``k`` (ValueError if its bytes are not UTF-8)."""
         if k < 0 or k >= self._n:
