@@ -13,6 +13,7 @@ from _reference import labellings
 from scipy.special import logsumexp
 
 import skcrf._inference._blocks
+import skcrf._training._objective
 from skcrf._featurize._encoded import Encoded
 from skcrf._inference import _kernels
 from skcrf._inference._blocks import StateLayout, gather_rows, score_arrays, state_scores
@@ -170,6 +171,22 @@ def test_threads_and_blocks_give_the_same_value(monkeypatch):
     for loss, gradient in results[1:]:
         assert loss == pytest.approx(results[0][0], rel=1e-13)
         np.testing.assert_allclose(gradient, results[0][1], rtol=1e-11, atol=1e-12)
+
+
+@pytest.mark.parametrize("c2", [0.0, 0.3])
+def test_parameter_passes_shared_by_threads_give_the_same_bits(c2, monkeypatch):
+    # the element-wise passes over the parameters (to the internal order and
+    # back, the shards' sum, the observed counts and c2) cut among threads
+    encoded, labels, classes, attributes = random_problem(7, n_sequences=40, max_length=9)
+    model, observed = select_features(encoded, labels, classes, attributes)
+    w = np.random.default_rng(1).normal(size=model.n_features)
+    results = []
+    for size in (1 << 30, 1):  # one part; a part per thread
+        monkeypatch.setattr(skcrf._training._objective, "_MIN_PARTS_SIZE", size)
+        with CRFObjective(encoded, model, observed, c2=c2, n_threads=2) as objective:
+            loss, gradient = objective.loss_gradient(w)
+            results.append((loss, gradient.tobytes()))
+    assert results[0] == results[1]
 
 
 def test_wide_transition_spread_takes_the_log_domain_path():

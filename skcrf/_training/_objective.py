@@ -470,6 +470,8 @@ def drop_zeros(encoded):
 #: Entries per step of :func:`_add_scaled` and of the counts of
 #: :class:`FrequencyOrder` (their temporaries: 512 kB).
 _CHUNK = 1 << 16
+# Vectors at least this long are shared out among the threads (CRFObjective._by_parts).
+_MIN_PARTS_SIZE = 1 << 16
 
 
 class FrequencyOrder:
@@ -749,6 +751,19 @@ class CRFObjective:
     def n_parameters(self):
         return self.model.n_features
 
+    def _by_parts(self, work, n):
+        """``work(start, stop)`` over contiguous parts of ``range(n)``, one per thread.
+
+        For element-wise passes over the parameters (the same bits on any
+        number of parts); a vector of fewer than ``_MIN_PARTS_SIZE`` is one part.
+        """
+        parts = len(self._shards) if self._pool is not None and n >= _MIN_PARTS_SIZE else 1
+        if parts == 1:
+            work(0, n)
+            return
+        bounds = [n * k // parts for k in range(parts + 1)]
+        list(self._pool.map(work, bounds[:-1], bounds[1:]))
+
     def loss_gradient(self, w):
         """Objective value and gradient at ``w`` (one forward-backward).
 
@@ -765,7 +780,11 @@ class CRFObjective:
         w = np.ascontiguousarray(w, dtype=np.float64)
         n_states = model.n_states
         n_base = n_states + len(model.transition_index)
-        _kernels.take(w[:n_states], self._order.features, self._state_weights)
+        features, internal = self._order.features, self._state_weights
+        source = w[:n_states]
+        self._by_parts(
+            lambda lo, hi: _kernels.take(source, features[lo:hi], internal[lo:hi]), n_states
+        )
         arrays = score_arrays(
             self._layout, self._state_weights, model.transition_matrix(w[n_states:n_base])
         )
@@ -796,17 +815,29 @@ class CRFObjective:
         else:
             log_z = list(self._pool.map(evaluate, self._shards))
 
+        def sum_shards(lo, hi):
+            with np.errstate(over="ignore", invalid="ignore"):
+                for shard in self._shards[1:]:
+                    expected[lo:hi] += shard.expected[lo:hi]
+                np.copyto(internal[lo:hi], expected[lo:hi])
+
+        def finish(lo, hi):
+            with np.errstate(over="ignore", invalid="ignore"):
+                gradient[lo:hi] -= self.observed[lo:hi]
+                if self.c2:
+                    _add_scaled(gradient[lo:hi], 2.0 * self.c2, w[lo:hi])
+
         with np.errstate(over="ignore", invalid="ignore"):
             pairs = self._shards[0].pairs.copy()
             for shard in self._shards[1:]:
-                expected += shard.expected
                 pairs += shard.pairs
             # back to the model's order through the internal weights' buffer,
             # unread until the next evaluation refills it (no buffer of its own:
-            # fit memory)
-            internal = self._state_weights
-            np.copyto(internal, expected)
-            _kernels.put(internal, self._order.features, expected)
+            # fit memory); each thread copies its part, then puts it back
+            self._by_parts(sum_shards, n_states)
+            self._by_parts(
+                lambda lo, hi: _kernels.put(internal[lo:hi], features[lo:hi], expected), n_states
+            )
             gradient[n_states:n_base] = pairs.ravel()[model.transition_index]
             if self._conditioned is not None:
                 conditioned = gradient[n_base:]
@@ -821,11 +852,10 @@ class CRFObjective:
                 vector_expected = np.zeros((table.shape[1], model.n_labels))
                 _kernels.add_vector_expected(table, row_marginals, vector_expected)  # U.T @ M
                 gradient[position] = vector_expected[column, label]
-            gradient -= self.observed
             loss = sum(log_z) - w @ self.observed
             if self.c2:
                 loss += self.c2 * (w @ w)
-                _add_scaled(gradient, 2.0 * self.c2, w)
+            self._by_parts(finish, len(gradient))
         return float(loss), gradient
 
     def __enter__(self):
