@@ -120,7 +120,18 @@ cdef enum:
     _UPDATE_PROJECT = 2
 
 
-cdef class _DirectionPass:
+cdef class _Pass:
+    """A pass over runs of blocks: ``pass_(first, stop)`` runs its blocks without the GIL."""
+
+    def __call__(self, Py_ssize_t first, Py_ssize_t stop):
+        with nogil:
+            self.run(first, stop)
+
+    cdef void run(self, Py_ssize_t first, Py_ssize_t stop) noexcept nogil:
+        pass
+
+
+cdef class _DirectionPass(_Pass):
     """One pass of the two-loop recursion over runs of blocks (see two_loop)."""
     cdef double* d
     cdef const double* g
@@ -130,10 +141,6 @@ cdef class _DirectionPass:
     cdef double scale, a
     cdef Py_ssize_t n
     cdef int kind
-
-    def __call__(self, Py_ssize_t first, Py_ssize_t stop):
-        with nogil:
-            self.run(first, stop)
 
     cdef void run(self, Py_ssize_t first, Py_ssize_t stop) noexcept nogil:
         cdef Py_ssize_t b, lo, m
@@ -211,7 +218,7 @@ def two_loop(
     return out
 
 
-cdef class _TrialPass:
+cdef class _TrialPass(_Pass):
     """OWL-QN's trial point over runs of blocks (see owlqn_trial)."""
     cdef const double* x0
     cdef const double* pg0
@@ -220,10 +227,6 @@ cdef class _TrialPass:
     cdef double* partials   # 2 per block: |x|_1, (x - x0) . pg0
     cdef double step
     cdef Py_ssize_t n, n_blocks
-
-    def __call__(self, Py_ssize_t first, Py_ssize_t stop):
-        with nogil:
-            self.run(first, stop)
 
     cdef void run(self, Py_ssize_t first, Py_ssize_t stop) noexcept nogil:
         cdef Py_ssize_t b, i
@@ -268,7 +271,7 @@ def owlqn_trial(
             _ordered_sum(&partials[n_blocks], n_blocks))
 
 
-cdef class _PairPass:
+cdef class _PairPass(_Pass):
     """The new pair and its dot products over runs of blocks (see lbfgs_pair)."""
     cdef const double* x
     cdef const double* x_prev
@@ -279,10 +282,6 @@ cdef class _PairPass:
     cdef double* partials   # 4 per block: x . x, pg . pg, y . s, y . y
     cdef double c1
     cdef Py_ssize_t n, n_blocks
-
-    def __call__(self, Py_ssize_t first, Py_ssize_t stop):
-        with nogil:
-            self.run(first, stop)
 
     cdef void run(self, Py_ssize_t first, Py_ssize_t stop) noexcept nogil:
         cdef Py_ssize_t b, i
@@ -355,7 +354,7 @@ def lbfgs_pair(
     return (pg_array, *sums)
 
 
-cdef class _AxpyPass:
+cdef class _AxpyPass(_Pass):
     """``x = d * step + x0`` over runs of blocks (see trial_point)."""
     cdef const double* x0
     cdef const double* d
@@ -363,11 +362,10 @@ cdef class _AxpyPass:
     cdef double step
     cdef Py_ssize_t n
 
-    def __call__(self, Py_ssize_t first, Py_ssize_t stop):
+    cdef void run(self, Py_ssize_t first, Py_ssize_t stop) noexcept nogil:
         cdef Py_ssize_t i
-        with nogil:
-            for i in range(first * _BLOCK, min(self.n, stop * _BLOCK)):
-                self.x[i] = self.d[i] * self.step + self.x0[i]
+        for i in range(first * _BLOCK, min(self.n, stop * _BLOCK)):
+            self.x[i] = self.d[i] * self.step + self.x0[i]
 
 
 def trial_point(const double[::1] x0, double step, const double[::1] d, Py_ssize_t n_threads=1):
@@ -384,30 +382,29 @@ def trial_point(const double[::1] x0, double step, const double[::1] d, Py_ssize
     return out
 
 
-cdef class _DotPass:
+cdef class _DotPass(_Pass):
     """Blocks' dot products (see dot)."""
     cdef const double* a
     cdef const double* b
     cdef double* partials
     cdef Py_ssize_t n
 
-    def __call__(self, Py_ssize_t first, Py_ssize_t stop):
+    cdef void run(self, Py_ssize_t first, Py_ssize_t stop) noexcept nogil:
         cdef Py_ssize_t k, lo, i, m, m4
         cdef double s0, s1, s2, s3
-        with nogil:
-            for k in range(first, stop):
-                lo = k * _BLOCK
-                m = min(<Py_ssize_t> _BLOCK, self.n - lo)
-                m4 = m - m % 4
-                s0 = s1 = s2 = s3 = 0.0
-                for i in range(lo, lo + m4, 4):
-                    s0 += self.a[i] * self.b[i]
-                    s1 += self.a[i + 1] * self.b[i + 1]
-                    s2 += self.a[i + 2] * self.b[i + 2]
-                    s3 += self.a[i + 3] * self.b[i + 3]
-                for i in range(lo + m4, lo + m):
-                    s0 += self.a[i] * self.b[i]
-                self.partials[k] = (s0 + s1) + (s2 + s3)
+        for k in range(first, stop):
+            lo = k * _BLOCK
+            m = min(<Py_ssize_t> _BLOCK, self.n - lo)
+            m4 = m - m % 4
+            s0 = s1 = s2 = s3 = 0.0
+            for i in range(lo, lo + m4, 4):
+                s0 += self.a[i] * self.b[i]
+                s1 += self.a[i + 1] * self.b[i + 1]
+                s2 += self.a[i + 2] * self.b[i + 2]
+                s3 += self.a[i + 3] * self.b[i + 3]
+            for i in range(lo + m4, lo + m):
+                s0 += self.a[i] * self.b[i]
+            self.partials[k] = (s0 + s1) + (s2 + s3)
 
 
 def dot(const double[::1] a, const double[::1] b, Py_ssize_t n_threads=1):
