@@ -234,6 +234,15 @@ class CRFModel:
             for r, c in zip(rows.tolist(), cols.tolist())
         }
 
+    def conditioned_transition_features(self):
+        """Nonzero input-conditioned transition weights (empty without transition attributes).
+
+        ``{(transition attribute, label_from, label_to): weight}``.
+        """
+        if self.conditioned is None:
+            return {}
+        return self.conditioned.features(self.classes)
+
     def without_zeros(self):
         """The model as CRFsuite's trainer stores it in a model file.
 

@@ -13,7 +13,6 @@ its old path to :data:`MOVED`.
 """
 
 import importlib
-import importlib.abc
 import importlib.machinery
 import sys
 from collections.abc import Sequence
@@ -30,8 +29,14 @@ MOVED = {
 }
 
 
-class _MovedFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Finds the old paths of :data:`MOVED`; loads each as its new module."""
+class _MovedFinder:
+    """Finds the old paths of :data:`MOVED`; loads each as its new module.
+
+    A meta path finder and loader by protocol (``find_spec``,
+    ``create_module``, ``exec_module``), not by subclassing
+    :mod:`importlib.abc`, whose import (importlib.resources, tempfile, zlib,
+    ...) would be most of ``import skcrf``'s time.
+    """
 
     _skcrf_moved_finder = True
 
@@ -44,6 +49,9 @@ class _MovedFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         if fullname not in MOVED:
             return None
         return importlib.machinery.ModuleSpec(fullname, self)
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> None:
+        return None  # the import system's default module
 
     def exec_module(self, module: ModuleType) -> None:
         # The import system returns what sys.modules holds under the old

@@ -34,7 +34,6 @@ from ._inference._structured import nbest, sequence_scores, transition_marginals
 from ._template._vocabulary import TemplateVocabulary
 from ._training._weights import check_sample_weight
 from ._utils._threads import effective_n_threads
-from .metrics import _chunks_from_parsed as label_chunks
 
 __all__ = ["Decoding", "Predictor", "data_frame"]
 
@@ -48,6 +47,15 @@ class Decoding(NamedTuple):
 
     def n_threads(self):
         return effective_n_threads(self.n_jobs)
+
+    @classmethod
+    def from_params(cls, params):
+        """The decoding of a model file's parameters (the estimator's defaults if absent)."""
+        return cls(
+            params.get("decoding", "viterbi"),
+            params.get("allowed_transitions"),
+            params.get("n_jobs"),
+        )
 
 
 class Predictor:
@@ -292,6 +300,9 @@ class Predictor:
         encoded, constraints = self._encode_constrained(
             X, decoding, allowed_transitions, partial_labels, scheme=scheme
         )
+        # skcrf.metrics imports scikit-learn: not at import (the command line tags without it)
+        from .metrics import _chunks_from_parsed as label_chunks
+
         n_threads = decoding.n_threads()
         path = self.path(encoded, constraints, decoding, n_threads)
         parsed = [roles[k] for k in path.tolist()]

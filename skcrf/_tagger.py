@@ -1414,10 +1414,7 @@ calibration_candidates, calibration_max_trials : default=None
         ``{(transition attribute, label_from, label_to): weight}``; empty for
         a model without transition attributes.
         """
-        model = self._fitted_model()
-        if model.conditioned is None:
-            return {}
-        return model.conditioned.features(model.classes)
+        return self._fitted_model().conditioned_transition_features()
 
 
 def _scoring_name(scoring):

@@ -1,11 +1,14 @@
 """The ``skcrf`` command (console script and ``python -m skcrf``).
 
-A thin layer over the public API: the files are read by :mod:`skcrf.io`'s
-readers, models trained and applied by :class:`skcrf.CRFTagger` (and
-:mod:`skcrf.pycrfsuite`'s trainer for CRFsuite's log), so that the command
-line and the library give the same models.
+A thin layer over the library: the files are read by :mod:`skcrf.io`'s
+readers, models trained and applied by the parts :class:`skcrf.CRFTagger` is
+made of (``_models``: the fit driver, the model files' readers and writers, the
+predictor; :mod:`skcrf.pycrfsuite`'s trainer for CRFsuite's log), so that the
+command line and the library give the same models, and tagging a file does
+not wait for scikit-learn to import.
 """
 
+import importlib
 import sys
 
 from ._common import run
@@ -30,16 +33,14 @@ commands:
 """
 
 
-def _commands():
-    from . import _crfpp, _crfsuite, _wapiti
-
-    return {
-        "learn": _crfsuite.learn,
-        "tag": _crfsuite.tag,
-        "dump": _crfsuite.dump,
-        "crfpp": _crfpp.main,
-        "wapiti": _wapiti.main,
-    }
+#: command -> (its module, its function); only the command run is imported
+_COMMANDS = {
+    "learn": ("_crfsuite", "learn"),
+    "tag": ("_crfsuite", "tag"),
+    "dump": ("_crfsuite", "dump"),
+    "crfpp": ("_crfpp", "main"),
+    "wapiti": ("_wapiti", "main"),
+}
 
 
 def main(argv=None):
@@ -53,8 +54,9 @@ def main(argv=None):
 
         print(f"skcrf {__version__}")
         return 0
-    commands = _commands()
-    if args[0] not in commands:
+    if args[0] not in _COMMANDS:
         print(f"skcrf: unknown command {args[0]!r} (see skcrf -h)", file=sys.stderr)
         return 1
-    return run(commands[args[0]], args[1:])
+    module, function = _COMMANDS[args[0]]
+    command = getattr(importlib.import_module(f".{module}", __name__), function)
+    return run(command, args[1:])

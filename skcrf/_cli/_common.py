@@ -1,4 +1,4 @@
-"""What the commands share: opening models, errors, output, progress."""
+"""What the commands share: arguments, errors, output, progress (models: ``_models``)."""
 
 import argparse
 import os
@@ -6,11 +6,7 @@ import sys
 import time
 from typing import Any
 
-from .._utils._data_files import DataFileError, check_regular_file, display_name
-
-#: The first bytes of a CRFsuite model file and of an skcrf model file (a zip).
-CRFSUITE_MAGIC = b"lCRF"
-ZIP_MAGIC = b"PK\x03\x04"
+from .._utils._data_files import DataFileError
 
 
 class CommandError(Exception):
@@ -22,67 +18,6 @@ class ArgumentParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> Any:
         raise CommandError(f"{self.prog}: {message} (see {self.prog} -h)")
-
-
-def open_model(path: str, *, cost_factor: float = 1.0) -> Any:
-    """The fitted :class:`~skcrf.CRFTagger` of a model file, by its first bytes.
-
-    CRFsuite model files (``lCRF``) through :meth:`~skcrf.CRFTagger.from_crfsuite`,
-    skcrf's own (``save``) through :meth:`~skcrf.CRFTagger.load`; any other
-    file goes to :func:`open_other_model` (CRF++ and Wapiti models).
-    ``cost_factor`` is ``crf_test -c`` (CRF++ models only).
-    """
-    from .._tagger import CRFTagger
-
-    check_regular_file(path, display_name(path), "a model file")
-    with open(path, "rb") as f:
-        head = f.read(8)
-    if head.startswith(CRFSUITE_MAGIC) or head.startswith(ZIP_MAGIC):
-        if cost_factor != 1.0:
-            raise CommandError(f"{path}: -c (the cost factor) applies to CRF++ models only")
-        if head.startswith(CRFSUITE_MAGIC):
-            return CRFTagger.from_crfsuite(path)
-        return CRFTagger.load(path)
-    return open_other_model(path, head, cost_factor=cost_factor)
-
-
-#: The first bytes of CRF++ 0.58 models: the binary file's version (100, a
-#: little-endian uint32), crf_learn -t's text file; of Wapiti 1.5 models.
-CRFPP_BINARY_MAGIC = (100).to_bytes(4, "little")
-CRFPP_TEXT_MAGIC = b"version:"
-WAPITI_MAGIC = b"#mdl#"
-
-
-def open_other_model(path: str, head: bytes, *, cost_factor: float = 1.0) -> Any:
-    """The other toolkits' model files, by ``head`` (their first bytes): CRF++ and Wapiti.
-
-    :meth:`~skcrf.CRFTagger.from_crfpp` (with ``cost_factor``) and
-    :meth:`~skcrf.CRFTagger.from_wapiti`; anything else is refused.
-    """
-    from .._tagger import CRFTagger
-
-    if head.startswith(CRFPP_BINARY_MAGIC) or head.startswith(CRFPP_TEXT_MAGIC):
-        return CRFTagger.from_crfpp(path, cost_factor=cost_factor)
-    if cost_factor != 1.0:
-        raise CommandError(f"{path}: -c (the cost factor) applies to CRF++ models only")
-    if head.startswith(WAPITI_MAGIC):
-        return CRFTagger.from_wapiti(path)
-    raise CommandError(
-        f"{path}: not a model file that skcrf reads (a CRFsuite, CRF++ or Wapiti model, or "
-        f"one saved by skcrf; it starts with {head[:4]!r})"
-    )
-
-
-def template_tagger(tagger: Any, path: str) -> Any:
-    """``tagger``, which must carry a template (``featurizer=TemplateFeaturizer(...)``)."""
-    from .._template._featurizer import TemplateFeaturizer
-
-    if not isinstance(getattr(tagger, "featurizer", None), TemplateFeaturizer):
-        raise CommandError(
-            f"{path}: the model has no template (it was not trained with "
-            "featurizer=skcrf.TemplateFeaturizer(...)), so it cannot read column files"
-        )
-    return tagger
 
 
 def run(command: Any, argv: list[str]) -> int:

@@ -36,8 +36,10 @@ import sys
 import time
 from typing import Any, TextIO
 
+from .._template._parse import parse_templates
 from .._utils._data_files import DataFileError, read_columns
-from ._common import ArgumentParser, CommandError, open_model, template_tagger
+from ._common import ArgumentParser, CommandError
+from ._models import open_model, template_model, token_features, train_template_model
 
 USAGE = """\
 usage: skcrf crfpp learn [OPTIONS] TEMPLATE TRAIN MODEL
@@ -107,10 +109,18 @@ def _read_template(path: str) -> str:
         return f.read()
 
 
-def _check_columns(featurizer: Any, sequence: Any, path: str, what: str) -> None:
-    """The template must find its columns in the file's (CRF++ checks ``xsize`` alike)."""
+def _check_columns(
+    template: Any, sequence: Any, path: str, what: str, syntax: "str | None" = None
+) -> Any:
+    """The template must find its columns in the file's (CRF++ checks ``xsize`` alike).
+
+    ``template``: a plan, or with ``syntax`` a template's text, parsed here
+    (a bad template is reported at the file's first line, as when the
+    featurizer parsed it then). Returns the plan.
+    """
     try:
-        featurizer.transform([sequence.tokens[:1]])
+        plan = template if syntax is None else parse_templates(template, syntax)
+        token_features(plan, [sequence.tokens[:1]])
     except (IndexError, TypeError, ValueError) as exc:
         n = len(sequence.tokens[0])
         raise DataFileError(
@@ -118,6 +128,7 @@ def _check_columns(featurizer: Any, sequence: Any, path: str, what: str) -> None
             sequence.line,
             f"the {what} reads a column that the file's lines ({n} column(s)) do not have: {exc}",
         ) from None
+    return plan
 
 
 def _learn_parser() -> ArgumentParser:
@@ -155,18 +166,16 @@ def learn(argv: list[str]) -> int:
     template_path, train_path, model_path = args.files
     settings = regularization(_ALGORITHMS[args.algorithm], args.cost)
 
-    from .._tagger import CRFTagger
-    from .._template._featurizer import TemplateFeaturizer
-
     out = sys.stdout
     start = time.perf_counter()
-    featurizer = TemplateFeaturizer(_read_template(template_path), syntax="crfpp")
+    template = _read_template(template_path)
     out.write("reading training data: ")
     X: list[Any] = []
     y: list[Any] = []
+    plan = None
     for sequence in read_columns(train_path, sequence_break="crfpp"):
-        if not X:
-            _check_columns(featurizer, sequence, train_path, "template")
+        if plan is None:
+            plan = _check_columns(template, sequence, train_path, "template", syntax="crfpp")
         X.append(sequence.tokens)
         y.append(sequence.labels)
         if len(X) % 100 == 0:
@@ -175,19 +184,18 @@ def learn(argv: list[str]) -> int:
     out.write(f"\nDone!{time.perf_counter() - start:.2f} s\n\n")
     if not X:
         raise DataFileError(train_path, None, "no sentence to train on")
-    tagger = CRFTagger(
-        algorithm="lbfgs",
-        featurizer=featurizer,
-        max_iterations=args.maxiter,
-        delta=args.eta,
-        period=3,
-        min_freq=args.freq if args.freq > 1 else 0,
-        all_possible_states=True,
-        all_possible_transitions=True,
-        n_jobs=args.thread,
-        c1=settings["c1"],
-        c2=settings["c2"],
-    )
+    params = {
+        "algorithm": "lbfgs",
+        "max_iterations": args.maxiter,
+        "delta": args.eta,
+        "period": 3,
+        "min_freq": args.freq if args.freq > 1 else 0,
+        "all_possible_states": True,
+        "all_possible_transitions": True,
+        "n_jobs": args.thread,
+        "c1": settings["c1"],
+        "c2": settings["c2"],
+    }
     out.write(f"Number of sentences: {len(X)}\n")
     out.write(f"Number of thread(s): {args.thread}\n")
     out.write(f"Freq:                {args.freq}\n")
@@ -204,18 +212,14 @@ def learn(argv: list[str]) -> int:
         out.write(f"iter={info.iteration - 1} act={active} obj={info.loss:.5f} diff={diff:.5f}\n")
         out.flush()
 
-    import warnings
-
-    from sklearn.exceptions import ConvergenceWarning
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)  # the log tells
-        tagger.fit(X, y, callback=report)
-    out.write(f"\nNumber of features: {tagger.n_features_}\n")
-    out.write(f"Stopped: {tagger.status_.name if tagger.status_ is not None else '-'}\n")
-    tagger.save(model_path)
+    # the log says how training stopped: no ConvergenceWarning
+    model = train_template_model(plan, X, y, params, callback=report)
+    status = model.state.status
+    out.write(f"\nNumber of features: {model.model.n_features}\n")
+    out.write(f"Stopped: {status.name if status is not None else '-'}\n")
+    model.save(model_path)
     if args.textmodel:
-        tagger.tagger_.dump(model_path + ".txt")
+        model.dump(model_path + ".txt")
     out.write(f"\nDone!{time.perf_counter() - start:.2f} s\n")
     return 0
 
@@ -245,18 +249,18 @@ def _lines(tokens: list[tuple[str, ...]], path: list[Any], marginals: Any, args:
     return out
 
 
-def _test_batch(tagger: Any, batch: list[Any], args: Any, labels: list[Any]) -> str:
+def _test_batch(model: Any, batch: list[Any], args: Any, labels: list[Any]) -> str:
     X = [sequence.tokens for sequence in batch]
-    marginals = tagger.predict_marginals(X) if args.verbose >= 1 else [None] * len(X)
+    marginals = model.marginals(X) if args.verbose >= 1 else [None] * len(X)
     out: list[str] = []
     if args.nbest >= 1:
-        for s, lists in enumerate(tagger.predict_nbest(X, args.nbest)):
+        for s, lists in enumerate(model.nbest(X, args.nbest)):
             for k, (path, log_probability) in enumerate(lists):
                 out.append(f"# {k} {math.exp(log_probability):f}\n")
                 out += _lines(X[s], path, marginals[s], args, labels)
         return "".join(out)
-    paths = tagger.predict(X)
-    log_probabilities = tagger.sequence_log_proba(X) if args.verbose >= 1 else None
+    paths = model.predict(X)
+    log_probabilities = model.sequence_log_proba(X) if args.verbose >= 1 else None
     for s, path in enumerate(paths):
         if log_probabilities is not None:
             out.append(f"# {math.exp(log_probabilities[s]):f}\n")
@@ -276,34 +280,34 @@ def test(argv: list[str]) -> int:
         raise CommandError("skcrf crfpp test: -v takes 0, 1 or 2 and -n a count >= 0")
     if not (args.cost_factor > 0 and math.isfinite(args.cost_factor)):
         raise CommandError("skcrf crfpp test: -c must be a positive number")
-    tagger = template_tagger(open_model(args.model, cost_factor=args.cost_factor), args.model)
+    model = template_model(open_model(args.model, cost_factor=args.cost_factor), args.model)
     # crf_test lists the labels in byte order (CRF++ keeps them in a std::set)
-    labels = sorted(((str(c), c) for c in tagger.classes_), key=lambda p: p[0].encode())
+    labels = sorted(((str(c), c) for c in model.classes), key=lambda p: p[0].encode())
     out: TextIO = sys.stdout
     if args.output:
         out = open(args.output, "w", encoding="utf-8", newline="\n")
     try:
         for path in args.files or ["-"]:
-            _test_file(tagger, path, args, labels, out)
+            _test_file(model, path, args, labels, out)
     finally:
         if out is not sys.stdout:
             out.close()
     return 0
 
 
-def _test_file(tagger: Any, path: str, args: Any, labels: list[Any], out: TextIO) -> None:
+def _test_file(model: Any, path: str, args: Any, labels: list[Any], out: TextIO) -> None:
     batch: list[Any] = []
     first = True
     for sequence in read_columns(path, labelled=False, sequence_break="crfpp"):
         if first:  # every line has the first one's columns (read_columns checks)
-            _check_columns(tagger.featurizer, sequence, path, "model's template")
+            _check_columns(model.plan, sequence, path, "model's template")
             first = False
         batch.append(sequence)
         if len(batch) == TEST_BATCH:
-            out.write(_test_batch(tagger, batch, args, labels))
+            out.write(_test_batch(model, batch, args, labels))
             batch = []
     if batch:
-        out.write(_test_batch(tagger, batch, args, labels))
+        out.write(_test_batch(model, batch, args, labels))
 
 
 def main(argv: list[str]) -> int:

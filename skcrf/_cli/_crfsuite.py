@@ -3,7 +3,8 @@
 The options, the data files and the outputs of ``crfsuite learn``, ``tag``
 and ``dump`` (CRFsuite 0.12's ``frontend/``). Training goes through
 :class:`skcrf.pycrfsuite.Trainer`'s engine (the model and the log CRFsuite
-writes), tagging through :class:`skcrf.CRFTagger`.
+writes), tagging through the predictor a :class:`skcrf.CRFTagger` holds
+(``_models``: no scikit-learn).
 """
 
 import math
@@ -19,7 +20,8 @@ from .._utils._data_files import (
     open_binary,
     read_crfsuite_data,
 )
-from ._common import ArgumentParser, ByteProgress, CommandError, open_model, utc_timestamp
+from ._common import ArgumentParser, ByteProgress, CommandError, utc_timestamp
+from ._models import open_model
 
 #: Sequences tagged per call of the tagger (streaming, in batches).
 TAG_BATCH = 256
@@ -371,9 +373,9 @@ class Evaluation:
 class _Scorer:
     """The Viterbi path's score, CRFsuite's ``@score`` (state and transition weights summed)."""
 
-    def __init__(self, tagger: Any) -> None:
-        self.states = tagger.state_features_
-        self.transitions = tagger.transition_features_
+    def __init__(self, model: Any) -> None:
+        self.states = model.state_features()
+        self.transitions = model.transition_features()
 
     def __call__(self, tokens: list[dict[str, float]], path: list[Any]) -> float:
         states, score = self.states, 0.0
@@ -385,11 +387,9 @@ class _Scorer:
         return score
 
 
-def _tag_batch(
-    tagger: Any, batch: list[CRFsuiteInstance], args: Any, state: dict[str, Any]
-) -> str:
+def _tag_batch(model: Any, batch: list[CRFsuiteInstance], args: Any, state: dict[str, Any]) -> str:
     X = [instance.tokens for instance in batch]
-    paths = tagger.predict(X)
+    paths = model.predict(X)
     index = state["index"]
     evaluation = state["evaluation"]
     if evaluation is not None:
@@ -397,8 +397,8 @@ def _tag_batch(
             evaluation.add(instance.labels, [index[label] for label in path])
     if args.quiet:
         return ""
-    log_probas = tagger.sequence_log_proba(X) if args.probability else None
-    marginals = tagger.predict_marginals(X) if args.marginal or args.marginal_all else None
+    log_probas = model.sequence_log_proba(X) if args.probability else None
+    marginals = model.marginals(X) if args.marginal or args.marginal_all else None
     labels = state["labels"]
     out = []
     for s, (instance, path) in enumerate(zip(batch, paths)):
@@ -434,13 +434,13 @@ def tag(argv: list[str]) -> int:
         return 0
     if not args.model:
         raise CommandError("skcrf tag: give the model with -m MODEL (see skcrf tag -h)")
-    tagger = open_model(args.model)
-    classes = list(tagger.classes_)
+    model = open_model(args.model)
+    classes = list(model.classes)
     state: dict[str, Any] = {
         "index": {label: k for k, label in enumerate(classes)},
         "labels": [(str(label), label) for label in classes],
         "evaluation": Evaluation([str(label) for label in classes]) if args.test else None,
-        "scorer": _Scorer(tagger) if args.probability and not args.quiet else None,
+        "scorer": _Scorer(model.model) if args.probability and not args.quiet else None,
     }
     out = sys.stdout
     start = time.process_time()
@@ -455,12 +455,12 @@ def tag(argv: list[str]) -> int:
             for instance in read_crfsuite_data(file):
                 batch.append(instance)
                 if len(batch) == TAG_BATCH:
-                    out.write(_tag_batch(tagger, batch, args, state))
+                    out.write(_tag_batch(model, batch, args, state))
                     n_instances += len(batch)
                     batch = []
                     progress.update_to(file.tell())
             if batch:
-                out.write(_tag_batch(tagger, batch, args, state))
+                out.write(_tag_batch(model, batch, args, state))
                 n_instances += len(batch)
         finally:
             progress.close()
@@ -485,7 +485,7 @@ def dump(argv: list[str]) -> int:
             sys.stdout.write(DUMP_USAGE)
             return 0
         raise CommandError("skcrf dump: give one model file (see skcrf dump -h)")
-    tagger = open_model(argv[0])
+    model = open_model(argv[0])
     sys.stdout.flush()
-    tagger.tagger_.dump()
+    model.dump()
     return 0

@@ -62,12 +62,13 @@ per-label precision, recall and F1 to the standard error.
 import math
 import sys
 import time
-import warnings
 from typing import Any, TextIO
 
+from .._template._parse import parse_templates
 from .._utils._data_files import DataFileError, column_sequences, read_columns
-from ._common import ArgumentParser, CommandError, open_model, template_tagger
+from ._common import ArgumentParser, CommandError
 from ._crfpp import _check_columns, _read_template
+from ._models import open_model, template_model, token_features, train_template_model
 
 USAGE = """\
 usage: skcrf wapiti train -p PATTERNS [OPTIONS] INPUT MODEL
@@ -205,12 +206,12 @@ def _check_train_args(args: Any) -> None:
         raise CommandError("skcrf wapiti train: -e must be a number >= 0")
 
 
-def _read_labelled(path: str, featurizer: Any, what: str) -> tuple[list[Any], list[Any]]:
+def _read_labelled(path: str, patterns: str, what: str) -> tuple[list[Any], list[Any]]:
     X: list[Any] = []
     y: list[Any] = []
     for sequence in read_columns(path):
         if not X:
-            _check_columns(featurizer, sequence, path, "patterns")
+            _check_columns(patterns, sequence, path, "patterns", syntax="wapiti")
         X.append(sequence.tokens)
         y.append(sequence.labels)
     if not X:
@@ -228,37 +229,34 @@ def train(argv: list[str]) -> int:
     train_path, model_path = args.files
     settings = regularization(args.rho1, args.rho2)
 
-    from .._tagger import CRFTagger
-    from .._template._featurizer import TemplateFeaturizer
-
     log = sys.stderr  # wapiti writes its log to the standard error
     start = time.perf_counter()
     log.write("* Load patterns\n")
-    featurizer = TemplateFeaturizer(_read_template(args.pattern), syntax="wapiti")
-    if args.wapiti_model and not featurizer.plan().transitions:
+    patterns = _read_template(args.pattern)
+    if args.wapiti_model and not parse_templates(patterns, "wapiti").transitions:
         raise CommandError(_NEEDS_BARE_PATTERN)
     log.write("* Load training data\n")
-    X, y = _read_labelled(train_path, featurizer, "training data")
+    X, y = _read_labelled(train_path, patterns, "training data")
     dev = None
     if args.devel:
         log.write("* Load development data\n")
-        dev = _read_labelled(args.devel, featurizer, "development data")
-    tagger = CRFTagger(
-        algorithm="lbfgs",
-        featurizer=featurizer,
-        c1=settings["c1"],
-        c2=settings["c2"],
-        max_iterations=args.maxiter or None,
-        epsilon=GRADIENT_EPS,
-        period=args.objwin - 1,
-        delta=args.stopeps,
-        num_memories=args.histsz,
-        max_linesearch=args.maxls,
-        all_possible_states=True,
-        all_possible_transitions=True,
-        all_possible_conditioned_transitions=True,
-        n_jobs=args.nthread,
-    )
+        dev = _read_labelled(args.devel, patterns, "development data")
+    plan = parse_templates(patterns, "wapiti")
+    params = {
+        "algorithm": "lbfgs",
+        "c1": settings["c1"],
+        "c2": settings["c2"],
+        "max_iterations": args.maxiter or None,
+        "epsilon": GRADIENT_EPS,
+        "period": args.objwin - 1,
+        "delta": args.stopeps,
+        "num_memories": args.histsz,
+        "max_linesearch": args.maxls,
+        "all_possible_states": True,
+        "all_possible_transitions": True,
+        "all_possible_conditioned_transitions": True,
+        "n_jobs": args.nthread,
+    }
     log.write("* Summary\n")
     log.write(f"    nb train:    {len(X)}\n")
     if dev is not None:
@@ -268,7 +266,7 @@ def train(argv: list[str]) -> int:
         log.write("    note: sgd-l1's objective is minimised by L-BFGS (OWL-QN) here\n")
     if args.stopwin:
         log.write(f"    note: -w {args.stopwin} (the error-rate window) is not applied by skcrf\n")
-    if not featurizer.plan().transitions:
+    if not plan.transitions:
         log.write("    note: no bare b or * pattern: skcrf learns label pairs all the same\n")
     log.write(f"* Train the model with {args.algo}\n")
     log.flush()
@@ -284,21 +282,19 @@ def train(argv: list[str]) -> int:
         log.flush()
         last[0] = now
 
-    from sklearn.exceptions import ConvergenceWarning
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)  # the log tells
-        tagger.fit(X, y, callback=report)
-    log.write(f"    nb features: {tagger.n_features_}\n")
-    log.write(f"    stopped:     {tagger.status_.name if tagger.status_ is not None else '-'}\n")
+    # the log says how training stopped: no ConvergenceWarning
+    model = train_template_model(plan, X, y, params, callback=report)
+    status = model.state.status
+    log.write(f"    nb features: {model.model.n_features}\n")
+    log.write(f"    stopped:     {status.name if status is not None else '-'}\n")
     if dev is not None:
-        token_error, sequence_error, _ = _error_rates(tagger.predict(dev[0]), dev[1])
+        token_error, sequence_error, _ = _error_rates(model.predict(dev[0]), dev[1])
         log.write(f"    devel error: {token_error:5.2f}%/{sequence_error:5.2f}%\n")
     log.write("* Save the model\n")
     if args.wapiti_model:
-        _save_wapiti_model(tagger, _read_template(args.pattern), model_path)
+        _save_wapiti_model(model, _read_template(args.pattern), model_path)
     else:
-        tagger.save(model_path)
+        model.save(model_path)
     log.write(f"* Done ({time.perf_counter() - start:.2f} s)\n")
     return 0
 
@@ -328,8 +324,8 @@ def _hex(value: float) -> str:
     return f"{mantissa}p{exponent}"
 
 
-def _save_wapiti_model(tagger: Any, patterns: str, path: str) -> None:
-    """Write ``tagger`` (trained on Wapiti patterns) as a Wapiti 1.5 model file (``mdl_save``).
+def _save_wapiti_model(model: Any, patterns: str, path: str) -> None:
+    """Write ``model`` (trained on Wapiti patterns) as a Wapiti 1.5 model file (``mdl_save``).
 
     Each attribute is an observation (its name starts with its kind, ``u``,
     ``b`` or ``*``), with its ``L`` label weights then its ``L * L`` pair
@@ -341,10 +337,10 @@ def _save_wapiti_model(tagger: Any, patterns: str, path: str) -> None:
 
     lines = _pattern_lines(patterns)
     bare = [line for line in lines if line[0] in "b*" and "%" not in line]
-    plan = tagger.featurizer.plan()
+    plan = model.plan
     if not bare:
         raise CommandError(_NEEDS_BARE_PATTERN)
-    labels = list(tagger.classes_)
+    labels = list(model.classes)
     index = {label_: k for k, label_ in enumerate(labels)}
     n = len(labels)
     observations: dict[str, list[float]] = {}
@@ -358,14 +354,14 @@ def _save_wapiti_model(tagger: Any, patterns: str, path: str) -> None:
             observations[name] = [0.0] * size
         return observations[name]
 
-    for (name, label_), weight in tagger.state_features_.items():
+    for (name, label_), weight in model.model.state_features().items():
         weights_of(name)[index[label_]] = weight
-    for (name, i, j), weight in tagger.conditioned_transition_features_.items():
+    for (name, i, j), weight in model.model.conditioned_transition_features().items():
         offset = n if name[0] == "*" else 0
         weights_of(name)[offset + index[i] * n + index[j]] = weight
     plain = weights_of(bare[0])
     offset = n if bare[0][0] == "*" else 0
-    for (i, j), weight in tagger.transition_features_.items():
+    for (i, j), weight in model.model.transition_features().items():
         plain[offset + index[i] * n + index[j]] += weight
     columns = [
         part.column for feature in plan.features for part in feature.key if hasattr(part, "column")
@@ -480,31 +476,31 @@ def _c_float(value: float) -> str:
 
 
 class _Lattice:
-    """Wapiti's score lattice (``tag_expsc``) of a fitted tagger, for ``-s``.
+    """Wapiti's score lattice (``tag_expsc``) of a fitted model, for ``-s``.
 
     ``psi[t, i, j]``: the weights of token ``t``'s attributes for label
     ``j`` plus, from the second token on, those of the pair (``i``, ``j``)
     (the plain transition and the token's transition attributes), from the
-    tagger's featurizer and its public weights. A labelling's score is the
+    model's template and its weights. A labelling's score is the
     sum of its ``psi[t, y[t-1], y[t]]`` (``psi[0, 0, y[0]]`` first).
     """
 
-    def __init__(self, tagger: Any) -> None:
+    def __init__(self, model: Any) -> None:
         import numpy as np
 
-        self.featurizer = tagger.featurizer
-        self.index = {label: k for k, label in enumerate(tagger.classes_)}
+        self.plan = model.plan
+        self.index = {label: k for k, label in enumerate(model.classes)}
         n = len(self.index)
         self.states: dict[str, Any] = {}
-        for (attribute, label_), weight in tagger.state_features_.items():
+        for (attribute, label_), weight in model.model.state_features().items():
             self.states.setdefault(attribute, np.zeros(n))[self.index[label_]] = weight
         self.pairs: dict[str, Any] = {}
-        for (attribute, i, j), weight in tagger.conditioned_transition_features_.items():
+        for (attribute, i, j), weight in model.model.conditioned_transition_features().items():
             self.pairs.setdefault(attribute, np.zeros((n, n)))[self.index[i], self.index[j]] = (
                 weight
             )
         self.transitions = np.zeros((n, n))
-        for (i, j), weight in tagger.transition_features_.items():
+        for (i, j), weight in model.model.transition_features().items():
             self.transitions[self.index[i], self.index[j]] = weight
 
     def token_scores(self, xseq: Any, paths: list[Any]) -> list[list[float]]:
@@ -512,7 +508,7 @@ class _Lattice:
         import numpy as np
 
         n = len(self.index)
-        tokens = self.featurizer.transform([xseq])[0]
+        tokens = token_features(self.plan, [xseq])[0]
         psi = np.zeros((len(tokens), n, n))
         for t, token in enumerate(tokens):
             unigram = np.zeros(n)
@@ -532,15 +528,15 @@ class _Lattice:
         return out
 
 
-def _label_batch(tagger: Any, batch: list[Any], args: Any, stats: Any, lattice: Any) -> str:
+def _label_batch(model: Any, batch: list[Any], args: Any, stats: Any, lattice: Any) -> str:
     """The output of wapiti label for ``batch``, ``(sequence, its lines' text)`` pairs."""
     X = [sequence.tokens for sequence, _ in batch]
     out: list[str] = []
     if args.nbest > 1:
-        candidates = [[path for path, _ in paths] for paths in tagger.predict_nbest(X, args.nbest)]
+        candidates = [[path for path, _ in paths] for paths in model.nbest(X, args.nbest)]
     else:
-        candidates = [[path] for path in tagger.predict(X)]
-    marginals = tagger.predict_marginals(X) if args.score and args.post else None
+        candidates = [[path] for path in model.predict(X)]
+    marginals = model.marginals(X) if args.score and args.post else None
     for s, (sequence, lines) in enumerate(batch):
         if not args.score:
             scores: list[list[float]] = [[] for _ in candidates[s]]
@@ -588,14 +584,14 @@ def label(argv: list[str]) -> int:
     if args.post and args.nbest > 1:
         raise CommandError("skcrf wapiti label: -p labels one path: give -n 1")
     sys.stderr.write("* Load model\n")
-    tagger = template_tagger(open_model(args.model), args.model)
+    model = template_model(open_model(args.model), args.model)
     sys.stderr.write("* Label sequences\n")
     if args.post:
-        tagger.set_params(decoding="posterior")
+        model.decoding = model.decoding._replace(method="posterior")
     input_path = args.files[0] if args.files else "-"
     output_path = args.files[1] if len(args.files) == 2 and args.files[1] != "-" else ""
-    stats = _CheckStats([str(c) for c in tagger.classes_]) if args.check else None
-    lattice = _Lattice(tagger) if args.score and not args.post else None
+    stats = _CheckStats([str(c) for c in model.classes]) if args.check else None
+    lattice = _Lattice(model) if args.score and not args.post else None
     out: TextIO = sys.stdout
     if output_path:
         out = open(output_path, "w", encoding="utf-8", newline="\n")
@@ -604,13 +600,13 @@ def label(argv: list[str]) -> int:
         sequences = column_sequences(input_path, labelled=args.check, keep_text=not args.label)
         for sequence, texts in sequences:
             if not batch:
-                _check_columns(tagger.featurizer, sequence, input_path, "model's patterns")
+                _check_columns(model.plan, sequence, input_path, "model's patterns")
             batch.append((sequence, texts))
             if len(batch) == LABEL_BATCH:
-                out.write(_label_batch(tagger, batch, args, stats, lattice))
+                out.write(_label_batch(model, batch, args, stats, lattice))
                 batch = []
         if batch:
-            out.write(_label_batch(tagger, batch, args, stats, lattice))
+            out.write(_label_batch(model, batch, args, stats, lattice))
     finally:
         if out is not sys.stdout:
             out.close()
@@ -635,9 +631,9 @@ def dump(argv: list[str]) -> int:
     if not 0 <= args.prec <= 60:
         raise CommandError("skcrf wapiti dump: -p takes a precision from 0 to 60")
     sys.stderr.write("* Load model\n")
-    tagger = open_model(args.files[0])
+    model = open_model(args.files[0])
     sys.stderr.write("* Dump model\n")
-    text = "".join(_dump_lines(tagger, args.prec))
+    text = "".join(_dump_lines(model, args.prec))
     if len(args.files) == 2:
         with open(args.files[1], "w", encoding="utf-8", newline="\n") as f:
             f.write(text)
@@ -646,17 +642,18 @@ def dump(argv: list[str]) -> int:
     return 0
 
 
-def _dump_lines(tagger: Any, prec: int) -> Any:
+def _dump_lines(model: Any, prec: int) -> Any:
     """The lines of wapiti dump: each observation's nonzero weights, then a blank line."""
-    labels = [str(c) for c in tagger.classes_]
+    labels = [str(c) for c in model.classes]
     states: dict[str, dict[str, float]] = {}
-    for (attribute, label_), weight in tagger.state_features_.items():
+    for (attribute, label_), weight in model.model.state_features().items():
         states.setdefault(attribute, {})[str(label_)] = weight
     pairs: dict[str, dict[tuple[str, str], float]] = {}
-    for (attribute, previous, label_), weight in tagger.conditioned_transition_features_.items():
+    conditioned = model.model.conditioned_transition_features()
+    for (attribute, previous, label_), weight in conditioned.items():
         pairs.setdefault(attribute, {})[(str(previous), str(label_))] = weight
     pairs_only = [attribute for attribute in pairs if attribute not in states]
-    transitions = {(str(i), str(j)): w for (i, j), w in tagger.transition_features_.items()}
+    transitions = {(str(i), str(j)): w for (i, j), w in model.model.transition_features().items()}
     # a Wapiti model's bare 'b' and '*' patterns are among its conditioned
     # observations already; the plain transitions are their sum
     plain = [] if "b" in pairs or "*" in pairs else [None]

@@ -9,10 +9,8 @@ reads its model from it. ``CRFTagger.from_crfsuite`` also takes a fitted
 
 import os
 
-from sklearn.exceptions import NotFittedError
-
 from .._featurize._transitions import TRANSITION_KEY
-from .._training._fit import FEATURE_DEFAULTS, TRAINER_PARAMETERS
+from .._training._defaults import FEATURE_DEFAULTS, TRAINER_PARAMETERS
 from ._crfsuite_file import read_crfsuite, write_crfsuite
 
 __all__ = [
@@ -99,6 +97,10 @@ def sklearn_crfsuite_model(crf, names):
         )
     path = modelfile.name
     if path is None or not os.path.exists(path):
+        from sklearn.exceptions import (
+            NotFittedError,  # not at import: the command line reads files
+        )
+
         raise NotFittedError(
             f"the {type(crf).__name__} given has no model file"
             f"{'' if path is None else f' ({path!r} does not exist)'}: fit it first."

@@ -10,7 +10,6 @@ the ``featurizer`` parameter; written by ``to_crfsuite``, it warns.
 import warnings
 
 from .._template._expand import CompiledPlan
-from .._template._featurizer import TemplateFeaturizer
 from .._template._plan import plan_from_data, plan_to_data
 
 __all__ = ["state_featurizer", "state_template", "template_extra", "warn_template_not_written"]
@@ -24,7 +23,12 @@ def template_extra(template):
 def state_featurizer(state):
     """The ``featurizer`` parameter of a loaded state (None without a template)."""
     data = state.extra.get("template")
-    return None if data is None else TemplateFeaturizer(plan_from_data(data))
+    if data is None:
+        return None
+    # an estimator (scikit-learn): imported only when an estimator is built
+    from .._template._featurizer import TemplateFeaturizer
+
+    return TemplateFeaturizer(plan_from_data(data))
 
 
 def state_template(state, featurizer=None):

@@ -1,80 +1,17 @@
 """``TemplateFeaturizer``: feature templates, parsed once, run by compiled code."""
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from sklearn.base import BaseEstimator, TransformerMixin
 
 from .._compat import StrOptions, _fit_context
-from ._plan import Plan, TemplateError, check_plan
+from ._parse import SYNTAXES as _SYNTAXES
+from ._parse import parse_templates
+from ._plan import TemplateError
 from ._reference import expand_dicts
 
 __all__ = ["TemplateFeaturizer"]
-
-_SYNTAXES = ("auto", "crfpp", "wapiti", "crfsuite", "python")
-
-
-def _guess_syntax(templates):
-    """The syntax of ``templates`` when ``syntax='auto'``."""
-    if isinstance(templates, Plan):
-        return "plan"
-    if isinstance(templates, str):
-        for line in templates.splitlines():
-            line = line.strip()
-            if not line or line.startswith("#"):
-                continue
-            return "wapiti" if line[0] in "ub*" else "crfpp"
-        return "crfpp"
-    if isinstance(templates, Mapping):
-        return "python"
-    if isinstance(templates, Sequence) and templates:
-        first = templates[0]
-        if (
-            isinstance(first, tuple)
-            and first
-            and all(isinstance(pair, tuple) and len(pair) == 2 for pair in first)
-        ):
-            return "crfsuite"
-        return "python"
-    raise TypeError(
-        "templates must be a template text (CRF++ or Wapiti), a list of CRFsuite "
-        "templates (tuples of (field, offset) pairs), a Pythonic spec (a dict of "
-        f"features) or a Plan; got {type(templates).__name__}"
-    )
-
-
-def parse_templates(templates, syntax="auto", columns=None):
-    """The :class:`Plan` of ``templates`` in ``syntax`` (checked)."""
-    if syntax == "auto":
-        syntax = _guess_syntax(templates)
-    if isinstance(templates, Plan):
-        return check_plan(templates)
-    if syntax == "crfpp":
-        from ._crfpp import parse_crfpp
-
-        return parse_crfpp(_text(templates, syntax))
-    if syntax == "wapiti":
-        from ._wapiti import parse_wapiti
-
-        return parse_wapiti(_text(templates, syntax))
-    if syntax == "crfsuite":
-        from ._crfsuite import parse_crfsuite
-
-        return parse_crfsuite(templates, columns=columns)
-    if syntax == "python":
-        from ._python import parse_python
-
-        return parse_python(templates, columns=columns)
-    raise ValueError(f"syntax must be one of {_SYNTAXES}; got {syntax!r}")
-
-
-def _text(templates, syntax):
-    if not isinstance(templates, str):
-        raise TypeError(
-            f"syntax={syntax!r} takes the template file's text (a str); got "
-            f"{type(templates).__name__}"
-        )
-    return templates
 
 
 class TemplateFeaturizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None):  # type: ignore[call-arg]

@@ -71,7 +71,8 @@ def resolve_settings(params):
     ----------
     params : dict
         The estimator's parameters (``algorithm``, the trainer parameters
-        and the feature-generation ones; None means "the default").
+        and the feature-generation ones; None, or absent, means "the
+        default").
 
     Returns
     -------
@@ -81,12 +82,12 @@ def resolve_settings(params):
     A parameter explicitly set (not None) that the algorithm does not have is
     an error naming the algorithms it belongs to.
     """
-    algorithm = params["algorithm"] or "lbfgs"
+    algorithm = params.get("algorithm") or "lbfgs"
     own = ALGORITHM_DEFAULTS[algorithm]
     settings = dict(FEATURE_DEFAULTS)
     settings.update(own)
     for name in TRAINER_PARAMETERS:
-        value = params[name]
+        value = params.get(name)
         if value is None:
             continue
         if name not in own:
@@ -98,7 +99,7 @@ def resolve_settings(params):
             )
         settings[name] = value
     for name in FEATURE_DEFAULTS:
-        if params[name] is not None:
+        if params.get(name) is not None:
             settings[name] = params[name]
     # skcrf's own, for models with transition attributes (CRFsuite has none)
     settings["all_possible_conditioned_transitions"] = bool(
@@ -623,6 +624,7 @@ def minimize(
     stacklevel=2,
     fresh_gradient=False,
     n_threads=1,
+    warn=True,
 ):
     """L-BFGS / OWL-QN on ``loss_gradient`` (CRFsuite's 'lbfgs').
 
@@ -632,7 +634,8 @@ def minimize(
     kept);
     ``fresh_gradient``: ``loss_gradient`` returns a new gradient array at
     every call, kept without a copy (:func:`minimize_lbfgs`);
-    ``n_threads``: the threads of the optimizer's vector passes.
+    ``n_threads``: the threads of the optimizer's vector passes;
+    ``warn=False``: no warning (a caller whose log reports the status).
     """
     if len(x0) == 0:
         # No feature exists (say, only empty tokens in one-token sequences):
@@ -662,7 +665,8 @@ def minimize(
         fresh_gradient=fresh_gradient,
         n_threads=n_threads,
     )
-    if not result.status.converged and result.status is not LBFGSStatus.CALLBACK_STOP:
+    unconverged = not result.status.converged and result.status is not LBFGSStatus.CALLBACK_STOP
+    if warn and unconverged:
         from sklearn.exceptions import ConvergenceWarning  # not at import: see skcrf.pycrfsuite
 
         warnings.warn(
@@ -675,14 +679,14 @@ def minimize(
     return result
 
 
-def outcome(algorithm, result, monitor, *, stacklevel=2):
-    """The status to report and the weights to keep; closes the log."""
+def outcome(algorithm, result, monitor, *, stacklevel=2, warn=True):
+    """The status to report and the weights to keep; closes the log (``warn``: see :func:`fit`)."""
     status, weights = result.status, result.x
     if monitor.early_stopped:
         status = (LBFGSStatus if algorithm == "lbfgs" else OnlineStatus).EARLY_STOPPING
     if monitor.best_weights is not None:
         weights = monitor.best_weights
-    if status is OnlineStatus.OVERFLOW:
+    if warn and status is OnlineStatus.OVERFLOW:
         from sklearn.exceptions import ConvergenceWarning
 
         warnings.warn(
@@ -714,6 +718,7 @@ def fit(
     class_weight=None,
     model_filename=None,
     classes=None,
+    warn=True,
 ):
     """Train a model on ``X, y`` with any algorithm (``CRFTagger.fit``).
 
@@ -741,6 +746,11 @@ def fit(
         a label only here is a label of the model without state features,
         in every normalizer (CRFsuite's label set is its whole data set's,
         a held-out group's labels included).
+    warn : bool, default=True
+        Warn (scikit-learn's ``ConvergenceWarning``) when training stops
+        before converging or an online trainer overflows. False: no warning,
+        and scikit-learn is not imported (the command line, whose log says
+        how training ended).
 
     Tokens may hold transition attributes (:data:`TRANSITION_KEY`): the
     model then has input-conditioned transitions (``model.conditioned``).
@@ -825,6 +835,7 @@ def fit(
                     stacklevel=stacklevel + 1,
                     fresh_gradient=True,  # CRFObjective's gradient is a new array
                     n_threads=effective_n_threads(n_jobs),
+                    warn=warn,
                 )
         finally:
             vocabulary.wake()
@@ -841,7 +852,7 @@ def fit(
             token_weights=weights,
         )
         trainer_state = result.state
-    status, weights = outcome(algorithm, result, monitor, stacklevel=stacklevel + 1)
+    status, weights = outcome(algorithm, result, monitor, stacklevel=stacklevel + 1, warn=warn)
     return FitResult(
         model.with_weights(weights),
         vocabulary,
