@@ -17,6 +17,10 @@ import importlib.machinery
 import sys
 from collections.abc import Sequence
 from types import ModuleType
+from typing import TYPE_CHECKING, cast
+
+if TYPE_CHECKING:
+    from importlib.abc import Loader
 
 # old path -> new path (pickles made by skcrf before its subpackages)
 MOVED = {
@@ -48,7 +52,7 @@ class _MovedFinder:
     ) -> importlib.machinery.ModuleSpec | None:
         if fullname not in MOVED:
             return None
-        return importlib.machinery.ModuleSpec(fullname, self)
+        return importlib.machinery.ModuleSpec(fullname, cast("Loader", self))  # by protocol
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> None:
         return None  # the import system's default module

@@ -615,3 +615,83 @@ def test_crfpp_test_on_a_wapiti_model_and_refusals(capsys, tmp_path):
     garbage.write_bytes(b"\x00\x01garbage")
     status, _, err = run(capsys, "crfpp", "test", "-m", str(garbage), data)
     assert status == 1 and "not a model file that skcrf reads" in err
+
+
+# -- what the commands import -----------------------------------------------------------
+
+_MODULES_AFTER = """
+import contextlib, json, os, sys
+from skcrf._cli import main
+
+with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink), \\
+        contextlib.redirect_stderr(sink):
+    status = main(sys.argv[1:])
+print(json.dumps([status, sorted(m for m in sys.modules if m.split(".")[0] in
+                                 ("sklearn", "scipy"))]))
+"""
+
+
+def _imported_by(*argv, code=_MODULES_AFTER):
+    """(exit status, the scikit-learn and SciPy modules loaded) of ``skcrf ARGV`` in a new process."""
+    import json
+
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    done = subprocess.run(
+        [sys.executable, "-c", code, *argv], capture_output=True, text=True, env=env, check=True
+    )
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def test_commands_import_neither_scikit_learn_nor_scipy(tmp_path):
+    # scikit-learn and SciPy cost more than tagging a file: the commands run
+    # on skcrf's own modules (the estimator is not imported)
+    template = os.path.join(CRFPP_DATA, "tiny.template")
+    plain = tmp_path / "plain.template"  # no conditioned transitions: -t can dump it
+    plain.write_text("U00:%x[0,0]\nU01:%x[-1,1]/%x[0,1]\nB\n", encoding="utf-8")
+    data = os.path.join(CRFPP_DATA, "tiny_test.data")
+    model = str(tmp_path / "m.skcrf")
+    crfsuite_data = tmp_path / "data.txt"
+    crfsuite_data.write_text("B-NP\tw[0]=the\nI-NP\tw[0]=dog\n\n", encoding="utf-8")
+    crfsuite_model = os.path.join(FIXTURES, "seed.crfsuite")
+    # learning and probabilities need SciPy's BLAS (dgemm), loaded alone
+    blas_only = _imported_by(
+        code="import json, sys\nfrom skcrf._utils._blas import cython_blas\ncython_blas()\n"
+        "print(json.dumps([0, sorted(m for m in sys.modules if m.startswith('scipy'))]))"
+    )[1]
+    assert "scipy.linalg.cython_blas" in blas_only and "scipy.linalg" not in blas_only
+    for argv, allowed in [
+        (["crfpp", "learn", "-m", "5", "-t", str(plain), data, model], blas_only),
+        (
+            ["wapiti", "train", "-p", template, "-i", "3", data, str(tmp_path / "w.skcrf")],
+            blas_only,
+        ),
+        (["crfpp", "test", "-m", model, data], []),
+        (["crfpp", "test", "-v2", "-m", model, data], blas_only),
+        (["crfpp", "test", "-n", "2", "-m", os.path.join(CRFPP_DATA, "tiny.model"), data], []),
+        (["wapiti", "label", "-s", "-m", model, data], []),
+        (["wapiti", "label", "-p", "-s", "-m", str(tmp_path / "w.skcrf"), data], blas_only),
+        (["wapiti", "dump", model], []),
+        (["tag", "-r", "-m", crfsuite_model, str(crfsuite_data)], []),
+        (["tag", "-r", "-p", "-i", "-l", "-m", crfsuite_model, str(crfsuite_data)], blas_only),
+        (["tag", "-t", "-q", "-m", crfsuite_model, str(crfsuite_data)], []),
+        (["dump", crfsuite_model], []),
+        (["dump", model], []),
+    ]:
+        status, modules = _imported_by(*argv)
+        assert status == 0, argv
+        assert not any(m.startswith("sklearn") for m in modules), (argv, modules)
+        assert set(modules) <= set(allowed), (argv, sorted(set(modules) - set(allowed)))
+
+
+def test_cython_blas_loaded_alone_is_scipys_module():
+    # the extension loaded from its file, without scipy.linalg; a later
+    # import of scipy.linalg uses it (one module, the same dgemm)
+    code = (
+        "import json, sys\n"
+        "from skcrf._utils._blas import cython_blas\n"
+        "light = cython_blas()\n"
+        "alone = 'scipy.linalg' not in sys.modules\n"
+        "from scipy.linalg import cython_blas as full\n"
+        "print(json.dumps([alone, light is full, 'dgemm' in light.__pyx_capi__]))"
+    )
+    assert _imported_by(code=code) == [True, True, True]

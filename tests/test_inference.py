@@ -323,3 +323,18 @@ def test_marginal_dicts_refuse_missing_repeated_and_unknown_rows():
         builder.fill(np.ones((2, 1)), np.array([0], dtype=np.intp))
     builder.fill(np.zeros((2, 1)), np.array([1, 0], dtype=np.intp))
     assert builder.result() == [[{"a": 0.0}, {"a": 0.0}], [{"a": 1.0}]]
+
+
+def test_logsumexp_equals_scipys():
+    from skcrf._inference._logspace import logsumexp as ours
+
+    rng = np.random.default_rng(7)
+    a = rng.normal(scale=50.0, size=(5, 7, 4))
+    a[0, :, 1] = -np.inf  # a column with no finite term
+    a[1, 2, :] = -np.inf
+    a[2, 3, 0] = np.inf
+    for axis in (None, 0, 1, 2):
+        expected = logsumexp(a, axis=axis)
+        np.testing.assert_allclose(ours(a, axis=axis), expected, rtol=1e-13, atol=0)
+    assert ours(np.full(3, -np.inf)) == -np.inf
+    assert ours([1000.0, 1000.0]) == pytest.approx(1000.0 + np.log(2.0), rel=1e-15)

@@ -59,8 +59,9 @@ AVX2_PATH = bool(skcrf_simd_init(avx2_disabled()))
 # SciPy's BLAS dgemm (scipy.linalg.cython_blas), looked up on first use
 # rather than cimported: a cimport imports scipy.linalg with this module,
 # a quarter of a second, and reading a model or decoding never multiplies
-# matrices. The def functions that reach dgemm look it up first (an error
-# is an exception there); the cdef kernels that other modules cimport
+# matrices; the lookup loads the extension alone (skcrf/_utils/_blas.py).
+# The def functions that reach dgemm look it up first (an error is an
+# exception there); the cdef kernels that other modules cimport
 # (forward_scaled) look it up under the GIL if no one has.
 ctypedef void (*_dgemm_t)(char* transa, char* transb, int* m, int* n, int* k,
                           double* alpha, double* a, int* lda, double* b, int* ldb,
@@ -72,9 +73,9 @@ cdef _dgemm_t _dgemm = NULL
 cdef int _load_dgemm() except -1:
     global _dgemm
     if _dgemm == NULL:
-        from scipy.linalg import cython_blas
+        from skcrf._utils._blas import cython_blas
 
-        capsule = cython_blas.__pyx_capi__["dgemm"]
+        capsule = cython_blas().__pyx_capi__["dgemm"]
         _dgemm = <_dgemm_t>PyCapsule_GetPointer(capsule, PyCapsule_GetName(capsule))
     return 0
 
