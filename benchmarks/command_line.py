@@ -19,11 +19,16 @@ for exactly ``--maxiter`` iterations (``-e 1e-30``: no stopping on the
 objective's change, CRF++ refuses 0; skcrf's gradient test still applies) on
 ``--threads`` threads; then each tags the test file with its own model
 (``crf_test -m``, ``skcrf crfpp test -m``) and the token accuracy is
-computed from the output. Medians of ``--repeats`` runs, alternated.
-Results: a table, and ``benchmarks/results/command_line.json``.
+computed from the output. Medians of ``--repeats`` runs, alternated; each
+tagging is run ``--test-repeats`` times (it takes about a second), medians.
+skcrf's bytecode is compiled first (``compileall``), as an installed
+package's is: with ``PYTHONDONTWRITEBYTECODE`` set, every run would
+otherwise compile skcrf's modules again. Results: a table, and
+``benchmarks/results/command_line.json``.
 """
 
 import argparse
+import compileall
 import json
 import os
 import shutil
@@ -128,13 +133,16 @@ def main():
     parser.add_argument("--maxiter", type=int, default=100)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--test-repeats", type=int, default=5)
     parser.add_argument("--output", default=str(HERE / "results" / "command_line.json"))
     args = parser.parse_args()
+    load_at_start = os.getloadavg()[0]  # the machine is shared: the figures' context
     bin_dir = os.path.dirname(sys.executable)
     crf_learn = shutil.which("crf_learn") or os.path.join(bin_dir, "crf_learn")
     crf_test = shutil.which("crf_test") or os.path.join(bin_dir, "crf_test")
     skcrf = [sys.executable, "-m", "skcrf", "crfpp"]
     options = ["-c", "1", "-e", "1e-30", "-m", str(args.maxiter), "-p", str(args.threads)]
+    compileall.compile_dir(str(ROOT / "skcrf"), quiet=1)
     runs = {"crf_learn": [], "skcrf crfpp learn": []}
     tags = {"crf_test": [], "skcrf crfpp test": []}
     with tempfile.TemporaryDirectory() as tmp:
@@ -154,11 +162,13 @@ def main():
                 seconds, peak = measure(argv, log)
                 runs[name].append((seconds, peak))
                 print(f"[{repeat + 1}] {name}: {seconds:.1f} s, {peak:.0f} MiB", flush=True)
-            for name, (trainer, argv) in test.items():
-                out = os.path.join(tmp, f"{name}.out")
-                seconds, peak = measure([*argv, "-m", models[trainer], paths["test.txt"]], out)
-                tags[name].append((seconds, peak, accuracy(out)))
-                print(f"[{repeat + 1}] {name}: {seconds:.2f} s, {peak:.0f} MiB", flush=True)
+            for _ in range(args.test_repeats):
+                for name, (trainer, argv) in test.items():
+                    out = os.path.join(tmp, f"{name}.out")
+                    argv = [*argv, "-m", models[trainer], paths["test.txt"]]
+                    seconds, peak = measure(argv, out)
+                    tags[name].append((seconds, peak, accuracy(out)))
+                    print(f"[{repeat + 1}] {name}: {seconds:.2f} s, {peak:.0f} MiB", flush=True)
         with open(paths["train.txt"]) as f:
             n_tokens = sum(1 for line in f if line.strip())
     results = {
@@ -168,6 +178,8 @@ def main():
             "maxiter": args.maxiter,
             "threads": args.threads,
             "repeats": args.repeats,
+            "test_repeats": args.test_repeats,
+            "load_average_at_start": load_at_start,
             "C": 1.0,
             "template": _template(),
         },
@@ -194,6 +206,7 @@ def main():
         results["test"]["crf_test"]["seconds"] / results["test"]["skcrf crfpp test"]["seconds"]
     )
     results["speedup"] = {"learn": learn_speedup, "test": test_speedup}
+    results["settings"]["load_average_at_end"] = os.getloadavg()[0]
     print()
     print(
         f"Treebank seed columns, {args.sentences} sentences ({n_tokens} tokens), "

@@ -24,13 +24,8 @@ from typing import Any
 
 from .._featurize._validation import check_sequences
 from .._model import FittedState
-from .._persist._crfpp_model import read_crfpp_model
-from .._persist._estimator_files import check_crfsuite_model, crfsuite_state
-from .._persist._npz import load_state, save_state
 from .._persist._templates import state_template, template_extra
-from .._persist._wapiti_model import read_wapiti_model
 from .._predictor import Decoding, Predictor
-from .._tagger_view import CRFsuiteTagger
 from .._template._expand import CompiledPlan
 from .._template._reference import expand_dicts
 from .._template._vocabulary import TemplateVocabulary
@@ -96,11 +91,16 @@ class Model:
 
     def dump(self, path: "str | None" = None) -> None:
         """CRFsuite's text dump of the model (``CRFTagger.tagger_.dump(path)``)."""
+        from .._persist._estimator_files import check_crfsuite_model
+        from .._tagger_view import CRFsuiteTagger
+
         model = check_crfsuite_model(self.model, "tagger_")
         CRFsuiteTagger(model, self.predictor.vocabulary, self.predictor.decoder).dump(path)
 
     def save(self, path: str) -> None:
         """Write the model file (``CRFTagger.save``'s format)."""
+        from .._persist._npz import save_state
+
         save_state(self.state, path)
 
 
@@ -118,13 +118,22 @@ def open_model(path: str, *, cost_factor: float = 1.0) -> Model:
     crfpp = head.startswith(CRFPP_BINARY_MAGIC) or head.startswith(CRFPP_TEXT_MAGIC)
     if cost_factor != 1.0 and not crfpp:
         raise CommandError(f"{path}: -c (the cost factor) applies to CRF++ models only")
+    # each kind's reader imported when a file of that kind is opened
     if head.startswith(CRFSUITE_MAGIC):
+        from .._persist._estimator_files import crfsuite_state
+
         return Model(crfsuite_state(path, ()))
     if head.startswith(ZIP_MAGIC):
+        from .._persist._npz import load_state
+
         return Model(load_state(path, lazy_attributes=True))
     if crfpp:
+        from .._persist._crfpp_model import read_crfpp_model
+
         return Model(read_crfpp_model(path, cost_factor=cost_factor))
     if head.startswith(WAPITI_MAGIC):
+        from .._persist._wapiti_model import read_wapiti_model
+
         return Model(read_wapiti_model(path))
     raise CommandError(
         f"{path}: not a model file that skcrf reads (a CRFsuite, CRF++ or Wapiti model, or "

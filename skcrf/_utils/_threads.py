@@ -17,7 +17,9 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 
 import numpy as np
-import threadpoolctl  # a scikit-learn dependency
+
+# threadpoolctl (a scikit-learn dependency) is imported when BLAS is limited
+# first: tagging with Viterbi never calls BLAS, and the import costs 5 ms
 
 _blas_lock = threading.Lock()
 _blas_users = 0
@@ -31,6 +33,8 @@ def _release_openblas_control():
     # pthreads OpenBLAS and silently ignores the others; the limit may be set
     # by one thread and restored by another, so control is released around
     # both (under _blas_lock, so no other change is in flight).
+    import threadpoolctl
+
     controller = getattr(threadpoolctl, "OpenBLASController", None)
     clear = getattr(controller, "clear_controlling_thread", None)
     if clear is not None:
@@ -47,6 +51,8 @@ def _blas_controller():
     restoring a limit through it takes microseconds.
     """
     global _controller, _controller_modules
+    import threadpoolctl
+
     if _controller is None or len(sys.modules) != _controller_modules:
         _controller = threadpoolctl.ThreadpoolController()
         _controller_modules = len(sys.modules)
