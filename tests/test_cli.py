@@ -695,3 +695,22 @@ def test_cython_blas_loaded_alone_is_scipys_module():
         "print(json.dumps([alone, light is full, 'dgemm' in light.__pyx_capi__]))"
     )
     assert _imported_by(code=code) == [True, True, True]
+
+
+def test_the_blas_limit_covers_scipys_blas_loaded_alone():
+    # the kernels load SciPy's BLAS on first use: the one-thread limit must
+    # reach it even when nothing had loaded it before (or its threads would
+    # compete with the shards': training three times slower here)
+    code = (
+        "import json, sys\n"
+        "import threadpoolctl\n"
+        "from skcrf._utils._threads import single_blas_thread\n"
+        "with single_blas_thread():\n"
+        "    inside = [(i['filepath'], i['num_threads']) for i in "
+        "threadpoolctl.threadpool_info() if i['user_api'] == 'blas']\n"
+        "print(json.dumps([inside, 'scipy.linalg.cython_blas' in sys.modules]))"
+    )
+    inside, loaded = _imported_by(code=code)
+    assert loaded
+    assert any("scipy" in path for path, _ in inside), inside
+    assert all(threads == 1 for _, threads in inside), inside

@@ -18,6 +18,8 @@ from contextlib import contextmanager
 
 import numpy as np
 
+from ._blas import cython_blas
+
 # threadpoolctl (a scikit-learn dependency) is imported when BLAS is limited
 # first: tagging with Viterbi never calls BLAS, and the import costs 5 ms
 
@@ -65,6 +67,9 @@ def single_blas_thread():
     global _blas_users, _blas_limiter
     with _blas_lock:
         if _blas_users == 0:
+            # the BLAS the kernels call is loaded first (they load it on first
+            # use), or its threads would escape the limit set here
+            cython_blas()
             _release_openblas_control()
             _blas_limiter = _blas_controller().limit(limits=1, user_api="blas")
             _release_openblas_control()
