@@ -653,7 +653,7 @@ def test_commands_import_neither_scikit_learn_nor_scipy(tmp_path):
     crfsuite_data = tmp_path / "data.txt"
     crfsuite_data.write_text("B-NP\tw[0]=the\nI-NP\tw[0]=dog\n\n", encoding="utf-8")
     crfsuite_model = os.path.join(FIXTURES, "seed.crfsuite")
-    # learning and probabilities need SciPy's BLAS (dgemm), loaded alone
+    # learning and probabilities (marginals, n-best) need SciPy's BLAS, loaded alone
     blas_only = _imported_by(
         code="import json, sys\nfrom skcrf._utils._blas import cython_blas\ncython_blas()\n"
         "print(json.dumps([0, sorted(m for m in sys.modules if m.startswith('scipy'))]))"
@@ -667,7 +667,10 @@ def test_commands_import_neither_scikit_learn_nor_scipy(tmp_path):
         ),
         (["crfpp", "test", "-m", model, data], []),
         (["crfpp", "test", "-v2", "-m", model, data], blas_only),
-        (["crfpp", "test", "-n", "2", "-m", os.path.join(CRFPP_DATA, "tiny.model"), data], []),
+        (
+            ["crfpp", "test", "-n", "2", "-m", os.path.join(CRFPP_DATA, "tiny.model"), data],
+            blas_only,
+        ),
         (["wapiti", "label", "-s", "-m", model, data], []),
         (["wapiti", "label", "-p", "-s", "-m", str(tmp_path / "w.skcrf"), data], blas_only),
         (["wapiti", "dump", model], []),
