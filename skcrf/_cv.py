@@ -18,12 +18,16 @@ Conventions
   longest), each phase in parallel.
 - Ties in the mean score are broken as ``GridSearchCV`` breaks them: the
   first candidate in ``cv_results_`` order.
+- ``plateau``: a walk encodes its fold's held-out part once, after its first
+  fit (every fit of a walk has the same features), and each warm-started
+  fit's ``callback`` scores every iterate on it (:class:`_HeldOutPlateau`).
 """
 
 from __future__ import annotations
 
 import copy
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from numbers import Integral, Real
 from typing import Any
@@ -38,6 +42,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._compat import Interval, _fit_context
 from ._tagger import CRFTagger
+from ._training._fit import DevEvaluator
 from ._training._weights import check_sample_weight
 from ._typing import LabelSequencesLike, SequenceLike, SequencesLike
 from .metrics import get_scorer
@@ -101,6 +106,45 @@ def _subset(seq, indices):
     return [seq[i] for i in indices]
 
 
+class _HeldOutPlateau:
+    """Stops a warm-started fit once its held-out token accuracy stops moving.
+
+    Built from a tagger fitted on the fold's training part: the fits of a
+    walk train on the same sequences, so they share its feature layout and
+    the test part is encoded once. ``callback()`` is a fresh ``fit``
+    callback: it stops the fit when the token accuracy (Viterbi paths, under
+    the estimator's ``allowed_transitions``) of the last ``patience + 1``
+    iterates spans at most ``tol``.
+    """
+
+    def __init__(self, tagger, X_test, y_test, w_test, patience, tol):
+        predictor = tagger._fitted()
+        self.n_features = predictor.model.n_features
+        self.evaluator = DevEvaluator(
+            X_test,
+            y_test,
+            predictor.vocabulary,
+            predictor.model,
+            tagger.n_jobs,
+            name="test",
+            sample_weight=w_test,
+            allowed_transitions=tagger.allowed_transitions,
+        )
+        self.patience = patience
+        self.tol = tol
+
+    def callback(self):
+        recent = deque(maxlen=self.patience + 1)
+
+        def stop(info):
+            if info.weights.size != self.n_features:  # not this layout: no test
+                return False
+            recent.append(self.evaluator.accuracy(info.weights))
+            return len(recent) > self.patience and max(recent) - min(recent) <= self.tol
+
+        return stop
+
+
 def _walk(
     tagger,
     X_train,
@@ -114,6 +158,7 @@ def _walk(
     fold,
     w_train=None,
     w_test=None,
+    plateau=None,
 ):
     """Fit ``tagger`` (warm_start=True) at every point of ``points`` in turn.
 
@@ -129,6 +174,9 @@ def _walk(
         later walks from).
     w_train, w_test : ndarray or None
         The sequences' ``sample_weight`` (fit and score), or None.
+    plateau : (int, float) or None
+        ``(patience, tol)``: every warm-started fit also stops when its
+        held-out token accuracy has stopped moving (:class:`_HeldOutPlateau`).
 
     Returns
     -------
@@ -138,11 +186,15 @@ def _walk(
     fitted : list of CRFTagger or None
     """
     records, fitted = [], [] if keep else None
+    monitor = None
     for index, params in points:
         warm = tagger.__sklearn_is_fitted__()
+        if warm and plateau is not None and monitor is None:
+            monitor = _HeldOutPlateau(tagger, X_test, y_test, w_test, *plateau)
         tagger.set_params(**params)
         start = time.perf_counter()
-        tagger.fit(X_train, y_train, sample_weight=w_train)
+        callback = None if monitor is None else monitor.callback()
+        tagger.fit(X_train, y_train, sample_weight=w_train, callback=callback)
         fit_time = time.perf_counter() - start
         start = time.perf_counter()
         weights = {} if w_test is None else {"sample_weight": w_test}
@@ -234,6 +286,25 @@ class CRFTaggerCV(BaseEstimator):
         1: a header and one line per fit (fold, coefficients, score,
         iterations, warm or cold start, time). 2 and more: also passed to
         the estimator as its own ``verbose`` (its training log).
+    plateau : int or None, default=None
+        None: every fit runs until the estimator's stopping rules end it, as
+        in ``GridSearchCV``. An int ``n``: each warm-started fit also stops
+        once the token accuracy of its iterates on the fold's held-out part
+        has varied by at most ``plateau_tol`` over the last ``n``
+        iterations (``n + 1`` iterates; the Viterbi paths, under the
+        estimator's ``allowed_transitions``, weighted by ``sample_weight``):
+        the score has stopped moving, so the rest of the fit's tail would
+        not change it. The first fit of each fold (the strongest
+        regularization, from zero) runs to its end. A stopped fit is scored
+        as usual (``scoring``). This takes several times fewer iterations
+        (on the seed Treebank task with ``n=10``, 3.5× fewer than the
+        default path), at the price of scores that may differ from a
+        converged fit's (most for the weakest regularization): see the user
+        guide. The refit is never stopped this way.
+    plateau_tol : float, default=2e-4
+        The variation of the held-out token accuracy, in ``[0, 1]`` (2e-4 is
+        about 5 tokens in 27,000), that counts as no change; used only with
+        ``plateau``.
 
     Attributes
     ----------
@@ -249,7 +320,8 @@ class CRFTaggerCV(BaseEstimator):
         ``scores_[f, i, j]``: score of fold ``f`` with ``c1s_[i]`` and
         ``c2s_[j]``.
     n_iter_ : ndarray of shape (n_splits, n_c1, n_c2)
-        Iterations of each fit (warm-started fits take fewer).
+        Iterations of each fit (warm-started fits take fewer, and fits
+        stopped by ``plateau`` fewer still).
     cv_results_ : dict of ndarray
         In the layout of ``GridSearchCV.cv_results_`` (keys
         ``mean_fit_time``, ``std_fit_time``, ``mean_score_time``,
@@ -318,6 +390,8 @@ class CRFTaggerCV(BaseEstimator):
         "n_jobs": [Integral, None],
         "refit": ["boolean"],
         "verbose": ["verbose"],
+        "plateau": [Interval(Integral, 1, None, closed="left"), None],
+        "plateau_tol": [Interval(Real, 0, 1, closed="both")],
     }
 
     def __init__(
@@ -331,6 +405,8 @@ class CRFTaggerCV(BaseEstimator):
         n_jobs: int | None = None,
         refit: bool = True,
         verbose: int = 0,
+        plateau: int | None = None,
+        plateau_tol: float = 2e-4,
     ) -> None:
         self.estimator = estimator
         self.c1 = c1
@@ -340,6 +416,8 @@ class CRFTaggerCV(BaseEstimator):
         self.n_jobs = n_jobs
         self.refit = refit
         self.verbose = verbose
+        self.plateau = plateau
+        self.plateau_tol = plateau_tol
 
     def _grids(self, estimator):
         """``{name: grid}`` of the searched coefficients, checked against the algorithm."""
@@ -438,6 +516,14 @@ class CRFTaggerCV(BaseEstimator):
                 flush=True,
             )
 
+        if isinstance(self.plateau, (bool, np.bool_)):
+            raise ValueError(
+                f"The 'plateau' parameter of {type(self).__name__} must be a number of "
+                f"iterations (an int >= 1) or None; got {self.plateau!r}."
+            )
+        if self.plateau is not None:
+            for weights_of_fold in fold_weights:
+                weights_of_fold["plateau"] = (self.plateau, self.plateau_tol)
         parallel = Parallel(n_jobs=self.n_jobs)
         i0 = int(c1_walk[0])
         spine = [((i0, int(j)), params(i0, int(j))) for j in c2_walk]

@@ -277,11 +277,71 @@ def test_verbose(capsys):
         ({"estimator": CRFTagger(algorithm="ap"), "c1": None}, ValueError, "has no c2"),
         ({"scoring": "accuracy"}, ValueError, "not a valid skcrf scoring"),
         ({"estimator": KFold()}, (TypeError, ValueError), "estimator"),
+        ({"plateau": 0}, ValueError, "'plateau' parameter"),
+        ({"plateau": 2.5}, ValueError, "'plateau' parameter"),
+        ({"plateau": True}, ValueError, "'plateau' parameter"),
+        ({"plateau": 5, "plateau_tol": -0.01}, ValueError, "'plateau_tol' parameter"),
+        ({"plateau": 5, "plateau_tol": 1.5}, ValueError, "'plateau_tol' parameter"),
+        ({"plateau": 5, "plateau_tol": "0.1"}, ValueError, "'plateau_tol' parameter"),
     ],
 )
 def test_errors(kwargs, error, match):
     with pytest.raises(error, match=match):
         CRFTaggerCV(**{"estimator": FAST, "cv": 2, **kwargs}).fit(X, Y)
+
+
+# -- plateau: warm-started fits stop once their held-out accuracy stops moving ----
+
+
+def test_plateau_chooses_what_an_exhaustive_search_chooses(search, grid_search):
+    fast = CRFTaggerCV(TIGHT, c1=C1, c2=C2, cv=KFold(3), plateau=3, plateau_tol=0.0).fit(X, Y)
+    assert fast.best_params_ == grid_search.best_params_
+    assert fast.best_index_ == grid_search.best_index_
+    np.testing.assert_allclose(
+        fast.cv_results_["mean_test_score"], grid_search.cv_results_["mean_test_score"], atol=0.02
+    )
+    # fewer iterations, the cut made on the warm-started fits only: the first
+    # fit of each fold (strongest c1 and c2) starts cold and runs to the end
+    assert fast.n_iter_.sum() < search.n_iter_.sum()
+    i0, j0 = int(np.argmax(C1)), int(np.argmax(C2))
+    np.testing.assert_array_equal(fast.n_iter_[:, i0, j0], search.n_iter_[:, i0, j0])
+
+
+def test_plateau_never_reached_changes_nothing(search):
+    patient = CRFTaggerCV(TIGHT, c1=C1, c2=C2, cv=KFold(3), plateau=10**6).fit(X, Y)
+    np.testing.assert_array_equal(patient.n_iter_, search.n_iter_)
+    np.testing.assert_array_equal(patient.scores_, search.scores_)
+    assert patient.best_params_ == search.best_params_
+
+
+def test_plateau_measures_the_score_of_the_iterate():
+    # The held-out accuracy the plateau test reads is the fitted model's score,
+    # L1 zeros included, with sample weights and allowed transitions.
+    from skcrf._cv import _HeldOutPlateau
+
+    train, test = next(iter(KFold(3).split(X)))
+    X_train, y_train = [X[k] for k in train], [Y[k] for k in train]
+    X_test, y_test = [X[k] for k in test], [Y[k] for k in test]
+    weights = np.linspace(0.5, 2.0, len(test))
+    everything_but = [(a, b) for a in "DJNVR" for b in "DJNVR" if (a, b) != ("D", "V")]
+    for params in ({"c1": 0.3, "c2": 0.01}, {"c1": 0.0, "allowed_transitions": everything_but}):
+        tagger = clone(FAST).set_params(**params).fit(X_train, y_train)
+        monitor = _HeldOutPlateau(tagger, X_test, y_test, weights, patience=2, tol=0.0)
+        accuracy = monitor.evaluator.accuracy(tagger._fitted().model.weights)
+        assert accuracy == pytest.approx(tagger.score(X_test, y_test, sample_weight=weights))
+        assert monitor.n_features == tagger.n_features_
+
+
+def test_plateau_with_weights_and_a_scorer():
+    weights = np.linspace(0.5, 2.0, len(X))
+    kwargs = {"c1": C1, "c2": C2, "cv": KFold(3), "scoring": "flat_f1_macro", "refit": False}
+    full = CRFTaggerCV(TIGHT, **kwargs).fit(X, Y, sample_weight=weights)
+    fast = CRFTaggerCV(TIGHT, plateau=3, **kwargs).fit(X, Y, sample_weight=weights)
+    assert fast.n_iter_.sum() < full.n_iter_.sum()
+    assert fast.best_params_ == full.best_params_
+    np.testing.assert_allclose(
+        fast.cv_results_["mean_test_score"], full.cv_results_["mean_test_score"], atol=0.02
+    )
 
 
 def test_bad_data():
