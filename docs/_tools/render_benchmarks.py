@@ -293,8 +293,6 @@ def _cv_section(result):
             f"{result['machine']['cpu_count']}"
         ),
         "",
-        "| measure | unit | GridSearchCV | CRFTaggerCV | ratio | target | met |",
-        "|---|---|--:|--:|--:|---|---|",
     ]
 
     def cell(value):
@@ -305,14 +303,23 @@ def _cv_section(result):
         whole = abs(value) >= 1000 or float(value).is_integer()
         return f"{value:,.0f}" if whole else f"{value:.2f}"
 
-    for row in result["rows"]:
-        met = {True: "met", False: "**not met**", None: "—"}[row.get("met")]
-        ratio = "—" if row["ratio"] is None else f"{row['ratio']:.2f}×"
-        out.append(
-            f"| {row['measure']} | {row['unit'] or '—'} | {cell(row['GridSearchCV'])} | "
-            f"{cell(row['CRFTaggerCV'])} | {ratio} | {row.get('target') or '—'} | {met} |"
-        )
-    out.append("")
+    tables = [("CRFTaggerCV", result["rows"])]
+    if "rows_plateau" in result:  # runs since the plateau option was added
+        options = ", ".join(f"{k}={v:g}" for k, v in result["plateau"].items())
+        tables.append((f"CRFTaggerCV({options})", result["rows_plateau"]))
+    for name, rows in tables:
+        out += [
+            f"| measure | unit | GridSearchCV | {name} | ratio | target | met |",
+            "|---|---|--:|--:|--:|---|---|",
+        ]
+        for row in rows:
+            met = {True: "met", False: "**not met**", None: "—"}[row.get("met")]
+            ratio = "—" if row["ratio"] is None else f"{row['ratio']:.2f}×"
+            out.append(
+                f"| {row['measure']} | {row['unit'] or '—'} | {cell(row['GridSearchCV'])} | "
+                f"{cell(row['CRFTaggerCV'])} | {ratio} | {row.get('target') or '—'} | {met} |"
+            )
+        out.append("")
     return out
 
 
