@@ -14,6 +14,8 @@ folder): ``rows`` compares the default CRFTaggerCV with GridSearchCV,
 
     PYTHONPATH=. python benchmarks/cv.py             # about 20 minutes on two cores
     PYTHONPATH=. python benchmarks/cv.py --quick     # smoke test (figures mean nothing)
+    PYTHONPATH=. python benchmarks/cv.py --skip-default  # GridSearchCV and plateau=10
+                                                         # only: cv-plateau.json
 
 Warm starts pay off when fits run to convergence, so the fits run until
 CRFsuite's stopping rules stop them (``max_iterations=None``: ``delta`` over
@@ -302,19 +304,26 @@ def main(argv=None):
     parser.add_argument("--repeats", type=int, default=1, help="repetitions (default 1)")
     parser.add_argument("--quick", action="store_true", help="smoke test: a slice, few iterations")
     parser.add_argument("--json", help="default: benchmarks/results/cv.json")
+    parser.add_argument(
+        "--skip-default",
+        action="store_true",
+        help="leave out CRFTaggerCV's default path (a shorter run: GridSearchCV and "
+        "plateau=10 only; default JSON: cv-plateau.json, without 'rows')",
+    )
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
         print(json.dumps(run_search(json.loads(args.worker))))
         return
     out = Path(tempfile.gettempdir()) if args.quick else HERE / "results"
-    json_path = args.json or str(out / ("cv-quick.json" if args.quick else "cv.json"))
+    name = "cv-plateau" if args.skip_default else "cv"
+    json_path = args.json or str(out / (f"{name}-quick.json" if args.quick else f"{name}.json"))
     estimator = dict(ESTIMATOR)
     if args.quick:
         estimator["max_iterations"] = QUICK["max_iterations"]
     job = {"quick": args.quick, "estimator": estimator, "c1": C1, "c2": C2, "n_jobs": N_JOBS}
     busy_start = machine_busy_s()
-    runs = {search: [] for search in SEARCHES}
+    runs = {s: [] for s in SEARCHES if not (args.skip_default and s == "CRFTaggerCV")}
     for rep in range(args.repeats):
         for search in runs:
             progress(f"{search} (repetition {rep + 1}/{args.repeats})")
@@ -322,7 +331,7 @@ def main(argv=None):
             progress(f"{search}: {runs[search][-1]['total_s']:.1f} s")
     wall = time.perf_counter() - START
     busy_end = machine_busy_s()
-    result_rows = rows(runs)
+    result_rows = None if args.skip_default else rows(runs)
     plateau_rows = rows(runs, PLATEAU_SEARCH)
     first = runs["GridSearchCV"][0]
     import platform
@@ -352,7 +361,7 @@ def main(argv=None):
             # busy cores on average, all processes (this benchmark uses N_JOBS)
             "mean_busy_cores": None if busy_start is None else (busy_end - busy_start) / wall,
         },
-        "rows": result_rows,
+        **({} if result_rows is None else {"rows": result_rows}),
         "plateau": PLATEAU,
         "rows_plateau": plateau_rows,
         "runs": runs,
@@ -372,7 +381,8 @@ def main(argv=None):
         f"(all processes): {results['machine']['mean_busy_cores'] or float('nan'):.2f} of "
         f"{os.cpu_count()}.\n"
     )
-    print(table(result_rows))
+    if result_rows is not None:
+        print(table(result_rows))
     print(f"\nCRFTaggerCV({', '.join(f'{k}={v:g}' for k, v in PLATEAU.items())}):\n")
     print(table(plateau_rows, PLATEAU_SEARCH))
     progress(f"wrote {json_path}")
