@@ -344,6 +344,20 @@ def test_plateau_with_weights_and_a_scorer():
     )
 
 
+def test_plateau_with_a_template_featurizer():
+    # raw tokens: the held-out part is featurized by the fit's template vocabulary
+    from skcrf import TemplateFeaturizer
+
+    words = [[token["w"] for token in sentence] for sentence in X]
+    tagger = clone(TIGHT).set_params(
+        featurizer=TemplateFeaturizer("U00:%x[0,0]\nU01:%x[-1,0]\nB\n")
+    )
+    full = CRFTaggerCV(tagger, c1=C1, c2=C2, cv=KFold(3), refit=False).fit(words, Y)
+    fast = CRFTaggerCV(tagger, c1=C1, c2=C2, cv=KFold(3), refit=False, plateau=3).fit(words, Y)
+    assert fast.n_iter_.sum() < full.n_iter_.sum()
+    assert fast.best_params_ == full.best_params_
+
+
 def test_bad_data():
     with pytest.raises(ValueError, match="sequences"):
         CRFTaggerCV(FAST, c1=[0.0], c2=[1.0], cv=2).fit(X, Y[:-1])
