@@ -13,13 +13,16 @@ token features (/work/shared/reference/treebank-task.md):
   tagset (12 labels): few labels and many attributes, where the state-score
   and expected-count scatters weigh most against the forward-backward (a
   proxy for chunking-like tasks).
+- ``rich``: more attributes still, the same 12 labels: the window features plus
+  the neighbours' affixes and shapes and the word trigrams
+  (:func:`rich_token_features`).
 """
 
 import json
 
 from skcrf.datasets import load_treebank, treebank_token_features
 
-TASKS = ("seed", "window", "universal")
+TASKS = ("seed", "window", "universal", "rich")
 
 # --quick: the first sentences of each part only (a smoke test).
 QUICK_SENTENCES = (300, 100)  # train, test
@@ -56,6 +59,23 @@ def window_token_features(words, i):
         features["BOS"] = True
     if i == n - 1:
         features["EOS"] = True
+    return features
+
+
+def rich_token_features(words, i):
+    """The window features plus the neighbours' affixes and shapes and word trigrams."""
+    features = window_token_features(words, i)
+    n = len(words)
+    for k in (-2, -1, 1, 2):
+        if 0 <= i + k < n:
+            word = words[i + k]
+            features[f"suffix-3[{k}]"] = word[-3:].lower()
+            features[f"prefix-3[{k}]"] = word[:3].lower()
+            features[f"shape[{k}]"] = word_shape(word)
+    lower = [w.lower() for w in words]
+    for k in (-2, -1, 0):
+        if 0 <= i + k and i + k + 2 < n:
+            features[f"w[{k}..{k + 2}]"] = "|".join(lower[i + k : i + k + 3])
     return features
 
 
@@ -109,6 +129,7 @@ TOKEN_FEATURES = {
     "seed": treebank_token_features,
     "window": window_token_features,
     "universal": window_token_features,
+    "rich": rich_token_features,
     "tutorial": tutorial_word2features,
 }
 
@@ -200,7 +221,7 @@ def load_task(task, quick=False, split=None):
         train, test = parts["train"], parts["test"]
     if quick:
         train, test = train[: QUICK_SENTENCES[0]], test[: QUICK_SENTENCES[1]]
-    if task == "universal":
+    if task in ("universal", "rich"):
         train, test = universal_tags(train), universal_tags(test)
     token_features = TOKEN_FEATURES[task]
     return (*sentence_features(train, token_features), *sentence_features(test, token_features))

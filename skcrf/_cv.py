@@ -55,6 +55,7 @@ C2_RANGE = (1e-3, 1.0)
 _ALGORITHM_COEFFICIENTS = {
     "lbfgs": ("c1", "c2"),
     "l2sgd": ("c2",),
+    "asgd": ("c2",),
     "ap": (),
     "pa": (),
     "arow": (),
@@ -258,9 +259,9 @@ class CRFTaggerCV(BaseEstimator):
         gives 0, 0.01, 0.1, 1); ``n = 1`` means 0 alone. None searches no c1:
         the estimator's own c1 is used, and ``cv_results_`` has no
         ``param_c1`` (as a GridSearchCV over c2 alone); it must be None for
-        ``algorithm='l2sgd'``, which has no L1 term.
+        ``algorithm='l2sgd'`` and ``'asgd'``, which have no L1 term.
     c2 : int, list of float or None, default=4
-        The L2 coefficients to try (``'lbfgs'`` and ``'l2sgd'``). An int
+        The L2 coefficients to try (``'lbfgs'``, ``'l2sgd'`` and ``'asgd'``). An int
         ``n`` means ``n`` values log-spaced from 0.001 to 1 (4 gives 0.001,
         0.01, 0.1, 1). None searches no c2 (the estimator's own is used).
         The values must be distinct and ``>= 0``.

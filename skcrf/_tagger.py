@@ -80,8 +80,8 @@ class CRFTagger(BaseEstimator):
 
     Parameters
     ----------
-    algorithm : {'lbfgs', 'l2sgd', 'ap', 'pa', 'arow'} or None, default=None
-        The training algorithm, CRFsuite's; None means ``'lbfgs'``:
+    algorithm : {'lbfgs', 'l2sgd', 'asgd', 'ap', 'pa', 'arow'} or None, default=None
+        The training algorithm, CRFsuite's (but ``'asgd'``); None means ``'lbfgs'``:
 
         - ``'lbfgs'``: L-BFGS on the regularized log-likelihood (OWL-QN
           when ``c1 > 0``); parameters c1, c2, max_iterations (default:
@@ -90,6 +90,10 @@ class CRFTagger(BaseEstimator):
         - ``'l2sgd'``: stochastic gradient descent with L2 regularization
           and a calibrated learning rate; c2, max_iterations (default 1000
           epochs), period, delta (default 1e-6), calibration_*;
+        - ``'asgd'`` (skcrf's, not CRFsuite's): averaged SGD on l2sgd's
+          objective (the lbfgs objective with ``c1=0``), usually near its
+          optimum in a few epochs; c2, max_iterations (default 50 epochs),
+          period (default 2), delta (default 1e-2), calibration_*;
         - ``'ap'``: averaged perceptron; max_iterations (default 100),
           epsilon (default 0: stop when an epoch makes no mistake);
         - ``'pa'``: passive-aggressive (averaged); pa_type, c,
@@ -115,12 +119,12 @@ class CRFTagger(BaseEstimator):
         With ``c1 > 0`` training uses OWL-QN, whose line search is always
         backtracking. None means 0.
     c2 : float or None, default=None
-        L2 coefficient (lbfgs, l2sgd): the objective has the term
+        L2 coefficient (lbfgs, l2sgd, asgd): the objective has the term
         ``c2 * ||w||_2^2``. None means 1.
     max_iterations : int or None, default=None
         Maximum number of iterations. None means the algorithm's default:
         no limit for lbfgs (0 means no limit too, as in CRFsuite), 1000 for
-        l2sgd, 100 for ap, pa and arow.
+        l2sgd, 50 for asgd, 100 for ap, pa and arow.
     num_memories : int or None, default=None
         Number of (step, gradient change) pairs L-BFGS keeps; >= 1. None
         means 6.
@@ -130,11 +134,12 @@ class CRFTagger(BaseEstimator):
         means 0).
     period : int or None, default=None
         Iterations back to compare with in the ``delta`` test (lbfgs,
-        l2sgd); 0 disables it. None means 10.
+        l2sgd, asgd); 0 disables it. None means 10 (2 for asgd).
     delta : float or None, default=None
         Stop when the objective improved by less than ``delta`` relative to
-        its value ``period`` iterations earlier (lbfgs, l2sgd). None means
-        1e-5 (lbfgs) or 1e-6 (l2sgd).
+        its value ``period`` iterations earlier (lbfgs, l2sgd, asgd; the
+        online trainers compare their epoch loss). None means 1e-5 (lbfgs),
+        1e-6 (l2sgd) or 1e-2 (asgd).
     linesearch : {'MoreThuente', 'Backtracking', 'StrongBacktracking'} or \
 None, default=None
         Line search used when ``c1 == 0`` (lbfgs). None means 'MoreThuente'.
@@ -143,7 +148,8 @@ None, default=None
         means 20.
     calibration_eta, calibration_rate, calibration_samples, \
 calibration_candidates, calibration_max_trials : default=None
-        Learning-rate calibration of l2sgd (defaults 0.1, 2.0, 1000, 10, 20).
+        Learning-rate calibration of l2sgd and asgd (defaults 0.1, 2.0, 1000,
+        10, 20).
     pa_type : {0, 1, 2} or None, default=None
         Passive-aggressive variant (pa; default 1).
     c : float or None, default=None
@@ -258,7 +264,7 @@ calibration_candidates, calibration_max_trials : default=None
         (``missing_label``) is not weighted by label: all its tokens weigh
         1 (times its ``sample_weight``). The online trainers ap, pa and
         arow weigh each token's terms of their update (see :meth:`fit`);
-        l2sgd rejects ``class_weight``; :meth:`partial_fit` accepts a dict
+        l2sgd and asgd reject ``class_weight``; :meth:`partial_fit` accepts a dict
         but not ``'balanced'`` (one batch's frequencies are not the
         data's). Feature selection does not depend on it. None: every label
         weighs 1 (the usual model, exactly).
@@ -569,8 +575,8 @@ calibration_candidates, calibration_max_trials : default=None
         sample_weight : array-like of shape (n_sequences,), optional
             One finite, non-negative weight per sequence. L-BFGS multiplies
             the sequence's log-likelihood (and its gradient) by it; the
-            online trainers scale the sequence's update: l2sgd multiplies
-            its gradient step by the weight, ap, pa and arow their
+            online trainers scale the sequence's update: l2sgd and asgd
+            multiply their gradient step by the weight, ap, pa and arow their
             update (see the user guide). Which features and labels exist is
             decided as without weights from the sequences of weight > 0; a
             sequence of weight 0 is as if absent (its attributes stay in
@@ -676,7 +682,7 @@ calibration_candidates, calibration_max_trials : default=None
     ) -> "CRFTagger":
         """One pass of an online trainer over ``X``, from the current weights.
 
-        For ``algorithm`` in ``'l2sgd'``, ``'ap'``, ``'pa'``, ``'arow'``: one
+        For ``algorithm`` in ``'l2sgd'``, ``'asgd'``, ``'ap'``, ``'pa'``, ``'arow'``: one
         epoch over the given sequences (shuffled with ``random_state``),
         continuing the trainer exactly where the previous ``fit`` or
         ``partial_fit`` of this estimator left it (weights, averaging and

@@ -408,8 +408,8 @@ class DaskCRFTagger(CRFTagger):
         if algorithm != "lbfgs":
             raise ValueError(
                 f"DaskCRFTagger trains with algorithm='lbfgs' only; got {algorithm!r}. "
-                "The other algorithms ('l2sgd', 'ap', 'pa', 'arow') are online trainers "
-                "that update the weights after each sequence, which does not distribute "
+                "The other algorithms ('l2sgd', 'asgd', 'ap', 'pa', 'arow') are online "
+                "trainers that update the weights after each sequence, which does not distribute "
                 "as a sum over partitions; use skcrf.CRFTagger for them."
             )
         if self.class_weight is not None:

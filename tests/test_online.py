@@ -385,7 +385,7 @@ def test_forward_backward_large_weights_and_log_domain():
 # -- (3) reproducibility ----------------------------------------------------------
 
 
-@pytest.mark.parametrize("algorithm", ["l2sgd", "ap", "pa", "arow"])
+@pytest.mark.parametrize("algorithm", ["l2sgd", "asgd", "ap", "pa", "arow"])
 def test_reproducible(algorithm):
     data = make_problem(11, n_sequences=12)
     settings = {"max_iterations": 3}
@@ -399,7 +399,7 @@ def test_reproducible(algorithm):
 # -- (4) separable problems ---------------------------------------------------------
 
 
-@pytest.mark.parametrize("algorithm", ["l2sgd", "ap", "pa", "arow"])
+@pytest.mark.parametrize("algorithm", ["l2sgd", "asgd", "ap", "pa", "arow"])
 def test_fits_separable_problem(algorithm):
     data = make_problem(13, n_sequences=10, separable=True)
     settings = {"max_iterations": 30, "c2": 0.01}
@@ -419,7 +419,7 @@ def test_fits_separable_problem(algorithm):
 # -- (5) resume and expanded ------------------------------------------------------
 
 
-@pytest.mark.parametrize("algorithm", ["l2sgd", "ap", "pa", "arow"])
+@pytest.mark.parametrize("algorithm", ["l2sgd", "asgd", "ap", "pa", "arow"])
 def test_resume_equals_uninterrupted(algorithm):
     data = make_problem(17, n_sequences=10)
     rs = np.random.RandomState(4)

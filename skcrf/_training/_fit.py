@@ -897,7 +897,7 @@ def partial_fit(
     """
     if algorithm == "lbfgs":
         raise ValueError(
-            "partial_fit needs an online trainer: algorithm='l2sgd', 'ap', 'pa' or "
+            "partial_fit needs an online trainer: algorithm='l2sgd', 'asgd', 'ap', 'pa' or "
             "'arow'. L-BFGS ('lbfgs', the default) optimizes over all the data at "
             "once; use fit."
         )

@@ -34,7 +34,7 @@ Conventions
   below ``spread_limit``; beyond it a log-domain pass is used.
 """
 
-from libc.math cimport exp, log, sqrt, fabs, isfinite, INFINITY, NAN
+from libc.math cimport exp, log, pow, sqrt, fabs, isfinite, INFINITY, NAN
 from libc.string cimport memset
 
 import numpy as np
@@ -556,6 +556,60 @@ cdef class OnlineProblem:
                     loss += cost * self._mean_weight(start, length)
         return loss
 
+    cdef void _gradient_step(self, long long start, intp length, const intp* y, double* wp,
+                             double* vp, double gain, double b) noexcept nogil:
+        """``wp += gain * (F(x, y) - E[F(x, Y)])``, the marginals in alpha and pairs.
+
+        With ``vp`` (averaged SGD), every change ``x`` of ``wp[k]`` also
+        subtracts ``b * x`` from ``vp[k]`` (see :meth:`asgd_epoch`).
+        """
+        cdef intp t_, m, L = self.n_labels
+        cdef intp n_trans = self.transition_index.shape[0]
+        cdef long long k, p, r
+        cdef int a
+        cdef double g, v, x
+        cdef const double* prob
+        # observed counts
+        for t_ in range(length):
+            r = start + t_
+            for p in range(self.indptr[r], self.indptr[r + 1]):
+                v = self.values[p]
+                if v == 0.0:  # explicit zeros move no weight
+                    continue
+                k = self._find(self.ids[p], y[t_])
+                if k >= 0:
+                    x = gain * v
+                    wp[k] += x
+                    if vp != NULL:
+                        vp[k] -= b * x
+            if t_ > 0:
+                k = self.transition_feature[y[t_ - 1] * L + y[t_]]
+                if k >= 0:
+                    wp[k] += gain
+                    if vp != NULL:
+                        vp[k] -= b * gain
+        # expected counts (the marginals are in self.alpha)
+        for t_ in range(length):
+            r = start + t_
+            prob = &self.alpha[t_, 0]
+            for p in range(self.indptr[r], self.indptr[r + 1]):
+                v = self.values[p]
+                if v == 0.0:
+                    continue
+                a = self.ids[p]
+                g = gain * v
+                for k in range(self.state_ptr[a], self.state_ptr[a + 1]):
+                    x = g * prob[self.state_labels[k]]
+                    wp[k] -= x
+                    if vp != NULL:
+                        vp[k] += b * x
+        if length > 1:
+            for m in range(n_trans):
+                x = gain * self.pairs[self.transition_index[m]]
+                wp[self.n_states + m] -= x
+                if vp != NULL:
+                    vp[self.n_states + m] += b * x
+
     def l2sgd_epoch(self, const intp[::1] order, double[::1] w, double t0, double lam,
                     double t, double loss_limit=INFINITY):
         """One epoch of SGD on ``sum_i -log p(y_i | x_i) + (lam / 2) * N * |w|^2``.
@@ -583,14 +637,11 @@ cdef class OnlineProblem:
         eta : float
             The learning rate of the last step (nan if no step).
         """
-        cdef intp i, s, length, t_, m, L = self.n_labels
-        cdef intp n_trans = self.transition_index.shape[0]
+        cdef intp i, s, length
         cdef intp K = self.n_features
-        cdef long long start, k, p, r
-        cdef int a
-        cdef double loss = 0.0, eta = NAN, decay = 1.0, gain, log_z, g, v, weight
+        cdef long long start, k
+        cdef double loss = 0.0, eta = NAN, decay = 1.0, gain, log_z, weight
         cdef const intp* y
-        cdef const double* prob
         cdef double* wp = &w[0]
         with nogil:
             for i in range(order.shape[0]):
@@ -620,40 +671,109 @@ cdef class OnlineProblem:
                     loss = INFINITY
                     break
 
-                # observed counts
-                for t_ in range(length):
-                    r = start + t_
-                    for p in range(self.indptr[r], self.indptr[r + 1]):
-                        v = self.values[p]
-                        if v == 0.0:  # explicit zeros move no weight
-                            continue
-                        k = self._find(self.ids[p], y[t_])
-                        if k >= 0:
-                            wp[k] += gain * v
-                    if t_ > 0:
-                        k = self.transition_feature[y[t_ - 1] * L + y[t_]]
-                        if k >= 0:
-                            wp[k] += gain
-                # expected counts (the marginals are in self.alpha)
-                for t_ in range(length):
-                    r = start + t_
-                    prob = &self.alpha[t_, 0]
-                    for p in range(self.indptr[r], self.indptr[r + 1]):
-                        v = self.values[p]
-                        if v == 0.0:
-                            continue
-                        a = self.ids[p]
-                        g = gain * v
-                        for k in range(self.state_ptr[a], self.state_ptr[a + 1]):
-                            wp[k] -= g * prob[self.state_labels[k]]
-                if length > 1:
-                    for m in range(n_trans):
-                        wp[self.n_states + m] -= gain * self.pairs[self.transition_index[m]]
+                self._gradient_step(start, length, y, wp, NULL, gain, 0.0)
                 t += 1.0
             if decay != 1.0:
                 for k in range(K):
                     wp[k] *= decay
         return loss, t, eta
+
+    def asgd_epoch(self, const intp[::1] order, double[::1] w, double[::1] w_avg,
+                   double eta0, double lam, double power, double t, double n_averaged,
+                   bint average):
+        """One epoch of averaged SGD on ``sum_i -log p(y_i | x_i) + (lam / 2) * N * |w|^2``.
+
+        Step ``t`` (counted over all epochs) has the learning rate ``eta =
+        eta0 * (1 + lam * eta0 * t) ** -power`` and is l2sgd's step (see
+        :meth:`l2sgd_epoch`; a weight per sequence scales the move). With
+        ``average``, after every step the average becomes ``w_avg += (w -
+        w_avg) / n`` with ``n = n_averaged + 1`` (the mean of the iterates
+        since averaging began; the first one sets ``w_avg = w``).
+
+        Both vectors stay sparse to update: ``w = a * u`` (the shrink of a
+        step is one multiplication of ``a``) and ``w_avg = (v + b * u) / c``,
+        so a step that moves ``u`` by ``x`` moves ``v`` by ``-b * x``, and
+        the average's other terms are the scalars ``c /= 1 - 1 / n``, ``b +=
+        a * c / n``. ``u`` and ``v`` are ``w`` and ``w_avg`` in place, which
+        leave the epoch holding the true weights and average (folded in
+        whenever ``a`` gets small, and at the end).
+
+        Returns
+        -------
+        loss : float
+            Sum of the per-sequence losses, each before its own step
+            (without the L2 term).
+        t : float
+            The step counter after the epoch.
+        n_averaged : float
+            Iterates in the average after the epoch.
+        eta : float
+            The learning rate of the last step (nan if no step).
+        """
+        cdef intp i, s, length
+        cdef intp K = self.n_features
+        cdef long long start, k
+        cdef double loss = 0.0, eta = NAN, decay = 1.0, gain, log_z, weight, mu
+        cdef double b = 0.0, c = 1.0
+        cdef const intp* y
+        cdef double* wp = &w[0]
+        cdef double* vp = &w_avg[0]
+        if w_avg.shape[0] < K:
+            raise ValueError("w_avg needs one entry per feature")
+        with nogil:
+            for i in range(order.shape[0]):
+                s = order[i]
+                start = self.starts[s]
+                length = self.lengths[s]
+                y = &self.labels[start]
+
+                eta = eta0 * pow(1.0 + lam * eta0 * t, -power)
+                decay *= 1.0 - eta * lam
+                if fabs(decay) < _MIN_DECAY:
+                    self._fold_average(vp, wp, b, c, average)
+                    b = 0.0
+                    c = 1.0
+                    for k in range(K):
+                        wp[k] *= decay
+                    decay = 1.0
+                gain = eta / decay
+                weight = self.weights[start] if self.weighted else 1.0
+                gain *= weight
+
+                self._emissions(start, length, wp, decay)
+                self._load_transitions(wp, decay)
+                log_z = self._forward_backward(length)
+                if self.weighted:
+                    loss += weight * (log_z - self._path_score(start, length, y))
+                else:
+                    loss += log_z - self._path_score(start, length, y)
+
+                self._gradient_step(start, length, y, wp, vp if average else NULL, gain, b)
+                t += 1.0
+                if average:
+                    n_averaged += 1.0
+                    if n_averaged == 1.0:  # the average starts as the iterate itself
+                        memset(vp, 0, K * sizeof(double))
+                        b = decay
+                        c = 1.0
+                    else:
+                        mu = 1.0 / n_averaged
+                        c /= 1.0 - mu
+                        b += mu * decay * c
+            self._fold_average(vp, wp, b, c, average)
+            if decay != 1.0:
+                for k in range(K):
+                    wp[k] *= decay
+        return loss, t, n_averaged, eta
+
+    cdef void _fold_average(self, double* vp, const double* up, double b, double c,
+                            bint average) noexcept nogil:
+        """``v = (v + b * u) / c``: the average's true value (asgd_epoch)."""
+        cdef intp k
+        if not average or (b == 0.0 and c == 1.0):
+            return
+        for k in range(self.n_features):
+            vp[k] = (vp[k] + b * up[k]) / c
 
     def sequence_marginals(self, intp s, const double[::1] w, double factor=1.0):
         """log Z, state marginals and summed pair marginals of sequence ``s``

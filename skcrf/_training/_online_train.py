@@ -1,4 +1,4 @@
-"""CRFsuite's online trainers: l2sgd, averaged perceptron, passive-aggressive, AROW.
+"""Online trainers: CRFsuite's l2sgd, ap, pa and arow; skcrf's averaged SGD (asgd).
 
 :func:`train_online` runs the epochs of one algorithm with CRFsuite's
 parameters, defaults, losses and stopping rules; each epoch is one call into
@@ -16,9 +16,10 @@ Conventions
   place before every epoch, and once more before l2sgd's calibration). The
   order is part of the state, so two one-epoch calls give the same result as
   one two-epoch call with the same random stream.
-- Losses are CRFsuite's, per epoch: l2sgd ``sum_i -log p(y_i | x_i) + (lambda
-  / 2) * N * |w|^2`` with ``lambda = 2 * c2 / N`` (each ``-log p`` taken just
-  before that sequence's update); ap the sum of the fractions of wrong labels;
+- Losses are CRFsuite's, per epoch: l2sgd (and asgd) ``sum_i -log p(y_i |
+  x_i) + (lambda / 2) * N * |w|^2`` with ``lambda = 2 * c2 / N`` (each ``-log
+  p`` taken just before that sequence's update, at the SGD iterate ``w``); ap
+  the sum of the fractions of wrong labels;
   pa the sum of the costs ``score(viterbi) - score(y) + sqrt(d)`` (``+ 1``
   without ``error_sensitive``); arow the sum of ``score(viterbi) - score(y) +
   d``; ``d`` the number of wrong labels.
@@ -27,11 +28,20 @@ Conventions
   (CRFsuite's comparisons, so with ``epsilon=0`` only arow stops early);
   l2sgd, from epoch ``period + 1`` on (never with ``period=0``), when ``(loss[epoch - period] -
   loss[epoch]) / loss[epoch] < delta``, and returns the weights of its epoch
-  of least loss.
+  of least loss; asgd the same test (its defaults ``period=2``,
+  ``delta=1e-2``, ``max_iterations=50``), returning the last average.
 - Output weights: ap the average ``w - ws / c`` (``ws`` sums ``c * update``,
   ``c`` counts the sequences seen, from 1); pa the same average when
   ``averaging``, else ``w``; arow the mean; l2sgd ``w`` (the best epoch's in a
-  full run).
+  full run); asgd the average of the iterates since the end of its first
+  epoch (the iterate itself during the first epoch).
+
+asgd (skcrf's, not CRFsuite's) minimizes l2sgd's objective, CRFsuite's
+L-BFGS objective with ``c1 = 0``, by SGD with the learning rate ``eta0 * (1 +
+lambda * eta0 * t) ** -0.75`` (``eta0`` from l2sgd's calibration) and
+Polyak-Ruppert averaging (Xu, 2011, "Towards optimal one pass large scale
+learning with averaged stochastic gradient descent"; Bottou's crfasgd): the
+slower decay keeps the steps long, the average removes their noise.
 """
 
 import enum
@@ -44,7 +54,18 @@ import numpy as np
 from .._utils._threads import single_blas_thread
 from ._online import OnlineProblem
 
-ALGORITHMS = ("l2sgd", "ap", "pa", "arow")
+ALGORITHMS = ("l2sgd", "asgd", "ap", "pa", "arow")
+
+#: asgd's learning rate decays as ``t ** -ASGD_POWER`` (Xu, 2011).
+ASGD_POWER = 0.75
+
+_CALIBRATION_DEFAULTS = {
+    "calibration_eta": 0.1,
+    "calibration_rate": 2.0,
+    "calibration_samples": 1000,
+    "calibration_candidates": 10,
+    "calibration_max_trials": 20,
+}
 
 #: CRFsuite's defaults of every online algorithm's parameters.
 DEFAULTS = {
@@ -53,11 +74,14 @@ DEFAULTS = {
         "max_iterations": 1000,
         "period": 10,
         "delta": 1e-6,
-        "calibration_eta": 0.1,
-        "calibration_rate": 2.0,
-        "calibration_samples": 1000,
-        "calibration_candidates": 10,
-        "calibration_max_trials": 20,
+        **_CALIBRATION_DEFAULTS,
+    },
+    "asgd": {
+        "c2": 1.0,
+        "max_iterations": 50,
+        "period": 2,
+        "delta": 1e-2,
+        **_CALIBRATION_DEFAULTS,
     },
     "ap": {"max_iterations": 100, "epsilon": 0.0},
     "pa": {
@@ -85,13 +109,13 @@ class OnlineStatus(enum.Enum):
     """ap, pa, arow: the mean loss of an epoch fell to ``epsilon``."""
 
     SMALL_IMPROVEMENT = "small_improvement"
-    """l2sgd: the loss improved by less than ``delta`` (relative) over ``period`` epochs."""
+    """l2sgd, asgd: the loss improved by less than ``delta`` (relative) over ``period`` epochs."""
 
     EPOCHS_DONE = "epochs_done"
     """The ``n_epochs`` requested ran (no stopping rule is tested; partial_fit)."""
 
     OVERFLOW = "overflow"
-    """l2sgd: the loss became infinite or NaN; the weights are those before that epoch."""
+    """l2sgd, asgd: the loss became infinite or NaN; the weights are those before that epoch."""
 
     CALLBACK_STOP = "callback_stop"
     """The callback asked to stop (a normal stop, but not converged)."""
@@ -149,9 +173,13 @@ class OnlineState:
     initial_variance : float or None
         arow: the variance of a new feature.
     eta : float or None
-        l2sgd: the calibrated learning rate (``t0 = 1 / (lambda * eta)``).
+        l2sgd, asgd: the calibrated learning rate (``t0 = 1 / (lambda * eta)``).
     n_updates : float
-        l2sgd: steps taken so far (``t``).
+        l2sgd, asgd: steps taken so far (``t``).
+    average : ndarray or None
+        asgd: the average of the iterates (None before averaging starts).
+    n_averaged : float
+        asgd: the iterates in ``average``.
     order : ndarray of intp
         The current order of the sequences (shuffled in place every epoch).
     n_epochs : int
@@ -168,6 +196,8 @@ class OnlineState:
     n_updates: float = 0.0
     order: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.intp))
     n_epochs: int = 0
+    average: Any = None
+    n_averaged: float = 0.0
 
     @property
     def n_features(self):
@@ -185,6 +215,7 @@ class OnlineState:
             weight_sums=dup(self.weight_sums),
             variances=dup(self.variances),
             order=dup(self.order),
+            average=dup(self.average),
         )
 
     def expanded(self, index, n_features):
@@ -219,6 +250,7 @@ class OnlineState:
             weight_sums=moved(self.weight_sums, 0.0),
             variances=moved(self.variances, self.initial_variance),
             order=self.order.copy(),
+            average=moved(self.average, 0.0),
         )
 
 
@@ -257,13 +289,13 @@ def _settings(algorithm, settings):
     return out
 
 
-def _check_constant_over_sequences(token_weights, lengths):
-    """l2sgd steps along the gradient of ``s * (-log p(y | x))``: one weight per sequence."""
+def _check_constant_over_sequences(algorithm, token_weights, lengths):
+    """l2sgd, asgd: a step follows the gradient of ``s * (-log p(y | x))``: one s per sequence."""
     lengths = np.asarray(lengths, dtype=np.intp)
     starts = np.repeat(np.cumsum(lengths) - lengths, lengths)
     if not np.array_equal(token_weights, np.asarray(token_weights)[starts]):
         raise ValueError(
-            "algorithm='l2sgd' does not support class_weight: its step follows the "
+            f"algorithm={algorithm!r} does not support class_weight: its step follows the "
             "gradient of one sequence's log-likelihood, which a per-token weight does "
             "not scale. Use algorithm='lbfgs' (the weighted objective of the user "
             "guide), or 'ap', 'pa' or 'arow' (which weigh each token's update)."
@@ -344,7 +376,7 @@ def train_online(
 
     Parameters
     ----------
-    algorithm : {'l2sgd', 'ap', 'pa', 'arow'}
+    algorithm : {'l2sgd', 'asgd', 'ap', 'pa', 'arow'}
     encoded : Encoded
         Token features of the training data (CSR rows, flat order).
     labels : array of int, shape (n_tokens,)
@@ -360,20 +392,21 @@ def train_online(
         ``callback(entry, weights)`` after every epoch: ``entry`` a dict with
         ``num`` (epoch, from 1 over all calls), ``loss``, ``feature_norm`` and
         ``active_features`` (of ``weights``), ``time`` (seconds), plus for
-        l2sgd ``learning_rate``, ``total_updates`` and, once ``period``
+        l2sgd and asgd ``learning_rate``, ``total_updates`` and, once ``period``
         epochs ran, ``improvement``; ``weights`` the weights that would be
         output if training stopped now. Returning True stops training
         (status ``CALLBACK_STOP``).
     resume : OnlineState, optional
         Continue from this state (its features must be the model's: see
-        :meth:`OnlineState.expanded`). l2sgd then keeps its learning rate.
+        :meth:`OnlineState.expanded`). l2sgd and asgd then keep their
+        learning rate (asgd its average too).
     n_epochs : int, optional
         Run exactly this many epochs, without stopping rule (and, for
         l2sgd, output the last weights rather than the best epoch's).
     token_weights : ndarray of shape (n_tokens,), optional
         Each token's weight: the updates are scaled (see the epochs of
-        :class:`~skcrf._training._online.OnlineProblem`); l2sgd needs one
-        weight per sequence (``sample_weight`` only).
+        :class:`~skcrf._training._online.OnlineProblem`); l2sgd and asgd
+        need one weight per sequence (``sample_weight`` only).
 
     Returns
     -------
@@ -381,8 +414,8 @@ def train_online(
     """
     if algorithm not in ALGORITHMS:
         raise ValueError(f"unknown online algorithm {algorithm!r}")
-    if token_weights is not None and algorithm == "l2sgd":
-        _check_constant_over_sequences(token_weights, encoded.lengths)
+    if token_weights is not None and algorithm in ("l2sgd", "asgd"):
+        _check_constant_over_sequences(algorithm, token_weights, encoded.lengths)
     params = _settings(algorithm, settings)
     problem = _problem(encoded, labels, model, token_weights)
     n = problem.n_sequences
@@ -405,7 +438,7 @@ def train_online(
         budget = int(params["max_iterations"])
     else:
         budget = int(n_epochs)
-    trainer = _l2sgd if algorithm == "l2sgd" else _margin
+    trainer = {"l2sgd": _l2sgd, "asgd": _asgd}.get(algorithm, _margin)
     # The loops use no BLAS; idle OpenBLAS threads spinning after a large
     # vector product would take a core from them.
     with single_blas_thread():
@@ -585,6 +618,84 @@ def _l2sgd(algorithm, problem, state, params, rs, callback, budget, fixed):
         x = state.weights.copy()
     else:
         x = best_w.copy() if np.isfinite(best_loss) else state.weights.copy()
+    messages = {
+        OnlineStatus.SMALL_IMPROVEMENT: f"The loss improved by less than delta ({delta:g}) "
+        f"over the last {period} epochs.",
+        OnlineStatus.MAX_ITERATIONS: f"Reached max_iterations ({budget}) epochs.",
+        OnlineStatus.EPOCHS_DONE: f"Ran the {budget} epoch(s) requested.",
+        OnlineStatus.OVERFLOW: f"The loss overflowed in epoch {state.n_epochs + 1}; "
+        "the weights are those before it (try a smaller "
+        "calibration_eta or a larger c2).",
+    }
+    return OnlineResult(
+        x, n_iter, status, messages.get(status, status.description), state, calibration
+    )
+
+
+def _asgd(algorithm, problem, state, params, rs, callback, budget, fixed):
+    """Averaged SGD: l2sgd's calibration, averaged epochs from the second on, the delta test."""
+    n = problem.n_sequences
+    if n == 0:
+        return OnlineResult(
+            state.weights.copy(),
+            0,
+            OnlineStatus.MAX_ITERATIONS,
+            "No non-empty sequence to train on.",
+            state,
+        )
+    lam = 2.0 * float(params["c2"]) / n
+    calibration = None
+    if state.eta is None:
+        state.eta, calibration = _calibrate(problem, state, params, lam, rs)
+    period, delta = int(params["period"]), float(params["delta"])
+    history = np.zeros(max(period, 1))
+    status, n_iter = (OnlineStatus.EPOCHS_DONE if fixed else OnlineStatus.MAX_ITERATIONS), 0
+    for epoch in range(1, budget + 1):
+        start = time.perf_counter()
+        rs.shuffle(state.order)
+        # the first epoch's iterates are far from the optimum: average from the second on
+        average = state.n_epochs >= 1
+        saved = None if state.average is None else state.average.copy()
+        before = (state.weights.copy(), saved, state.n_updates, state.n_averaged)
+        if average and state.average is None:
+            state.average = np.zeros(problem.n_features)
+        with np.errstate(over="ignore", invalid="ignore"):
+            loss, state.n_updates, state.n_averaged, eta = problem.asgd_epoch(
+                state.order,
+                state.weights,
+                state.average if average else state.weights,  # not read when not averaging
+                state.eta,
+                lam,
+                ASGD_POWER,
+                state.n_updates,
+                state.n_averaged,
+                average,
+            )
+            loss += 0.5 * lam * float(state.weights @ state.weights) * n
+        output = state.average if average else state.weights
+        if not (np.isfinite(loss) and np.isfinite(output).all()):
+            state.weights, state.average, state.n_updates, state.n_averaged = before
+            status = OnlineStatus.OVERFLOW
+            break
+        state.n_epochs += 1
+        n_iter += 1
+        extra = dict(learning_rate=float(eta), total_updates=float(state.n_updates))
+        improvement = None
+        if not fixed and period > 0:
+            if period < epoch:
+                improvement = (history[(epoch - 1) % period] - loss) / loss
+                extra["improvement"] = float(improvement)
+            history[(epoch - 1) % period] = loss
+        weights = output.copy()
+        if callback is not None and callback(
+            _entry(state.n_epochs, loss, weights, time.perf_counter() - start, **extra), weights
+        ):
+            status = OnlineStatus.CALLBACK_STOP
+            break
+        if improvement is not None and improvement < delta:
+            status = OnlineStatus.SMALL_IMPROVEMENT
+            break
+    x = (state.weights if state.average is None else state.average).copy()
     messages = {
         OnlineStatus.SMALL_IMPROVEMENT: f"The loss improved by less than delta ({delta:g}) "
         f"over the last {period} epochs.",
