@@ -93,7 +93,8 @@ class CRFTagger(BaseEstimator):
         - ``'asgd'`` (skcrf's, not CRFsuite's): averaged SGD on l2sgd's
           objective (the lbfgs objective with ``c1=0``), usually near its
           optimum in a few epochs; c2, max_iterations (default 50 epochs),
-          period (default 2), delta (default 1e-2), calibration_*;
+          period (default 2), delta (default 1e-2), calibration_*
+          (calibration_candidates default 3);
         - ``'ap'``: averaged perceptron; max_iterations (default 100),
           epsilon (default 0: stop when an epoch makes no mistake);
         - ``'pa'``: passive-aggressive (averaged); pa_type, c,
@@ -149,7 +150,7 @@ None, default=None
     calibration_eta, calibration_rate, calibration_samples, \
 calibration_candidates, calibration_max_trials : default=None
         Learning-rate calibration of l2sgd and asgd (defaults 0.1, 2.0, 1000,
-        10, 20).
+        10, 20; asgd's calibration_candidates: 3).
     pa_type : {0, 1, 2} or None, default=None
         Passive-aggressive variant (pa; default 1).
     c : float or None, default=None

@@ -140,11 +140,16 @@ def test_asgd_averages_from_the_second_epoch():
 
 
 def test_asgd_uses_l2sgd_calibration():
-    data = make_problem(5)
+    """l2sgd's calibration, with 3 candidates by default (fewer trials when they succeed)."""
+    data = make_problem(5, n_sequences=20, separable=True)
+    assert DEFAULTS["asgd"]["calibration_candidates"] == 3
     a = run("asgd", data, seed=2, n_epochs=1)
-    b = run("l2sgd", data, seed=2, n_epochs=1)
+    b = run("l2sgd", data, seed=2, n_epochs=1, settings={"calibration_candidates": 3})
     assert a.calibration == b.calibration
     assert a.state.eta == b.state.eta
+    ten = run("l2sgd", data, seed=2, n_epochs=1).calibration
+    assert len(a.calibration["trials"]) < len(ten["trials"])
+    assert a.calibration["eta"] == ten["eta"]
 
 
 def test_asgd_stopping_rule():

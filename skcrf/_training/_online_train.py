@@ -81,7 +81,9 @@ DEFAULTS = {
         "max_iterations": 50,
         "period": 2,
         "delta": 1e-2,
+        # averaging is robust to the learning rate: fewer trials than l2sgd
         **_CALIBRATION_DEFAULTS,
+        "calibration_candidates": 3,
     },
     "ap": {"max_iterations": 100, "epsilon": 0.0},
     "pa": {
