@@ -563,21 +563,35 @@ def _calibrate(problem, state, params, lam, rs):
     )
 
 
-def _l2sgd(algorithm, problem, state, params, rs, callback, budget, fixed):
-    """SGD with L2 regularization: calibration, epochs, the period/delta test."""
-    n = problem.n_sequences
-    if n == 0:
-        return OnlineResult(
-            state.weights.copy(),
-            0,
-            OnlineStatus.MAX_ITERATIONS,
-            "No non-empty sequence to train on.",
-            state,
-        )
-    lam = 2.0 * float(params["c2"]) / n
+def _no_sequence(state):
+    """The result of an SGD fit without a non-empty sequence (the weights unchanged)."""
+    return OnlineResult(
+        state.weights.copy(),
+        0,
+        OnlineStatus.MAX_ITERATIONS,
+        "No non-empty sequence to train on.",
+        state,
+    )
+
+
+def _rate(problem, state, params, rs):
+    """``(lam, calibration)``: the L2 rate per sequence and the calibration.
+
+    The learning rate is calibrated into ``state.eta`` on the first fit
+    (``calibration`` is None after it).
+    """
+    lam = 2.0 * float(params["c2"]) / problem.n_sequences
     calibration = None
     if state.eta is None:
         state.eta, calibration = _calibrate(problem, state, params, lam, rs)
+    return lam, calibration
+
+
+def _l2sgd(algorithm, problem, state, params, rs, callback, budget, fixed):
+    """SGD with L2 regularization: calibration, epochs, the period/delta test."""
+    if problem.n_sequences == 0:
+        return _no_sequence(state)
+    lam, calibration = _rate(problem, state, params, rs)
     t0 = 1.0 / (lam * state.eta)
     period, delta = int(params["period"]), float(params["delta"])
     history = np.zeros(max(period, 1))
@@ -636,19 +650,9 @@ def _l2sgd(algorithm, problem, state, params, rs, callback, budget, fixed):
 
 def _asgd(algorithm, problem, state, params, rs, callback, budget, fixed):
     """Averaged SGD: l2sgd's calibration, averaged epochs from the second on, the delta test."""
-    n = problem.n_sequences
-    if n == 0:
-        return OnlineResult(
-            state.weights.copy(),
-            0,
-            OnlineStatus.MAX_ITERATIONS,
-            "No non-empty sequence to train on.",
-            state,
-        )
-    lam = 2.0 * float(params["c2"]) / n
-    calibration = None
-    if state.eta is None:
-        state.eta, calibration = _calibrate(problem, state, params, lam, rs)
+    if problem.n_sequences == 0:
+        return _no_sequence(state)
+    lam, calibration = _rate(problem, state, params, rs)
     period, delta = int(params["period"]), float(params["delta"])
     history = np.zeros(max(period, 1))
     status, n_iter = (OnlineStatus.EPOCHS_DONE if fixed else OnlineStatus.MAX_ITERATIONS), 0
@@ -673,7 +677,7 @@ def _asgd(algorithm, problem, state, params, rs, callback, budget, fixed):
                 state.n_averaged,
                 average,
             )
-            loss += 0.5 * lam * float(state.weights @ state.weights) * n
+            loss += 0.5 * lam * float(state.weights @ state.weights) * problem.n_sequences
         output = state.average if average else state.weights
         if not (np.isfinite(loss) and np.isfinite(output).all()):
             state.weights, state.average, state.n_updates, state.n_averaged = before
