@@ -824,3 +824,63 @@ def test_rest_of_lazy_names_does_nothing(tmp_path):
     vocabulary = opened._predictor.vocabulary
     vocabulary.rest()
     assert opened.predict(X) == tagger.predict(X)
+
+
+def test_a_failed_fit_of_many_new_names_is_rolled_back():
+    # The name -> id table grows several times during the failed encode
+    # (1,024 slots at first); its rollback empties the new names' slots in
+    # place and closes the gaps in the probe runs: every kept name is found,
+    # no forgotten one is, and the same names get the same ids again.
+    kept = [f"k{i}" for i in range(700)]
+    vocabulary = Vocabulary(kept)
+    X = [[{f"n{i}": 1.0 for i in range(j, j + 50)} for j in range(0, 5000, 50)]]
+    X[0].append({"bad": float("nan")})
+    with pytest.raises(ValueError, match="'bad'"):
+        vocabulary.encode(X, grow=True)
+    assert vocabulary.attributes == kept and len(vocabulary) == 700
+    assert [vocabulary.get(name) for name in kept] == list(range(700))
+    assert vocabulary.get("n0") == -1 and "n4999" not in vocabulary
+    del X[0][-1]
+    vocabulary.encode(X, grow=True)
+    fresh = Vocabulary(kept)
+    fresh.encode(X, grow=True)
+    assert vocabulary.attributes == fresh.attributes
+    assert [vocabulary.get(f"n{i}") for i in range(5000)] == list(range(700, 5700))
+
+
+def test_get_takes_str_subclasses_and_answers_default_for_anything_else():
+    class Name(str):
+        def __hash__(self):
+            return 0  # never consulted: looked up as its plain str
+
+    vocabulary = Vocabulary(["a", "b:c"])
+    assert vocabulary.get(Name("b:c")) == 1 and vocabulary.get(Name("x")) == -1
+    assert vocabulary.get(1, "none") == "none" and vocabulary.get(["a"]) == -1
+    assert Name("a") not in vocabulary  # __contains__ takes plain str only, as before
+
+
+def test_a_rested_vocabulary_woken_by_many_threads_at_once():
+    # A fitted model's vocabulary rests until its first use; eight threads
+    # that use it at once all get the sequential answers (one rebuilds it).
+    import threading
+
+    train, test = _rest_data()
+    plain = Vocabulary()
+    plain.encode(train, grow=True)
+    expected = _encoded_lists(plain.encode(test + train, grow=False))
+    for _ in range(20):
+        rested = Vocabulary()
+        rested.encode(train, grow=True)
+        rested.rest()
+        barrier, answers = threading.Barrier(8), []
+
+        def use(rested=rested, barrier=barrier, answers=answers):
+            barrier.wait()
+            answers.append(_encoded_lists(rested.encode(test + train, grow=False)))
+
+        threads = [threading.Thread(target=use) for _ in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert answers == [expected] * 8

@@ -7,9 +7,12 @@ one row per token in flat order (:class:`~skcrf._featurize._encoded.Encoded`).
 
 Design
 ------
-- ``_ids`` (name -> id) is the single source of truth; ``_names`` lists the
-  names in id order. Ids are given in order of first appearance, as CRFsuite
-  does.
+- ``_names`` lists the names (exact ``str``) in id order; ``_ids`` finds
+  them: a C table (open addressing, linear probing, at most 2/3 full) of
+  each name's str hash and id, the name itself read from ``_names`` to
+  compare. No dict and no int object per attribute (on a task of 461k
+  attributes those were ~70 MB of a fit's peak). Ids are given in order of
+  first appearance, as CRFsuite does.
 - Fast path, in C, for plain ``dict`` tokens with ``str`` keys and ``str``,
   ``bool``, ``int`` or finite ``float`` values: the token is walked with
   ``PyDict_Next``. A numeric value's attribute is its key, found directly in
@@ -20,11 +23,11 @@ Design
   ``{'a:b': 1}`` and ``{'a': 'b'}`` are the same attribute ``a:b``, as in
   CRFsuite), and the answer is cached.
 - A vocabulary made from :class:`~skcrf._utils._cqdb_index.LazyNames` (a
-  model opened from a CRFsuite file) starts with no names: ``_ids`` is then
+  model opened from a CRFsuite file) starts with no names: ``_found`` is then
   a cache of the names looked up so far, and a name missing from it is
   looked up in the file's own hash tables (``_index``). The names are listed
-  (``_names``, ``_ids`` complete, ``_index`` dropped) only when needed: on
-  growing, or when ``attributes`` is read.
+  (``_names`` and ``_ids`` complete, ``_index`` dropped) only when needed:
+  on growing, or when ``attributes`` is read.
 - The cache is a C hash table (open addressing, linear probing) of 32-byte
   entries holding the value's hash, the key number, the id as a C int and
   the value's characters when it is a 1-byte string of at most 15 of them
@@ -85,7 +88,11 @@ Design
   its value is the end of the name (``key + separator + value``, or the
   whole name under ``_NAMES_TAG``), packed and hashed again on waking.
   :meth:`Vocabulary.wake`, or the first use of any method, rebuilds both:
-  the same answers, minus the remembered "unseen" ones.
+  the same answers, minus the remembered "unseen" ones. A fit leaves its
+  vocabulary resting: the first use, from any number of threads at once,
+  wakes it once (under a lock), so the tables are not rebuilt beside the
+  optimizer's vectors, and a template model's predictions (which look
+  names up in its byte index) never need them.
 - Output goes to numpy buffers written through raw pointers, grown by
   doubling (``ndarray.resize``), trimmed at the end.
 - :meth:`Vocabulary.encode_items` encodes one sequence in python-crfsuite's
@@ -96,11 +103,14 @@ Design
   (which raises the errors).
 """
 
+import threading
+
 import numpy as np
 
 cimport numpy as cnp
 from cpython.dict cimport PyDict_Check, PyDict_GetItem, PyDict_Next
 from cpython.float cimport PyFloat_AS_DOUBLE
+from cpython.list cimport PyList_GET_ITEM
 from cpython.long cimport PyLong_AsLong
 from cpython.mem cimport PyMem_Calloc, PyMem_Free, PyMem_Malloc
 from cpython.object cimport PyObject, PyObject_Hash, PyTypeObject, Py_TYPE
@@ -144,6 +154,9 @@ __all__ = ["Encoded", "StreamEncoder", "Vocabulary", "item_pairs", "summed_items
 
 # The reserved key of transition attributes, looked up in C (no global lookup).
 cdef object _TRANSITION_KEY = TRANSITION_KEY
+
+# Serializes waking rested vocabularies (rare: once after a fit, on first use).
+cdef object _WAKE_LOCK = threading.Lock()
 
 # How many unseen (key, value) pairs a vocabulary remembers at predict time.
 cdef Py_ssize_t _MISS_CACHE_LIMIT = 1 << 16
@@ -194,6 +207,50 @@ cdef struct _Entry:
     int32_t tag             # key number + 1; 0: an empty slot
     uint64_t w0             # the value (_Value.w0, w1)
     uint64_t w1
+
+
+cdef struct _IdSlot:
+    Py_hash_t hash          # the name's str hash
+    Py_ssize_t id1          # its id + 1; 0: an empty slot
+
+
+cdef _IdSlot *_id_table(list names, Py_ssize_t room, Py_ssize_t *mask) except NULL:
+    """A new name -> id table of ``names`` (exact str, in id order), at most
+    2/3 full with ``room`` names; its capacity - 1 in ``mask``."""
+    cdef Py_ssize_t n = len(names), capacity = _FIRST_CAPACITY, i
+    while 3 * max(n + 1, room) > 2 * capacity:
+        capacity *= 2
+    cdef _IdSlot *table = <_IdSlot *> PyMem_Calloc(capacity, sizeof(_IdSlot))
+    if table == NULL:
+        raise MemoryError()
+    for i in range(n):
+        _put_id(table, capacity - 1, PyObject_Hash(<object> PyList_GET_ITEM(names, i)), i)
+    mask[0] = capacity - 1
+    return table
+
+
+cdef void _reinsert_ids(_IdSlot *table, Py_ssize_t mask):
+    """Close the gaps that emptied slots left in the probe runs of the others."""
+    cdef Py_ssize_t k, j, start = 0
+    cdef _IdSlot moved
+    while start <= mask and table[start].id1 != 0:
+        start += 1  # an empty slot: no run wraps around past it
+    if start > mask:
+        return
+    for j in range(1, mask + 2):
+        k = (start + j) & mask
+        if table[k].id1 != 0:
+            moved = table[k]
+            table[k].id1 = 0
+            _put_id(table, mask, moved.hash, moved.id1 - 1)
+
+
+cdef inline void _put_id(_IdSlot *table, Py_ssize_t mask, Py_hash_t h, Py_ssize_t id):
+    cdef Py_ssize_t k = <Py_ssize_t> (<size_t> h & <size_t> mask)
+    while table[k].id1 != 0:
+        k = (k + 1) & mask
+    table[k].hash = h
+    table[k].id1 = id + 1
 
 
 cdef struct _Memo:
@@ -398,7 +455,9 @@ cdef class Vocabulary:
     """
 
     cdef list _names          # id -> name
-    cdef dict _ids            # name -> id (int objects): the source of truth
+    cdef _IdSlot *_ids        # name -> id: hashes and ids of _names (NULL while resting)
+    cdef Py_ssize_t _ids_mask  # its capacity - 1
+    cdef dict _found          # lazy names: the file's answers looked up so far
     cdef dict _key_numbers    # key -> its number in the string-value cache
     cdef list _key_names      # number -> key (nested keys: the whole ``a:b``)
     cdef list _children       # number -> None or {inner key: number of ``key:inner``}
@@ -410,9 +469,9 @@ cdef class Vocabulary:
     cdef Py_ssize_t _cached_misses
     cdef bint _complete       # every name holding the separator is cached
     cdef dict _vector_ids     # vector key -> int32 ids of key[0], key[1]... (all known)
-    cdef NameIndex _index     # lazy names: where names missing from _ids are looked up
+    cdef NameIndex _index     # lazy names: where names are looked up
     cdef object _lazy         # lazy names: the LazyNames (None once listed)
-    cdef bint _resting        # rest(): _ids is None, _table NULL, the entries in _rested
+    cdef bint _resting        # rest(): _ids and _table NULL, the entries in _rested
     cdef int32_t *_rested     # resting: (id, tag) of each known entry of the cache
     cdef Py_ssize_t _n_rested
     cdef Py_ssize_t _rested_capacity  # resting: the capacity of the table to rebuild
@@ -420,6 +479,7 @@ cdef class Vocabulary:
     def __cinit__(self, *args, **kwargs):
         self._resting = False
         self._rested = NULL
+        self._ids = NULL
         self._table = <_Entry *> PyMem_Calloc(_FIRST_CAPACITY, sizeof(_Entry))
         if self._table == NULL:
             raise MemoryError()
@@ -434,6 +494,7 @@ cdef class Vocabulary:
     def __dealloc__(self):
         PyMem_Free(self._table)
         PyMem_Free(self._rested)
+        PyMem_Free(self._ids)
 
     def __init__(self, attributes=(), value_separator=":"):
         self._wake()
@@ -443,7 +504,8 @@ cdef class Vocabulary:
             )
         self._separator = value_separator
         self._names = []
-        self._ids = {}
+        self._index_names(0)
+        self._found = None
         self._cached_misses = 0
         self._complete = len(value_separator) == 1
         # (a second __init__ starts afresh)
@@ -459,6 +521,7 @@ cdef class Vocabulary:
         if isinstance(attributes, LazyNames):
             self._index = attributes.string_index
             self._lazy = attributes
+            self._found = {}
             self._complete = False  # its names were not added through the cache
             return
         for attribute in attributes:
@@ -467,7 +530,7 @@ cdef class Vocabulary:
                     f"attribute names must be str; got {type(attribute).__name__} "
                     f"{attribute!r}."
                 )
-            if attribute in self._ids:
+            if self._find(attribute) >= 0:
                 raise ValueError(f"attribute {attribute!r} is given twice.")
             self._add(attribute)
 
@@ -494,7 +557,9 @@ cdef class Vocabulary:
         """The id of attribute ``name``, or ``default``."""
         self._wake()
         if type(name) is not str:
-            return self._ids.get(name, default)
+            if not isinstance(name, str):
+                return default
+            name = str.__str__(name)  # a str subclass: its plain str
         found = self._find(name)
         return default if found < 0 else found
 
@@ -514,9 +579,10 @@ cdef class Vocabulary:
         For the owner of a vocabulary that will not be used for a while (a
         fit, while its optimizer runs): the name -> id dict and the
         string-value cache's table are dropped (the names stay). Any method
-        (or :meth:`wake`) rebuilds both, with the same answers. Not for a
-        vocabulary that other threads use. A vocabulary of lazy names (a
-        model opened from a CRFsuite file) does not rest.
+        (or :meth:`wake`) rebuilds both, with the same answers, once: the
+        first use from any number of threads at once is safe. ``rest``
+        itself is not for a vocabulary that other threads use. A vocabulary
+        of lazy names (a model opened from a CRFsuite file) does not rest.
         """
         cdef Py_ssize_t i, k = 0
         cdef int32_t *rested
@@ -538,7 +604,7 @@ cdef class Vocabulary:
         self._used = 0
         self._cached_misses = 0
         del self._long_values[:]
-        self._ids = None
+        self._set_ids(NULL)
         self._resting = True
 
     def wake(self):
@@ -547,7 +613,17 @@ cdef class Vocabulary:
 
     cdef inline int _wake(self) except -1:
         if self._resting:
-            self._rebuild_rested()
+            self._wake_locked()
+        return 0
+
+    cdef int _wake_locked(self) except -1:
+        # A fitted model's vocabulary rests until its first use, which may be
+        # from several threads at once: one rebuilds, the others wait for it.
+        # _rebuild_rested sets _resting last, with the GIL held since the
+        # tables were assigned, so a thread that sees it False sees them.
+        with _WAKE_LOCK:
+            if self._resting:
+                self._rebuild_rested()
         return 0
 
     cdef int _rebuild_rested(self) except -1:
@@ -556,12 +632,14 @@ cdef class Vocabulary:
         cdef int32_t tag
         cdef _Value packed
         cdef _Entry *entry
+        cdef _IdSlot *ids = NULL
+        cdef Py_ssize_t ids_mask = 0
         cdef _Entry *table = <_Entry *> PyMem_Calloc(self._rested_capacity, sizeof(_Entry))
         if table == NULL:
             raise MemoryError()
         packed.hash = 0
         try:
-            ids = dict(zip(self._names, range(len(self._names))))
+            ids = _id_table(self._names, 0, &ids_mask)
             # the length of "key" + separator before the value, by tag
             skips = [0] * (len(self._key_numbers) + 1)
             for key, number in self._key_numbers.items():
@@ -587,12 +665,14 @@ cdef class Vocabulary:
                 entry.tag = tag
         except BaseException:
             PyMem_Free(table)
+            PyMem_Free(ids)
             del self._long_values[:]
             raise
         self._table = table
         self._mask = mask
         self._used = self._n_rested
-        self._ids = ids
+        self._ids_mask = ids_mask
+        self._set_ids(ids)
         PyMem_Free(self._rested)
         self._rested = NULL
         self._resting = False
@@ -604,25 +684,50 @@ cdef class Vocabulary:
         if lazy is None:
             return 0
         names = list(lazy.tolist())  # ours: it grows
-        ids = dict(zip(names, range(len(names))))
-        # one assignment each, after the work: a thread sees old or new state
+        cdef Py_ssize_t ids_mask
+        cdef _IdSlot *ids = _id_table(names, 0, &ids_mask)
+        # assigned after the work, with the GIL held throughout (lookups hold
+        # it too): a thread sees the old state or the new one
         self._names = names
-        self._ids = ids
+        self._ids_mask = ids_mask
+        self._set_ids(ids)
         self._index = None
         self._lazy = None
+        self._found = None
+        return 0
+
+    cdef inline void _set_ids(self, _IdSlot *ids):
+        PyMem_Free(self._ids)
+        self._ids = ids
+
+    cdef int _index_names(self, Py_ssize_t room) except -1:
+        """A new id table of ``_names``, with room for ``room`` names."""
+        cdef Py_ssize_t ids_mask
+        cdef _IdSlot *ids = _id_table(self._names, room, &ids_mask)
+        self._ids_mask = ids_mask
+        self._set_ids(ids)
         return 0
 
     cdef inline Py_ssize_t _find(self, str name) except -2:
-        """Id of ``name``, -1 when unseen (never grows)."""
-        cdef PyObject *found = PyDict_GetItem(self._ids, name)
-        cdef Py_ssize_t attribute
-        if found != NULL:
-            return PyLong_AsLong(<object> found)
+        """Id of ``name`` (an exact str), -1 when unseen (never grows)."""
+        cdef Py_hash_t h = PyObject_Hash(name)
+        cdef Py_ssize_t k = <Py_ssize_t> (<size_t> h & <size_t> self._ids_mask), attribute
+        cdef PyObject *other
+        cdef PyObject *found
+        while self._ids[k].id1 != 0:
+            if self._ids[k].hash == h:
+                other = PyList_GET_ITEM(self._names, self._ids[k].id1 - 1)
+                if other == <PyObject *> name or (<str> other) == name:
+                    return self._ids[k].id1 - 1
+            k = (k + 1) & self._ids_mask
         if self._index is None:
             return -1
+        found = PyDict_GetItem(self._found, name)
+        if found != NULL:
+            return PyLong_AsLong(<object> found)
         attribute = self._index.find_str(name)
         if attribute >= 0:
-            self._ids[name] = attribute  # a cache of the file's answers
+            self._found[name] = attribute  # a cache of the file's answers
         return attribute
 
     # -- ids ------------------------------------------------------------------
@@ -647,8 +752,12 @@ cdef class Vocabulary:
         cdef Py_ssize_t attribute = len(self._names)
         if attribute >= INT32_MAX:
             raise OverflowError("more than 2**31 - 1 attributes: ids are int32.")
-        self._ids[name] = attribute
+        if type(name) is not str:
+            name = str.__str__(name)  # compared in C: an exact str
+        if 3 * (attribute + 1) > 2 * (self._ids_mask + 1):
+            self._index_names(2 * attribute + 2)
         self._names.append(name)
+        _put_id(self._ids, self._ids_mask, PyObject_Hash(name), attribute)
         return attribute
 
     cdef inline Py_ssize_t _resolve(self, str name, bint grow) except -2:
@@ -792,11 +901,15 @@ cdef class Vocabulary:
         PyMem_Free(old)
         return 0
 
-    cdef void _rollback(self, Py_ssize_t size):
+    cdef int _rollback(self, Py_ssize_t size) except -1:
         """Forget the attributes from id ``size`` on (after a failed encode)."""
-        for name in self._names[size:]:
-            del self._ids[name]
+        cdef Py_ssize_t k
         del self._names[size:]
+        # the table in place, without allocating (this may follow a MemoryError)
+        for k in range(self._ids_mask + 1):
+            if self._ids[k].id1 > size:
+                self._ids[k].id1 = 0
+        _reinsert_ids(self._ids, self._ids_mask)
         # the cache may hold forgotten ids: empty it (key numbers stay); the
         # names kept are no longer all cached
         memset(self._table, 0, (self._mask + 1) * sizeof(_Entry))

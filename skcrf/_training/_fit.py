@@ -823,22 +823,23 @@ def fit(
         )
         del data
         # The vocabulary's lookup tables are not needed while L-BFGS holds
-        # its vectors (a validation scorer that encodes wakes it up).
+        # its vectors; they come back on the model's first use (a validation
+        # scorer that encodes, a prediction, a warm start), not at the end of
+        # the fit: its peak would be the tables rebuilt beside the vectors.
+        # A template model's predictions look names up in its byte index and
+        # never wake them.
         vocabulary.rest()
-        try:
-            with objective:
-                result = minimize(
-                    objective.loss_gradient,
-                    Handover(model.weights),  # freed after the first iteration
-                    settings,
-                    monitor,
-                    stacklevel=stacklevel + 1,
-                    fresh_gradient=True,  # CRFObjective's gradient is a new array
-                    n_threads=effective_n_threads(n_jobs),
-                    warn=warn,
-                )
-        finally:
-            vocabulary.wake()
+        with objective:
+            result = minimize(
+                objective.loss_gradient,
+                Handover(model.weights),  # freed after the first iteration
+                settings,
+                monitor,
+                stacklevel=stacklevel + 1,
+                fresh_gradient=True,  # CRFObjective's gradient is a new array
+                n_threads=effective_n_threads(n_jobs),
+                warn=warn,
+            )
     else:
         result = train_online(
             algorithm,
