@@ -26,7 +26,10 @@ Stopping: crf_learn stops when the objective's relative change is below
 ``-e eta`` three iterations in a row, or after ``-m`` iterations; here
 CRFsuite's test on the relative improvement over the last 3 iterations
 (``period=3``, ``delta=eta``), or the iteration limit (``max_iterations``),
-or the gradient test (``epsilon``, 1e-5). ``-f`` is CRFsuite's
+or the gradient test (``epsilon``, 1e-5). L-BFGS keeps crf_learn's 5
+correction pairs (``lbfgs.h``'s ``msize``; CRFsuite's default is 6): with
+every attribute x label as a feature, those vectors are most of the
+memory. ``-f`` is CRFsuite's
 ``feature.minfreq`` (``min_freq``): counted per attribute and label, where
 CRF++ counts the template's expanded string over every label.
 """
@@ -40,6 +43,9 @@ from .._template._parse import parse_templates
 from .._utils._data_files import DataFileError, read_columns
 from ._common import ArgumentParser, CommandError
 from ._models import open_model, template_model, token_features, train_template_model
+
+#: crf_learn's L-BFGS memory: the correction pairs it keeps.
+CRFPP_LBFGS_PAIRS = 5
 
 USAGE = """\
 usage: skcrf crfpp learn [OPTIONS] TEMPLATE TRAIN MODEL
@@ -189,6 +195,7 @@ def learn(argv: list[str]) -> int:
         "max_iterations": args.maxiter,
         "delta": args.eta,
         "period": 3,
+        "num_memories": CRFPP_LBFGS_PAIRS,
         "min_freq": args.freq if args.freq > 1 else 0,
         "all_possible_states": True,
         "all_possible_transitions": True,
