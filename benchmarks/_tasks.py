@@ -16,13 +16,17 @@ token features (/work/shared/reference/treebank-task.md):
 - ``rich``: more attributes still, the same 12 labels: the window features plus
   the neighbours' affixes and shapes and the word trigrams
   (:func:`rich_token_features`).
+- ``names``: the rich features with three labels, the BIO tags of proper-noun
+  runs (``NNP``/``NNPS``: ``B-NAME``, ``I-NAME``, ``O``): a named-entity-like
+  task, many attributes and few labels, where the names and lookup tables of
+  the attributes weigh most against the optimizer's vectors.
 """
 
 import json
 
 from skcrf.datasets import load_treebank, treebank_token_features
 
-TASKS = ("seed", "window", "universal", "rich")
+TASKS = ("seed", "window", "universal", "rich", "names")
 
 # --quick: the first sentences of each part only (a smoke test).
 QUICK_SENTENCES = (300, 100)  # train, test
@@ -130,6 +134,7 @@ TOKEN_FEATURES = {
     "window": window_token_features,
     "universal": window_token_features,
     "rich": rich_token_features,
+    "names": rich_token_features,
     "tutorial": tutorial_word2features,
 }
 
@@ -187,6 +192,19 @@ def universal_tags(tagged_sentences):
     ]
 
 
+def name_tags(tagged_sentences):
+    """The sentences with BIO tags of their proper-noun runs (``NNP``, ``NNPS``)."""
+    tagged = []
+    for sentence in tagged_sentences:
+        tags, inside = [], False
+        for _, tag in sentence:
+            name = tag in ("NNP", "NNPS")
+            tags.append(("I-NAME" if inside else "B-NAME") if name else "O")
+            inside = name
+        tagged.append([(word, tag) for (word, _), tag in zip(sentence, tags)])
+    return tagged
+
+
 def sentence_features(tagged_sentences, token_features):
     """Token feature dicts and tags of tagged sentences."""
     X, y = [], []
@@ -223,6 +241,8 @@ def load_task(task, quick=False, split=None):
         train, test = train[: QUICK_SENTENCES[0]], test[: QUICK_SENTENCES[1]]
     if task in ("universal", "rich"):
         train, test = universal_tags(train), universal_tags(test)
+    elif task == "names":
+        train, test = name_tags(train), name_tags(test)
     token_features = TOKEN_FEATURES[task]
     return (*sentence_features(train, token_features), *sentence_features(test, token_features))
 

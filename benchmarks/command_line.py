@@ -1,7 +1,9 @@
-"""``skcrf crfpp learn`` / ``test`` against CRF++'s ``crf_learn -p 2`` / ``crf_test``.
+"""``skcrf crfpp learn`` / ``test`` against CRF++'s ``crf_learn -p 2`` / ``crf_test``,
+and ``skcrf wapiti train`` / ``label`` against Wapiti 1.5's (``--tool wapiti``).
 
     NLTK_DATA=/work/shared/nltk_data PYTHONPATH=. python benchmarks/command_line.py
     ... --sentences 1000 --maxiter 100 --repeats 1
+    ... --tool wapiti --wapiti /path/to/wapiti   # (or $SKCRF_WAPITI: a built source tree)
 
 The Treebank sample as a CRF++ column file: each token's seed features
 (``skcrf.datasets.treebank_token_features``: capitalisation flags,
@@ -19,7 +21,11 @@ for exactly ``--maxiter`` iterations (``-e 1e-30``: no stopping on the
 objective's change, CRF++ refuses 0; skcrf's gradient test still applies) on
 ``--threads`` threads; then each tags the test file with its own model
 (``crf_test -m``, ``skcrf crfpp test -m``) and the token accuracy is
-computed from the output. Medians of ``--repeats`` runs, alternated; each
+computed from the output. With ``--tool wapiti``, the same columns and the
+same template as Wapiti patterns (``u00:%x[0,0]``..., ``b``), the same
+objective (``-1 0 -2 1``: Wapiti's ``rho2 / 2 ||w||^2`` is CRF++'s
+``||w||^2 / (2 C)`` with C=1), exactly ``--maxiter`` iterations (``-e 0``)
+on ``-t`` threads, then ``wapiti label`` / ``skcrf wapiti label``. Medians of ``--repeats`` runs, alternated; each
 tagging is run ``--test-repeats`` times (it takes about a second), medians.
 skcrf's bytecode is compiled first (``compileall``), as an installed
 package's is: with ``PYTHONDONTWRITEBYTECODE`` set, every run would
@@ -57,9 +63,12 @@ COLUMNS = (
 )
 
 
-def _template():
+def _template(tool="crfpp"):
+    """The template: CRF++'s (``U00:%x[0,0]``) or Wapiti's patterns (``u00:...``)."""
     lines = ["U00:%x[0,0]", "U01:%x[-1,0]", "U02:%x[1,0]"]
     lines += [f"U{10 + k}:%x[0,{k + 1}]" for k in range(len(COLUMNS))]
+    if tool == "wapiti":
+        return "\n".join("u" + line[1:] for line in lines) + "\n\nb\n"
     return "\n".join(lines) + "\n\nB\n"
 
 
@@ -69,13 +78,13 @@ def _value(value):
     return value.replace(" ", "_") or "_"
 
 
-def write_files(folder, n_sentences):
+def write_files(folder, n_sentences, tool="crfpp"):
     from skcrf.datasets import load_treebank, treebank_token_features
 
     train, test = load_treebank(download=False)
     paths = {name: os.path.join(folder, name) for name in ("template", "train.txt", "test.txt")}
     with open(paths["template"], "w", encoding="utf-8") as f:
-        f.write(_template())
+        f.write(_template(tool))
     for name, sentences in (("train.txt", train[:n_sentences]), ("test.txt", test)):
         with open(paths[name], "w", encoding="utf-8") as f:
             for sentence in sentences:
@@ -127,6 +136,29 @@ def accuracy(path):
     return correct / total
 
 
+def _commands(args):
+    """``({learn name: argv}, {test name: argv})``, the reference tool's first."""
+    skcrf = [sys.executable, "-m", "skcrf", args.tool]
+    if args.tool == "crfpp":
+        bin_dir = os.path.dirname(sys.executable)
+        crf_learn = shutil.which("crf_learn") or os.path.join(bin_dir, "crf_learn")
+        crf_test = shutil.which("crf_test") or os.path.join(bin_dir, "crf_test")
+        options = ["-c", "1", "-e", "1e-30", "-m", str(args.maxiter), "-p", str(args.threads)]
+        return (
+            {"crf_learn": [crf_learn, *options], "skcrf crfpp learn": [*skcrf, "learn", *options]},
+            {"crf_test": [crf_test], "skcrf crfpp test": [*skcrf, "test"]},
+        )
+    wapiti = args.wapiti or os.path.join(os.environ.get("SKCRF_WAPITI", ""), "wapiti")
+    if not os.path.isfile(wapiti):
+        sys.exit(f"no Wapiti binary at {wapiti!r}: give --wapiti or set SKCRF_WAPITI")
+    options = ["-1", "0", "-2", "1", "-e", "0", "-i", str(args.maxiter), "-t", str(args.threads)]
+    return (
+        {"wapiti train": [wapiti, "train", *options],
+         "skcrf wapiti train": [*skcrf, "train", *options]},
+        {"wapiti label": [wapiti, "label"], "skcrf wapiti label": [*skcrf, "label"]},
+    )  # fmt: skip
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sentences", type=int, default=3131)
@@ -134,38 +166,36 @@ def main():
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--test-repeats", type=int, default=5)
-    parser.add_argument("--output", default=str(HERE / "results" / "command_line.json"))
+    parser.add_argument("--tool", choices=("crfpp", "wapiti"), default="crfpp")
+    parser.add_argument("--wapiti", help="Wapiti's binary (default: $SKCRF_WAPITI/wapiti)")
+    parser.add_argument("--output", help="default: benchmarks/results/command_line[-wapiti].json")
     args = parser.parse_args()
+    suffix = "" if args.tool == "crfpp" else "-wapiti"
+    args.output = args.output or str(HERE / "results" / f"command_line{suffix}.json")
     load_at_start = os.getloadavg()[0]  # the machine is shared: the figures' context
-    bin_dir = os.path.dirname(sys.executable)
-    crf_learn = shutil.which("crf_learn") or os.path.join(bin_dir, "crf_learn")
-    crf_test = shutil.which("crf_test") or os.path.join(bin_dir, "crf_test")
-    skcrf = [sys.executable, "-m", "skcrf", "crfpp"]
-    options = ["-c", "1", "-e", "1e-30", "-m", str(args.maxiter), "-p", str(args.threads)]
     compileall.compile_dir(str(ROOT / "skcrf"), quiet=1)
-    runs = {"crf_learn": [], "skcrf crfpp learn": []}
-    tags = {"crf_test": [], "skcrf crfpp test": []}
+    commands = _commands(args)
+    (reference_learn, skcrf_learn), (reference_test, skcrf_test) = map(list, commands)
+    runs = {name: [] for name in commands[0]}
+    tags = {name: [] for name in commands[1]}
     with tempfile.TemporaryDirectory() as tmp:
-        paths = write_files(tmp, args.sentences)
-        models = {"crf_learn": os.path.join(tmp, "crfpp.model"),
-                  "skcrf crfpp learn": os.path.join(tmp, "model.skcrf")}  # fmt: skip
-        learn = {
-            "crf_learn": [crf_learn, *options],
-            "skcrf crfpp learn": [*skcrf, "learn", *options],
-        }
-        test = {"crf_test": ("crf_learn", [crf_test]),
-                "skcrf crfpp test": ("skcrf crfpp learn", [*skcrf, "test"])}  # fmt: skip
+        paths = write_files(tmp, args.sentences, args.tool)
+        models = {reference_learn: os.path.join(tmp, f"{args.tool}.model"),
+                  skcrf_learn: os.path.join(tmp, "model.skcrf")}  # fmt: skip
+        trainers = {reference_test: reference_learn, skcrf_test: skcrf_learn}
         for repeat in range(args.repeats):
-            for name, argv in learn.items():
+            for name, argv in commands[0].items():
                 argv = [*argv, paths["template"], paths["train.txt"], models[name]]
+                if args.tool == "wapiti":  # wapiti train -p PATTERNS TRAIN MODEL
+                    argv.insert(-3, "-p")
                 log = os.path.join(tmp, f"{name}.log")
                 seconds, peak = measure(argv, log)
                 runs[name].append((seconds, peak))
                 print(f"[{repeat + 1}] {name}: {seconds:.1f} s, {peak:.0f} MiB", flush=True)
             for _ in range(args.test_repeats):
-                for name, (trainer, argv) in test.items():
+                for name, argv in commands[1].items():
                     out = os.path.join(tmp, f"{name}.out")
-                    argv = [*argv, "-m", models[trainer], paths["test.txt"]]
+                    argv = [*argv, "-m", models[trainers[name]], paths["test.txt"]]
                     seconds, peak = measure(argv, out)
                     tags[name].append((seconds, peak, accuracy(out)))
                     print(f"[{repeat + 1}] {name}: {seconds:.2f} s, {peak:.0f} MiB", flush=True)
@@ -173,6 +203,7 @@ def main():
             n_tokens = sum(1 for line in f if line.strip())
     results = {
         "settings": {
+            "tool": args.tool,
             "sentences": args.sentences,
             "train_tokens": n_tokens,
             "maxiter": args.maxiter,
@@ -181,7 +212,7 @@ def main():
             "test_repeats": args.test_repeats,
             "load_average_at_start": load_at_start,
             "C": 1.0,
-            "template": _template(),
+            "template": _template(args.tool),
         },
         "learn": {
             name: {
@@ -200,10 +231,10 @@ def main():
         },
     }
     learn_speedup = (
-        results["learn"]["crf_learn"]["seconds"] / results["learn"]["skcrf crfpp learn"]["seconds"]
+        results["learn"][reference_learn]["seconds"] / results["learn"][skcrf_learn]["seconds"]
     )
     test_speedup = (
-        results["test"]["crf_test"]["seconds"] / results["test"]["skcrf crfpp test"]["seconds"]
+        results["test"][reference_test]["seconds"] / results["test"][skcrf_test]["seconds"]
     )
     results["speedup"] = {"learn": learn_speedup, "test": test_speedup}
     results["settings"]["load_average_at_end"] = os.getloadavg()[0]
@@ -217,7 +248,10 @@ def main():
         print(f"{name:<20} {row['seconds']:>9.1f} {row['peak_mib']:>9.0f} {'':>9}")
     for name, row in results["test"].items():
         print(f"{name:<20} {row['seconds']:>9.2f} {row['peak_mib']:>9.0f} {row['accuracy']:>9.4f}")
-    print(f"learn: skcrf {learn_speedup:.1f}x crf_learn; test: {test_speedup:.1f}x crf_test")
+    print(
+        f"learn: skcrf {learn_speedup:.1f}x {reference_learn}; "
+        f"test: {test_speedup:.1f}x {reference_test}"
+    )
     with open(args.output, "w", encoding="utf-8") as f:
         json.dump(results, f, indent=2)
         f.write("\n")

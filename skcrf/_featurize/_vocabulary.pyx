@@ -627,9 +627,10 @@ cdef class Vocabulary:
         return 0
 
     cdef int _rebuild_rested(self) except -1:
-        """The dict and the cache's table, with the entries :meth:`rest` kept."""
+        """The id table and the cache's table, with the entries :meth:`rest` kept."""
         cdef Py_ssize_t i, slot, mask = self._rested_capacity - 1, skip
         cdef int32_t tag
+        cdef str name
         cdef _Value packed
         cdef _Entry *entry
         cdef _IdSlot *ids = NULL
@@ -637,19 +638,24 @@ cdef class Vocabulary:
         cdef _Entry *table = <_Entry *> PyMem_Calloc(self._rested_capacity, sizeof(_Entry))
         if table == NULL:
             raise MemoryError()
+        # the length of "key" + separator before the value, by tag
+        cdef Py_ssize_t *skips = <Py_ssize_t *> PyMem_Calloc(
+            len(self._key_numbers) + 1, sizeof(Py_ssize_t))
+        if skips == NULL:
+            PyMem_Free(table)
+            raise MemoryError()
         packed.hash = 0
         try:
             ids = _id_table(self._names, 0, &ids_mask)
-            # the length of "key" + separator before the value, by tag
-            skips = [0] * (len(self._key_numbers) + 1)
             for key, number in self._key_numbers.items():
-                skips[number + 1] = len(key) + len(self._separator)
+                skips[<Py_ssize_t> number + 1] = len(key) + len(self._separator)
+            # (a C loop: a fitted model's first use pays it, per known entry)
             for i in range(self._n_rested):
                 tag = self._rested[2 * i + 1]
-                name = self._names[self._rested[2 * i]]
+                name = <str> PyList_GET_ITEM(self._names, self._rested[2 * i])
                 skip = 0 if tag == _NAMES_TAG else skips[tag]
                 # the value's str is made only when the entry keeps it (long)
-                if not _pack_tail(<str> name, skip, &packed):
+                if not _pack_tail(name, skip, &packed):
                     value = name[skip:]
                     _pack(<str> value, &packed)
                     if packed.w1 == _LONG:
@@ -668,6 +674,8 @@ cdef class Vocabulary:
             PyMem_Free(ids)
             del self._long_values[:]
             raise
+        finally:
+            PyMem_Free(skips)
         self._table = table
         self._mask = mask
         self._used = self._n_rested
@@ -710,25 +718,27 @@ cdef class Vocabulary:
 
     cdef inline Py_ssize_t _find(self, str name) except -2:
         """Id of ``name`` (an exact str), -1 when unseen (never grows)."""
-        cdef Py_hash_t h = PyObject_Hash(name)
-        cdef Py_ssize_t k = <Py_ssize_t> (<size_t> h & <size_t> self._ids_mask), attribute
+        cdef Py_hash_t h
+        cdef Py_ssize_t k, attribute
         cdef PyObject *other
         cdef PyObject *found
+        if self._index is not None:  # lazy names (none listed): the file's answers
+            found = PyDict_GetItem(self._found, name)
+            if found != NULL:
+                return PyLong_AsLong(<object> found)
+            attribute = self._index.find_str(name)
+            if attribute >= 0:
+                self._found[name] = attribute  # a cache of the file's answers
+            return attribute
+        h = PyObject_Hash(name)
+        k = <Py_ssize_t> (<size_t> h & <size_t> self._ids_mask)
         while self._ids[k].id1 != 0:
             if self._ids[k].hash == h:
                 other = PyList_GET_ITEM(self._names, self._ids[k].id1 - 1)
                 if other == <PyObject *> name or (<str> other) == name:
                     return self._ids[k].id1 - 1
             k = (k + 1) & self._ids_mask
-        if self._index is None:
-            return -1
-        found = PyDict_GetItem(self._found, name)
-        if found != NULL:
-            return PyLong_AsLong(<object> found)
-        attribute = self._index.find_str(name)
-        if attribute >= 0:
-            self._found[name] = attribute  # a cache of the file's answers
-        return attribute
+        return -1
 
     # -- ids ------------------------------------------------------------------
 

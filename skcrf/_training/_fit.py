@@ -805,6 +805,12 @@ def fit(
             algorithm, previous_trainer_state, old_index, model.n_features
         )
     monitor = make_monitor(model, vocabulary, settings, n_jobs=n_jobs, **monitor_options)
+    # The vocabulary's lookup tables are not needed by the training: they
+    # go before the objective copies the data (the fit's peak was there, with
+    # the tables, the encoded data and the objective's blocks alive at once)
+    # and come back once the trainer's memory is freed (or earlier, if a
+    # validation scorer encodes).
+    vocabulary.rest()
     trainer_state = None
     if algorithm == "lbfgs":
         # The objective copies the rows it reads into its blocks (without the
@@ -822,13 +828,6 @@ def fit(
             labels=data.label_index,
         )
         del data
-        # The vocabulary's lookup tables are not needed while L-BFGS holds
-        # its vectors; they come back on the model's first use (a validation
-        # scorer that encodes, a prediction, a warm start), not at the end of
-        # the fit: its peak would be the tables rebuilt beside the vectors.
-        # A template model's predictions look names up in its byte index and
-        # never wake them.
-        vocabulary.rest()
         with objective:
             result = minimize(
                 objective.loss_gradient,
@@ -840,6 +839,7 @@ def fit(
                 n_threads=effective_n_threads(n_jobs),
                 warn=warn,
             )
+        del objective  # (its blocks: the encoded data) before the tables come back
     else:
         result = train_online(
             algorithm,
@@ -854,6 +854,7 @@ def fit(
         )
         trainer_state = result.state
     status, weights = outcome(algorithm, result, monitor, stacklevel=stacklevel + 1, warn=warn)
+    vocabulary.wake()  # a fitted model's first prediction does not pay for it
     return FitResult(
         model.with_weights(weights),
         vocabulary,
