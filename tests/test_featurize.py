@@ -765,15 +765,22 @@ def _encoded_lists(encoded):
     return encoded.indptr.tolist(), encoded.ids.tolist(), encoded.values.tolist()
 
 
+@pytest.mark.parametrize("pack", [False, True])
 @pytest.mark.parametrize("wake", ["wake", "encode", "get", "contains", "stream"])
-def test_a_rested_vocabulary_answers_as_before(wake):
+def test_a_rested_vocabulary_answers_as_before(wake, pack):
+    # pack=True: the names go into one UTF-8 text (lazy names); the cache's
+    # entries come back from an ASCII name's bytes, or from the str of any
+    # other (Latin-1, beyond Latin-1, long values)
     train, test = _rest_data()
     plain, rested = Vocabulary(), Vocabulary()
     for vocabulary in (plain, rested):
         vocabulary.encode(train, grow=True)
         vocabulary.encode(test, grow=False)  # caches "unseen" answers too
-    rested.rest()
-    rested.rest()  # twice: still at rest, nothing lost
+    packed = rested.rest(pack=pack)
+    assert (packed is not None) == pack
+    if pack:
+        assert packed == plain.attributes and len(packed) == len(plain)
+    rested.rest(pack=pack)  # twice: still at rest, nothing lost
     assert rested.attributes == plain.attributes and len(rested) == len(plain)
     if wake == "wake":
         rested.wake()
@@ -859,7 +866,8 @@ def test_get_takes_str_subclasses_and_answers_default_for_anything_else():
     assert Name("a") not in vocabulary  # __contains__ takes plain str only, as before
 
 
-def test_a_rested_vocabulary_woken_by_many_threads_at_once():
+@pytest.mark.parametrize("pack", [False, True])
+def test_a_rested_vocabulary_woken_by_many_threads_at_once(pack):
     # A fitted model's vocabulary rests until its first use; eight threads
     # that use it at once all get the sequential answers (one rebuilds it).
     import threading
@@ -871,7 +879,7 @@ def test_a_rested_vocabulary_woken_by_many_threads_at_once():
     for _ in range(20):
         rested = Vocabulary()
         rested.encode(train, grow=True)
-        rested.rest()
+        rested.rest(pack=pack)
         barrier, answers = threading.Barrier(8), []
 
         def use(rested=rested, barrier=barrier, answers=answers):
@@ -884,3 +892,25 @@ def test_a_rested_vocabulary_woken_by_many_threads_at_once():
         for thread in threads:
             thread.join()
         assert answers == [expected] * 8
+
+
+def test_a_fit_trains_on_packed_names_and_predicts_as_with_the_list(tmp_path):
+    # The fit packs the names while the optimizer runs (no str per
+    # attribute): the model's attributes are lazy names afterwards, equal to
+    # the list, and the model predicts as one opened from its file.
+    from skcrf import CRFTagger
+    from skcrf._utils._cqdb_index import LazyNames
+
+    train, test = _rest_data()
+    y = [["A"] * len(seq) for seq in train]
+    y[0][0] = "B"
+    tagger = CRFTagger(max_iterations=10).fit(train, y)
+    model = tagger._fitted_model()
+    assert isinstance(model.attributes, LazyNames)
+    fresh = Vocabulary()
+    fresh.encode(train, grow=True)
+    assert tagger.attributes_ == fresh.attributes
+    tagger.save(tmp_path / "model")
+    opened = CRFTagger.load(tmp_path / "model")
+    assert opened.predict_marginals(test) == tagger.predict_marginals(test)
+    assert pickle.loads(pickle.dumps(tagger)).predict(test) == tagger.predict(test)

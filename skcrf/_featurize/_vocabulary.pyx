@@ -88,11 +88,12 @@ Design
   its value is the end of the name (``key + separator + value``, or the
   whole name under ``_NAMES_TAG``), packed and hashed again on waking.
   :meth:`Vocabulary.wake`, or the first use of any method, rebuilds both:
-  the same answers, minus the remembered "unseen" ones. A fit leaves its
-  vocabulary resting: the first use, from any number of threads at once,
-  wakes it once (under a lock), so the tables are not rebuilt beside the
-  optimizer's vectors, and a template model's predictions (which look
-  names up in its byte index) never need them.
+  the same answers, minus the remembered "unseen" ones; a first use from
+  several threads at once wakes it once (under a lock). ``rest(pack=True)``
+  (a fit's) also packs the names into one UTF-8 text with format 6's name
+  table (:class:`~skcrf._utils._name_index.PackedNameIndex`) and drops
+  their str objects: the vocabulary then serves them as lazy names, as a
+  model file's; waking packs an ASCII name's value straight from its bytes.
 - Output goes to numpy buffers written through raw pointers, grown by
   doubling (``ndarray.resize``), trimmed at the end.
 - :meth:`Vocabulary.encode_items` encodes one sequence in python-crfsuite's
@@ -140,9 +141,10 @@ cdef extern from *:
     """
     void _prefetch "SKCRF_PREFETCH"(const void *address)
 
-from skcrf._utils._name_index cimport NameIndex
+from skcrf._utils._name_index cimport NameIndex, PackedNameIndex, name_start
 
 from skcrf._utils._cqdb_index import LazyNames
+from skcrf._utils._name_index import pack_names
 
 from ._encoded import DenseFeatures, Encoded
 from ._transitions import TRANSITION_KEY
@@ -284,17 +286,21 @@ cdef inline bint _pack_tail(str name, Py_ssize_t skip, _Value *packed):
     """``_pack(name[skip:])`` without making that str, when it is short and of
     1-byte characters (returns True); False (``packed`` untouched) otherwise.
     (A part of a 1-byte str is a 1-byte str.)"""
-    cdef Py_ssize_t length
-    cdef uint64_t words[2]
-    cdef uint64_t x
     if not (PyUnicode_IS_READY(name) and PyUnicode_KIND(name) == PyUnicode_1BYTE_KIND):
         return False
-    length = PyUnicode_GET_LENGTH(name) - skip
+    return _pack_chars(<const uint8_t *> PyUnicode_DATA(name) + skip,
+                       PyUnicode_GET_LENGTH(name) - skip, packed)
+
+
+cdef inline bint _pack_chars(const uint8_t *chars, Py_ssize_t length, _Value *packed):
+    """:func:`_pack_tail` of the 1-byte characters ``chars[:length]``."""
+    cdef uint64_t words[2]
+    cdef uint64_t x
     if not 0 <= length <= _INLINE:
         return False
     words[0] = 0
     words[1] = 0
-    memcpy(words, <const uint8_t *> PyUnicode_DATA(name) + skip, length)
+    memcpy(words, chars, length)
     (<uint8_t *> words)[15] = <uint8_t> length
     packed.w0 = words[0]
     packed.w1 = words[1]
@@ -304,6 +310,14 @@ cdef inline bint _pack_tail(str name, Py_ssize_t skip, _Value *packed):
     x *= 0xBF58476D1CE4E5B9ULL
     x ^= x >> 29
     packed.hash = <Py_hash_t> x
+    return True
+
+
+cdef inline bint _is_ascii(const uint8_t *data, Py_ssize_t length) noexcept:
+    cdef Py_ssize_t k
+    for k in range(length):
+        if data[k] >= 0x80:
+            return False
     return True
 
 
@@ -573,7 +587,7 @@ cdef class Vocabulary:
             f"value_separator={self._separator!r})"
         )
 
-    def rest(self):
+    def rest(self, *, pack=False):
         """Give back the memory of the lookup tables until the next use.
 
         For the owner of a vocabulary that will not be used for a while (a
@@ -583,6 +597,14 @@ cdef class Vocabulary:
         first use from any number of threads at once is safe. ``rest``
         itself is not for a vocabulary that other threads use. A vocabulary
         of lazy names (a model opened from a CRFsuite file) does not rest.
+
+        ``pack=True`` also packs the names into one UTF-8 text (format 6's
+        table, :class:`~skcrf._utils._name_index.PackedNameIndex`) and drops
+        their str objects: the vocabulary then serves lazy names, as a model
+        file's, and this returns them (a
+        :class:`~skcrf._utils._cqdb_index.LazyNames`, to be the model's
+        ``attributes`` in place of the list). None if it did not pack (lazy
+        names already, no names, a name UTF-8 cannot encode).
         """
         cdef Py_ssize_t i, k = 0
         cdef int32_t *rested
@@ -606,6 +628,21 @@ cdef class Vocabulary:
         del self._long_values[:]
         self._set_ids(NULL)
         self._resting = True
+        if pack and self._names:
+            return self._pack_names()
+
+    cdef object _pack_names(self):
+        """rest(pack=True)'s packing (resting, names listed)."""
+        try:
+            packed = PackedNameIndex(*pack_names(self._names), len(self._names))
+        except ValueError:
+            return None  # (a lone surrogate: the names stay as they are)
+        lazy = LazyNames(packed, packed.names)
+        self._index = packed
+        self._lazy = lazy
+        self._found = {}
+        self._names = []
+        return lazy
 
     def wake(self):
         """Rebuild what :meth:`rest` gave back (nothing if it did not rest)."""
@@ -628,9 +665,11 @@ cdef class Vocabulary:
 
     cdef int _rebuild_rested(self) except -1:
         """The id table and the cache's table, with the entries :meth:`rest` kept."""
-        cdef Py_ssize_t i, slot, mask = self._rested_capacity - 1, skip
+        cdef Py_ssize_t i, slot, mask = self._rested_capacity - 1, skip, start, length
         cdef int32_t tag
         cdef str name
+        cdef PackedNameIndex packed_names = (
+            self._index if isinstance(self._index, PackedNameIndex) else None)
         cdef _Value packed
         cdef _Entry *entry
         cdef _IdSlot *ids = NULL
@@ -645,6 +684,8 @@ cdef class Vocabulary:
             PyMem_Free(table)
             raise MemoryError()
         packed.hash = 0
+        packed.w0 = 0
+        packed.w1 = 0
         try:
             ids = _id_table(self._names, 0, &ids_mask)
             for key, number in self._key_numbers.items():
@@ -652,10 +693,22 @@ cdef class Vocabulary:
             # (a C loop: a fitted model's first use pays it, per known entry)
             for i in range(self._n_rested):
                 tag = self._rested[2 * i + 1]
-                name = <str> PyList_GET_ITEM(self._names, self._rested[2 * i])
                 skip = 0 if tag == _NAMES_TAG else skips[tag]
+                if packed_names is not None:
+                    # packed names (rest(pack=True)): an ASCII name's value is
+                    # packed from its bytes; any other's from its str
+                    start = name_start(packed_names, self._rested[2 * i])
+                    length = name_start(packed_names, self._rested[2 * i] + 1) - start
+                    if (_is_ascii(packed_names._text + start, length)
+                            and _pack_chars(packed_names._text + start + skip,
+                                            length - skip, &packed)):
+                        name = None
+                    else:
+                        name = packed_names.name(self._rested[2 * i])
+                else:
+                    name = <str> PyList_GET_ITEM(self._names, self._rested[2 * i])
                 # the value's str is made only when the entry keeps it (long)
-                if not _pack_tail(name, skip, &packed):
+                if name is not None and not _pack_tail(name, skip, &packed):
                     value = name[skip:]
                     _pack(<str> value, &packed)
                     if packed.w1 == _LONG:

@@ -809,8 +809,11 @@ def fit(
     # go before the objective copies the data (the fit's peak was there, with
     # the tables, the encoded data and the objective's blocks alive at once)
     # and come back once the trainer's memory is freed (or earlier, if a
-    # validation scorer encodes).
-    vocabulary.rest()
+    # validation scorer encodes). The names are packed into one text, the
+    # model's and the vocabulary's: no str per attribute while training.
+    packed = vocabulary.rest(pack=model.attributes is vocabulary.attributes)
+    if packed is not None:
+        model.attributes = packed
     trainer_state = None
     if algorithm == "lbfgs":
         # The objective copies the rows it reads into its blocks (without the

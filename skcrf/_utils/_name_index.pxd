@@ -1,4 +1,5 @@
-from libc.stdint cimport uint8_t, uint64_t
+from libc.stdint cimport uint8_t, uint32_t, uint64_t
+from libc.string cimport memcpy
 
 
 cdef class NameIndex:
@@ -20,3 +21,14 @@ cdef class PackedNameIndex(NameIndex):
     cdef bint _wide_starts
     cdef bint _wide_table
     cdef int _id_bits
+
+
+cdef inline Py_ssize_t name_start(PackedNameIndex index, Py_ssize_t k) noexcept nogil:
+    """Offset ``k`` (where name ``k`` starts in the text; ``k = n``: its end)."""
+    cdef uint32_t narrow
+    cdef uint64_t wide
+    if index._wide_starts:
+        memcpy(&wide, index._starts + 8 * k, 8)
+        return <Py_ssize_t> wide
+    memcpy(&narrow, index._starts + 4 * k, 4)
+    return narrow

@@ -102,19 +102,18 @@ cdef inline uint64_t _tag(uint64_t h, bint wide, int id_bits) noexcept nogil:
     return h & ((<uint64_t> 1 << bits) - 1)
 
 
-def _utf8(names):
-    """The names' UTF-8 bytes (ValueError naming the first that has none)."""
-    encoded = []
-    for k, name in enumerate(names):
-        if type(name) is not str:
-            raise ValueError(f"attribute {k} ({name!r:.100}) is not a str.")
-        try:
-            encoded.append(name.encode("utf-8"))
-        except UnicodeEncodeError:
-            raise ValueError(
-                f"attribute {k} ({name!r:.100}) cannot be encoded in UTF-8."
-            ) from None
-    return encoded
+cdef const char *_utf8(object name, Py_ssize_t k, Py_ssize_t *length) except NULL:
+    """``name``'s UTF-8 bytes (ValueError naming attribute ``k`` when it has none).
+
+    No object is made: an ASCII str's bytes are its own; another str keeps a
+    UTF-8 copy (CPython's cache, freed with it).
+    """
+    if type(name) is not str:
+        raise ValueError(f"attribute {k} ({name!r:.100}) is not a str.")
+    try:
+        return PyUnicode_AsUTF8AndSize(name, length)
+    except UnicodeEncodeError:
+        raise ValueError(f"attribute {k} ({name!r:.100}) cannot be encoded in UTF-8.") from None
 
 
 cdef void _fill_table(const uint8_t *text, const uint64_t *offsets, Py_ssize_t n,
@@ -161,15 +160,21 @@ def pack_names(names):
     >>> PackedNameIndex(text, starts, table, 2).lookup("bias")
     1
     """
-    encoded = _utf8(names)
-    n = len(encoded)
+    names = names if type(names) is list else list(names)
+    cdef Py_ssize_t n = len(names), k, length
+    cdef uint64_t total = 0
     size, wide, id_bits = table_layout(n)
     offsets = np.zeros(n + 1, dtype=np.uint64)
-    np.cumsum(np.fromiter(map(len, encoded), dtype=np.uint64, count=n), out=offsets[1:])
-    text = np.frombuffer(b"".join(encoded), dtype=np.uint8)
+    cdef uint64_t[::1] offsets_view = offsets
+    for k in range(n):  # (two passes, no bytes object per name)
+        _utf8(names[k], k, &length)
+        total += <uint64_t> length
+        offsets_view[k + 1] = total
+    text = np.empty(total, dtype=np.uint8)
+    cdef uint8_t[::1] text_view = text if total else np.zeros(1, np.uint8)
+    for k in range(n):
+        memcpy(&text_view[0] + offsets_view[k], _utf8(names[k], k, &length), length)
     table = np.zeros(size, dtype=np.uint64 if wide else np.uint32)
-    cdef const uint8_t[::1] text_view = text if len(text) else np.zeros(1, np.uint8)
-    cdef const uint64_t[::1] offsets_view = offsets
     cdef uint8_t[::1] table_view = table.view(np.uint8)
     cdef Py_ssize_t count = n, slots = size
     cdef bint is_wide = wide
@@ -178,17 +183,6 @@ def pack_names(names):
         _fill_table(&text_view[0], &offsets_view[0], count, &table_view[0], slots, is_wide, bits)
     starts = offsets if offsets[n] > np.iinfo(np.uint32).max else offsets.astype(np.uint32)
     return text, starts, table
-
-
-cdef inline Py_ssize_t _start(PackedNameIndex index, Py_ssize_t k) noexcept nogil:
-    """Offset ``k`` (where name ``k`` starts in the text)."""
-    cdef uint32_t narrow
-    cdef uint64_t wide
-    if index._wide_starts:
-        memcpy(&wide, index._starts + 8 * k, 8)
-        return <Py_ssize_t> wide
-    memcpy(&narrow, index._starts + 4 * k, 4)
-    return narrow
 
 
 cdef inline uint64_t _slot(PackedNameIndex index, Py_ssize_t k) noexcept nogil:
@@ -212,7 +206,7 @@ cdef Py_ssize_t _first_fall(PackedNameIndex index) noexcept nogil:
     """The first k whose offset is below offset k - 1, or 0."""
     cdef Py_ssize_t k
     for k in range(1, index._n + 1):
-        if _start(index, k) < _start(index, k - 1):
+        if name_start(index, k) < name_start(index, k - 1):
             return k
     return 0
 
@@ -338,14 +332,14 @@ cdef class PackedNameIndex(NameIndex):
         cdef uint64_t mask = (<uint64_t> 1 << self._id_bits) - 1
         cdef int code
         cdef uint8_t *seen
-        if _start(self, 0) != 0 or _start(self, n) != text_size:
-            return (f"the offsets run from {_start(self, 0)} to {_start(self, n)}, not from 0 "
-                    f"to the text's end ({text_size})")
+        if name_start(self, 0) != 0 or name_start(self, n) != text_size:
+            return (f"the offsets run from {name_start(self, 0)} to {name_start(self, n)}, "
+                    f"not from 0 to the text's end ({text_size})")
         with nogil:
             where = _first_fall(self)
         if where:
-            return (f"offset {where} ({_start(self, where)}) is below offset {where - 1} "
-                    f"({_start(self, where - 1)})")
+            return (f"offset {where} ({name_start(self, where)}) is below offset {where - 1} "
+                    f"({name_start(self, where - 1)})")
         seen = <uint8_t *> calloc(n + 1, 1)
         if seen == NULL:
             raise MemoryError()
@@ -374,8 +368,8 @@ cdef class PackedNameIndex(NameIndex):
                 return -1
             if value >> self._id_bits == tag:
                 k = <Py_ssize_t> (value & mask) - 1
-                start = _start(self, k)
-                if (_start(self, k + 1) - start == length
+                start = name_start(self, k)
+                if (name_start(self, k + 1) - start == length
                         and memcmp(self._text + start, key, length) == 0):
                     return k
             slot += 1
@@ -392,10 +386,10 @@ cdef class PackedNameIndex(NameIndex):
         """The name of id ``k`` (ValueError if its bytes are not UTF-8)."""
         if k < 0 or k >= self._n:
             raise IndexError(f"id {k} out of range ({self._n} ids).")
-        cdef Py_ssize_t start = _start(self, k)
+        cdef Py_ssize_t start = name_start(self, k)
         try:
             return PyUnicode_DecodeUTF8(<const char *> self._text + start,
-                                        _start(self, k + 1) - start, "strict")
+                                        name_start(self, k + 1) - start, "strict")
         except UnicodeDecodeError:
             raise ValueError(f"the name of id {k} is not valid UTF-8.") from None
 
@@ -417,8 +411,8 @@ cdef class PackedNameIndex(NameIndex):
         """
         cdef Py_ssize_t k, start
         for k in range(self._n):
-            start = _start(self, k)
-            if self.find(<const char *> self._text + start, _start(self, k + 1) - start) != k:
+            start = name_start(self, k)
+            if self.find(<const char *> self._text + start, name_start(self, k + 1) - start) != k:
                 prefix = "" if self.source is None else f"{self.source}: "
                 raise ValueError(
                     f"{prefix}the name table is corrupted: the name of id {k} is not found "
