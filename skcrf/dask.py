@@ -705,10 +705,23 @@ def _as_bags(X, y, npartitions, client, sample_weight=None):
     )
 
 
-#: Fan-in of the tree that sums the partitions' gradients (dask.bag's default
-#: split_every): one level up to 8 partitions, since every level is a round of
-#: messages through the scheduler.
-SUM_FAN_IN = 8
+def partition_groups(n_partitions, n_groups):
+    """Consecutive runs of partitions, one per worker: ``[(start, stop), ...]``.
+
+    They depend only on the two counts (not on where tasks ran), so a fit
+    sums the same groups in the same order whatever the placement, and after
+    a worker is lost (its groups are rebuilt elsewhere from lineage).
+
+    Examples
+    --------
+    >>> partition_groups(8, 2)
+    [(0, 4), (4, 8)]
+    >>> partition_groups(5, 3)
+    [(0, 1), (1, 3), (3, 5)]
+    """
+    n_groups = max(1, min(n_groups, n_partitions))
+    bounds = [n_partitions * g // n_groups for g in range(n_groups + 1)]
+    return list(zip(bounds[:-1], bounds[1:]))
 
 
 def _tree(items, combine, fan_in=2):
@@ -784,28 +797,74 @@ class _DistributedObjective:
         )
         parts = [
             delayed(tasks.vectorize_partition)(
-                scan, bundle, n_jobs, __version__, dask_key_name=f"skcrf-partition-{token}-{k}"
+                scan, bundle, __version__, dask_key_name=f"skcrf-partition-{token}-{k}"
             )
             for k, scan in enumerate(scans)
         ]
+        self.n_partitions = len(parts)
         futures = self.client.compute([bundle, *parts])
         self._futures = futures
-        self._bundle_future, self.partitions = futures[0], futures[1:]
+        self._bundle_future, part_futures = futures[0], futures[1:]
         bundle_value = self._bundle_future.result()  # the first input error, if any
         self.model, self.observed = bundle_value.model, bundle_value.observed
-        distributed.wait(self.partitions)
-        for future in self.partitions:
+        distributed.wait(part_futures)
+        for future in part_futures:
             if future.status == "error":
                 future.result()  # raises the partition's error
+        self.groups = self._group(part_futures, n_jobs)
+        self._futures = [self._bundle_future, *self.groups]
+        # the vectorized partitions are released once the groups hold their
+        # data; the groups keep them in their lineage, for a lost worker
+        del futures, part_futures
         sizes = self.client.gather(
             self.client.map(
                 tasks.encoded_nbytes,
-                self.partitions,
-                key=[f"skcrf-nbytes-{token}-{k}" for k in range(len(self.partitions))],
+                self.groups,
+                key=[f"skcrf-nbytes-{token}-{g}" for g in range(len(self.groups))],
             )
         )
         self.vectorized_bytes = int(sum(sizes))
         self.n_tokens = bundle_value.n_tokens
+
+    def _group(self, part_futures, n_jobs):
+        """One group of consecutive partitions per worker, held where most of its data is.
+
+        An evaluation then costs one weight vector in and one gradient out
+        per worker, not per partition. Each group is asked of a worker of its
+        own (a loose restriction: on a lost worker it is rebuilt elsewhere).
+        """
+        client, token = self.client, self.token
+        who_has = client.who_has(part_futures)
+        nbytes = client.nbytes([future.key for future in part_futures], summary=False)
+        free = list(client.nthreads())
+        groups = []
+        for g, (start, stop) in enumerate(partition_groups(len(part_futures), len(free) or 1)):
+            held = dict.fromkeys(free, 0)
+            for future in part_futures[start:stop]:
+                for address in who_has.get(future.key, ()):
+                    if address in held:
+                        held[address] += nbytes.get(future.key, 0)
+            address = max(held, key=held.__getitem__) if held else None
+            if address is not None:
+                free.remove(address)
+            groups.append(
+                client.submit(
+                    tasks.group_partitions,
+                    part_futures[start:stop],
+                    self._bundle_future,
+                    n_jobs,
+                    __version__,
+                    key=f"skcrf-group-{token}-{g}",
+                    workers=None if address is None else [address],
+                    allow_other_workers=True,
+                )
+            )
+        _, _, distributed = _distributed()
+        distributed.wait(groups)
+        for future in groups:
+            if future.status == "error":
+                future.result()  # raises the group's error
+        return groups
 
     def __call__(self, w):
         """Loss and gradient at ``w`` (one distributed evaluation)."""
@@ -813,22 +872,18 @@ class _DistributedObjective:
         self.n_evaluations += 1
         tag = f"{self.token}-{self.n_evaluations}"
         w = np.ascontiguousarray(w, dtype=np.float64)
-        # the weights travel once to each worker; every partition there reads them
-        weights = client.scatter(w, broadcast=True, hash=False)
+        # the weights travel once to each worker, straight from the driver
+        # (unless the client was told not to reach the workers); each group
+        # sends back one gradient
+        direct = client.direct_to_workers is not False
+        weights = client.scatter(w, broadcast=True, hash=False, direct=direct)
         partial = [
-            client.submit(tasks.partition_loss, part, weights, key=f"skcrf-loss-{tag}-{k}")
-            for k, part in enumerate(self.partitions)
+            client.submit(tasks.partition_loss, group, weights, key=f"skcrf-loss-{tag}-{g}")
+            for g, group in enumerate(self.groups)
         ]
-        count = iter(range(len(partial)))
-        total = _tree(
-            partial,
-            lambda group: client.submit(
-                tasks.add_losses, *group, key=f"skcrf-sum-{tag}-{next(count)}"
-            ),
-            SUM_FAN_IN,
-        )
-        log_z, expected = total.result()
-        del partial, weights, total
+        # summed here in group order: the same sums wherever the groups ran
+        log_z, expected = tasks.add_losses(*client.gather(partial, direct=direct))
+        del partial, weights
         with np.errstate(over="ignore", invalid="ignore"):
             gradient = np.asarray(expected, dtype=np.float64)
             gradient -= self.observed
@@ -840,7 +895,8 @@ class _DistributedObjective:
 
     def info(self):
         return {
-            "n_partitions": len(self.partitions),
+            "n_partitions": self.n_partitions,
+            "n_groups": len(self.groups),
             "n_workers": len(self.client.nthreads()),
             "n_evaluations": self.n_evaluations,
             "n_tokens": int(self.n_tokens),
@@ -857,10 +913,13 @@ class _DistributedObjective:
 
     def close(self):
         """Release the partitions on the workers."""
-        if self._futures:
+        # Released, not cancelled: a cancel walks the dependents of the model
+        # bundle, among them the vectorized partitions that no future holds
+        # (the groups' lineage), which the scheduler does not allow.
+        for future in self._futures:
             try:
-                self.client.cancel(self._futures)
+                future.release()
             except Exception:  # noqa: BLE001 - a closed client has released them already
                 pass
         self._futures = []
-        self.partitions = []
+        self.groups = []

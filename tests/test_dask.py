@@ -117,9 +117,9 @@ def test_merged_stats_give_select_features(sizes, options):
 
     # each partition's ids are those of the global vocabulary
     for scan, xp in zip(scans, chunks(X, sizes)):
-        part = tasks.vectorize_partition(scan, bundle, 1, tasks.__version__)
+        part, _ = tasks.vectorize_partition(scan, bundle, tasks.__version__)
         again = Vocabulary(vocabulary.attributes).encode(xp, grow=False)
-        for a, b in zip(part.encoded[:4], again[:4]):  # the CSR arrays and lengths
+        for a, b in zip(part[:4], again[:4]):  # the CSR arrays and lengths
             np.testing.assert_array_equal(a, b)
 
 
@@ -361,7 +361,7 @@ def test_a_worker_lost_mid_fit_gives_the_same_model():
                 holding = [
                     address
                     for address, keys in client.has_what().items()
-                    if any("skcrf-partition" in key for key in keys)
+                    if any("skcrf-group" in key for key in keys)
                 ]
                 name = next(
                     name

@@ -24,14 +24,17 @@ order ``k = 0, 1, ...``:
    exactly as :func:`~skcrf._training._objective.select_features` chooses them
    (``classes`` sorted as :func:`~skcrf._featurize._labels.encode_labels` sorts
    them, then ``all_possible_*`` and ``min_freq``), with the observed counts.
-   :func:`vectorize_partition` maps a scan's local ids onto the global ones
-   and builds the partition's :class:`PartitionObjective` (a
-   :class:`~skcrf._training._objective.CRFObjective` with no observed counts and no
-   L2 term: both are added once, on the driver).
+   :func:`vectorize_partition` maps a scan's local ids onto the global ones,
+   and :func:`group_partitions` makes a run of consecutive vectorized
+   partitions (those of one worker) one :class:`PartitionObjective` (a
+   :class:`~skcrf._training._objective.CRFObjective` with no observed counts
+   and no L2 term: both are added once, on the driver), so that the
+   partitions of a worker share one model layout.
 
 Per evaluation, :func:`partition_loss` gives ``(sum of log Z, expected
-counts)`` of one partition at ``w`` and :func:`add_losses` adds two of them;
-the driver subtracts the observed counts and adds ``c2 * ||w||^2``.
+counts)`` of one group at ``w``, and :func:`add_losses` adds the groups'
+pairs in group order on the driver, which then subtracts the observed counts
+and adds ``c2 * ||w||^2``.
 """
 
 import numpy as np
@@ -495,7 +498,7 @@ def _check_total_sums(stats):
 
 
 class PartitionObjective:
-    """A partition's data with global ids, and its objective (kept on its worker).
+    """Partitions' data with global ids, and its objective (kept on its worker).
 
     The :class:`~skcrf._training._objective.CRFObjective` (blocks and buffers) is built
     on first use and not pickled: a partition moved or spilled by Dask
@@ -556,16 +559,21 @@ class PartitionObjective:
         return object.__sizeof__(self) + (2 * data if self._objective is not None else data)
 
 
-def vectorize_partition(scan, bundle, n_jobs, version):
-    """Partition ``k`` with the model's attribute ids, ready to evaluate.
+def vectorize_partition(scan, bundle, version):
+    """Partition ``k`` with the model's attribute ids (its CSR arrays and lengths).
 
     The local ids of the scan are mapped onto the model's (every attribute of
     the partition is one of the model's), which gives the arrays
     ``Vocabulary(model.attributes).encode(X_part, grow=False)`` would give
-    without encoding the tokens again.
+    without encoding the tokens again. Plain arrays: cheap to move to the
+    worker of the partition's group (:func:`group_partitions`).
+
+    Returns
+    -------
+    encoded : Encoded
+    token_weights : ndarray or None
     """
     check_version(version)
-    n_threads = effective_n_threads(n_jobs)  # this worker's cores for n_jobs=-1
     model = bundle.model
     vocabulary = Vocabulary(model.attributes, model.value_separator)
     local = scan.stats.attributes
@@ -574,10 +582,87 @@ def vectorize_partition(scan, bundle, n_jobs, version):
     )
     encoded = scan.encoded
     encoded = encoded._replace(ids=to_global[encoded.ids] if len(local) else encoded.ids)
-    partition = PartitionObjective(encoded, model, n_threads, scan.token_weights)
-    if partition.n_tokens:
-        _ = partition.objective  # built now, not in the first evaluation
-    return partition
+    return encoded, scan.token_weights
+
+
+def concatenate_encoded(pieces):
+    """The sequences of several :class:`Encoded`, one after the other, as one.
+
+    Only the CSR arrays and lengths (the Dask path has no dense vectors and
+    no transition attributes).
+    """
+    if len(pieces) == 1:
+        return pieces[0]
+    first = pieces[0]
+    indptr = np.empty(sum(len(p.indptr) - 1 for p in pieces) + 1, dtype=first.indptr.dtype)
+    indptr[0] = 0
+    row = offset = 0
+    for piece in pieces:
+        n = len(piece.indptr) - 1
+        indptr[row + 1 : row + n + 1] = piece.indptr[1:] + offset
+        row += n
+        offset += int(piece.indptr[-1])
+    return first._replace(
+        indptr=indptr,
+        ids=np.concatenate([p.ids for p in pieces]),
+        values=np.concatenate([p.values for p in pieces]),
+        lengths=np.concatenate([p.lengths for p in pieces]),
+    )
+
+
+def group_threads(n_jobs):
+    """Threads of a group's evaluation: ``n_jobs``, or the worker's threads when None.
+
+    A group is the one task of its worker in an evaluation: with ``n_jobs``
+    None it uses the threads the worker was started with (which would
+    otherwise each have evaluated a partition of their own).
+    """
+    if n_jobs is None:
+        try:
+            from distributed import get_worker
+
+            n_jobs = get_worker().state.nthreads
+        except (ImportError, ValueError, AttributeError):
+            n_jobs = 1
+    return effective_n_threads(n_jobs)
+
+
+def group_partitions(parts, bundle, n_jobs, version):
+    """Consecutive vectorized partitions as one objective, kept on one worker.
+
+    The partitions of a worker share one model layout: an evaluation takes
+    the weights into the kernels' order once, evaluates every partition's
+    sequences on the worker's threads and returns one summed gradient (not
+    one per partition).
+
+    Parameters
+    ----------
+    parts : list of (Encoded, ndarray or None)
+        :func:`vectorize_partition` of each partition, in partition order.
+    bundle : ModelBundle
+    n_jobs : int or None
+        See :func:`group_threads`.
+    version : str
+        The driver's skcrf version.
+
+    Returns
+    -------
+    PartitionObjective
+    """
+    check_version(version)
+    encoded = concatenate_encoded([e for e, _ in parts])
+    token_weights = None
+    if any(w is not None for _, w in parts):
+        token_weights = np.concatenate(
+            [
+                np.ones(len(e.indptr) - 1) if w is None else np.asarray(w, dtype=np.float64)
+                for e, w in parts
+            ]
+        )
+    group = PartitionObjective(encoded, bundle.model, group_threads(n_jobs), token_weights)
+    if group.n_tokens:
+        _ = group.objective  # built now, not in the first evaluation
+    return group
 
 
 _BLAS_SINGLE = None  # whether BLAS runs one thread in this process (checked once)
@@ -597,7 +682,7 @@ def _blas_is_single():
 
 
 def partition_loss(partition, w):
-    """``(sum of log Z, expected counts)`` of one partition at ``w``."""
+    """``(sum of log Z, expected counts)`` of one :class:`PartitionObjective` at ``w``."""
     if partition.n_tokens == 0:
         return 0.0, np.zeros(len(w))
     if partition.n_threads > 1:
