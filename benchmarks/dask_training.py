@@ -29,7 +29,7 @@ Figures:
   iteration 2 and the last, counted by a wrapper around
   ``distributed.comm.tcp.TCP.write`` installed in every process; beside it
   the weights' size (one vector goes to each worker and one gradient comes
-  back per evaluation);
+  back from each worker per evaluation);
 - CPU seconds per iteration: user + system time of every process (driver with
   the scheduler, workers; local: the one process) over the same span, a figure
   that other processes on a shared machine do not inflate;
@@ -315,8 +315,9 @@ def table(results):
     rows = [
         ("tokens (sequences)", f"{results['n_tokens']:,} ({results['n_sequences']:,})", ""),
         (
-            "partitions / workers",
-            f"{dask_run['fit_info']['n_partitions']} / {dask_run['fit_info']['n_workers']}",
+            "partitions / groups / workers",
+            f"{dask_run['fit_info']['n_partitions']} / "
+            f"{dask_run['fit_info'].get('n_groups', '-')} / {dask_run['fit_info']['n_workers']}",
             "",
         ),
         ("time per iteration, local n_jobs=2", f"{local['iteration_s']:.3f} s", ""),

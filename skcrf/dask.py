@@ -18,19 +18,24 @@ How a fit runs
    merged stats into the model's features (``classes``, ``all_possible_*``,
    ``min_freq``), as a local fit chooses them.
 2. **Vectorized partitions stay on their workers.** Each partition's
-   encoding is mapped onto the model's attribute ids and kept, with its
-   evaluation buffers, in its worker's memory (a Dask future).
-3. **L-BFGS on the driver.** Every objective evaluation scatters the
-   weights once to every worker, each partition returns its log-partition
-   sum and expected counts, a tree of additions on the workers sums them,
-   and the driver receives one vector. It subtracts the observed counts and
-   adds the L2 term (once), and runs skcrf's own L-BFGS / OWL-QN.
+   encoding is mapped onto the model's attribute ids; then each worker gets
+   one *group* of consecutive partitions (``partition_groups``, where
+   most of the group's data already is) and keeps it as one objective, with
+   one model layout and one set of evaluation buffers (a Dask future).
+3. **L-BFGS on the driver.** Every objective evaluation sends the weights
+   once to every worker (straight from the driver unless the client has
+   ``direct_to_workers=False``); each group evaluates its partitions on its
+   worker's threads and sends back one log-partition sum and one vector of
+   expected counts. The driver adds them up in group order, subtracts the
+   observed counts, adds the L2 term (once), and runs skcrf's own L-BFGS /
+   OWL-QN.
 
 The driver holds the model, the optimizer's vectors and the attribute names,
 never the corpus. Every task of the fit descends from the partitions of the
-bags, so a lost worker's partitions are rebuilt from the bags' lineage on
-the workers that remain, and the fit goes on. The tree sums in a fixed order
-(partition order), so the result does not depend on where the tasks ran.
+bags, so a lost worker's groups are rebuilt from the bags' lineage on the
+workers that remain, and the fit goes on. The groups depend only on the
+numbers of partitions and workers at the start, and are summed in order, so
+the result does not depend on where the tasks ran.
 
 Examples
 --------
@@ -261,8 +266,9 @@ class DaskCRFTagger(CRFTagger):
     ----------
     algorithm, min_freq, c1, c2, ..., n_jobs, random_state, warm_start, ...
         Every parameter of :class:`skcrf.CRFTagger` (the signature follows
-        it), with the same meaning. ``n_jobs``: threads of each partition's
-        evaluation on its worker, and of local prediction.
+        it), with the same meaning. ``n_jobs``: threads of each worker's
+        evaluation (None: the threads the worker was started with), and of
+        local prediction.
         ``early_stopping=True`` needs ``X_dev``/``y_dev`` in ``fit``;
         ``warm_start=True`` from a fitted model is not supported yet.
     client : distributed.Client, str or None, default=None
@@ -276,11 +282,13 @@ class DaskCRFTagger(CRFTagger):
     classes_, attributes_, coef_, transition_, n_iter_, training_log_, status_, n_features_
         As :class:`skcrf.CRFTagger`.
     fit_info_ : dict
-        Figures of the last fit: ``n_partitions``, ``n_workers``,
-        ``n_evaluations``, ``setup_seconds`` (vocabulary and vectorization),
-        ``vectorized_bytes`` (the encoded corpus held by the workers) and
-        ``weights_bytes`` (one weight vector; each evaluation sends it once
-        to every worker, and the driver receives one gradient of that size).
+        Figures of the last fit: ``n_partitions``, ``n_groups`` (one per
+        worker at the start: consecutive partitions evaluated together),
+        ``n_workers``, ``n_evaluations``, ``setup_seconds`` (vocabulary and
+        vectorization), ``vectorized_bytes`` (the encoded corpus held by the
+        workers) and ``weights_bytes`` (one weight vector; each evaluation
+        sends it once to every worker, and the driver receives one gradient
+        of that size per group).
 
     Examples
     --------

@@ -123,6 +123,84 @@ def test_merged_stats_give_select_features(sizes, options):
             np.testing.assert_array_equal(a, b)
 
 
+def local_objective(X, y, weights, bundle, c2):
+    """The local CRFObjective of the whole data, on the features of ``bundle``."""
+    from skcrf._training._objective import CRFObjective
+    from skcrf._training._weights import drop_sequences
+
+    encoded = Vocabulary(bundle.model.attributes).encode(X, grow=False)
+    index, classes = encode_labels([label for seq in y for label in seq], bundle.model.classes)
+    token_weights = None
+    if weights is not None:
+        keep = weights > 0
+        encoded, index, classes, _ = drop_sequences(encoded, index, classes, None, keep)
+        token_weights = np.repeat(weights[keep], encoded.lengths)
+    return CRFObjective(encoded, bundle.model, bundle.observed, c2=c2, token_weights=token_weights)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("sizes", [[40], [10, 10, 10, 10], [0, 13, 0, 27], [5, 30, 1, 2, 2]])
+@pytest.mark.parametrize("n_groups", [1, 2, 3])
+def test_groups_give_the_local_loss_and_gradient(sizes, n_groups, weighted):
+    """A worker's partitions evaluated together, summed over the groups, are the local objective."""
+    X, y = make_data(40, seed=5, empty=True)
+    weights = None
+    if weighted:
+        weights = sample_weights(40, seed=5)
+        weights[:5] = 1.0  # a partition of weight-1 sequences only: no token weights there
+    w_parts = [None] * len(sizes) if weights is None else chunks(weights.tolist(), sizes)
+    scans = [
+        tasks.scan_partition(xp, yp, k, tasks.__version__, wp)
+        for k, (xp, yp, wp) in enumerate(zip(chunks(X, sizes), chunks(y, sizes), w_parts))
+    ]
+    bundle = tasks.build_model(merge_all([tasks.partition_stats(s) for s in scans]))
+    parts = [tasks.vectorize_partition(scan, bundle, tasks.__version__) for scan in scans]
+    bounds = skcrf_dask.partition_groups(len(parts), n_groups)
+    assert [k for start, stop in bounds for k in range(start, stop)] == list(range(len(parts)))
+    groups = [
+        tasks.group_partitions(parts[start:stop], bundle, 1, tasks.__version__)
+        for start, stop in bounds
+    ]
+    c2 = 0.3
+    rng = np.random.default_rng(1)
+    for scale in (0.0, 0.5):
+        w = rng.normal(scale=scale, size=bundle.model.n_features)
+        log_z, expected = tasks.add_losses(*[tasks.partition_loss(g, w) for g in groups])
+        loss = log_z - w @ bundle.observed + c2 * (w @ w)
+        gradient = expected - bundle.observed + 2.0 * c2 * w
+        want_loss, want_gradient = local_objective(X, y, weights, bundle, c2).loss_gradient(w)
+        assert loss == pytest.approx(want_loss, rel=1e-12)
+        np.testing.assert_allclose(gradient, want_gradient, rtol=1e-10, atol=1e-10)
+
+
+def test_concatenated_partitions_are_the_encoding_of_their_sequences():
+    X, y = make_data(30, seed=6, empty=True)
+    sizes = [7, 0, 12, 11]
+    scans = [
+        tasks.scan_partition(xp, yp, k, tasks.__version__)
+        for k, (xp, yp) in enumerate(zip(chunks(X, sizes), chunks(y, sizes)))
+    ]
+    bundle = tasks.build_model(merge_all([tasks.partition_stats(s) for s in scans]))
+    parts = [tasks.vectorize_partition(scan, bundle, tasks.__version__)[0] for scan in scans]
+    joined = tasks.concatenate_encoded(parts[1:])
+    again = Vocabulary(bundle.model.attributes).encode(X[7:], grow=False)
+    for a, b in zip(joined[:4], again[:4]):
+        np.testing.assert_array_equal(a, b)
+        assert a.dtype == b.dtype
+
+
+@pytest.mark.parametrize(
+    "n_partitions, n_groups", [(1, 1), (1, 4), (8, 2), (5, 3), (7, 7), (3, 1)]
+)
+def test_partition_groups_are_consecutive_runs_of_similar_size(n_partitions, n_groups):
+    bounds = skcrf_dask.partition_groups(n_partitions, n_groups)
+    assert len(bounds) == min(n_partitions, n_groups)
+    assert bounds[0][0] == 0 and bounds[-1][1] == n_partitions
+    assert all(stop == start for (_, stop), (start, _) in zip(bounds, bounds[1:]))
+    sizes = [stop - start for start, stop in bounds]
+    assert min(sizes) >= 1 and max(sizes) - min(sizes) <= 1
+
+
 def test_merge_rejects_labels_equal_but_not_the_same():
     first = tasks.scan_partition([[{"a": 1}]], [[1]], 0, tasks.__version__)
     second = tasks.scan_partition([[{"a": 1}]], [[1.0]], 1, tasks.__version__)
@@ -289,6 +367,28 @@ def test_fit_equals_local_fit(client, c1, npartitions):
     assert_same_model(local, remote, X)
     assert remote.fit_info_["n_partitions"] == npartitions
     assert remote.fit_info_["vectorized_bytes"] > 0
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_each_worker_holds_one_group_and_no_partition_copies(client):
+    X, y = make_data(80, seed=7)
+    held = []
+
+    def look(info):
+        if not held:
+            held.append(client.has_what())
+
+    remote = DaskCRFTagger(c2=0.5, max_iterations=3).fit(X, y, npartitions=6, callback=look)
+    info = remote.fit_info_
+    assert (info["n_partitions"], info["n_groups"], info["n_workers"]) == (6, 2, 2)
+    groups = {a: [k for k in keys if "skcrf-group" in k] for a, keys in held[0].items()}
+    assert sorted(len(keys) for keys in groups.values()) == [1, 1]
+    # the vectorized partitions live in their groups only
+    assert not [k for keys in held[0].values() for k in keys if "skcrf-partition" in k]
+    local = CRFTagger(c2=0.5, max_iterations=3).fit(X, y)
+    assert remote.training_log_.last_iteration["loss"] == pytest.approx(
+        local.training_log_.last_iteration["loss"], rel=1e-10
+    )
 
 
 def test_fit_on_read_conll_bags_and_predict_bags(client, tmp_path):
