@@ -391,6 +391,48 @@ def test_each_worker_holds_one_group_and_no_partition_copies(client):
     )
 
 
+def group_threads_held(dask_worker):
+    """Threads of each group a worker holds (run on the workers)."""
+    return {
+        key: value.n_threads
+        for key, value in dask_worker.data.items()
+        if "skcrf-group" in str(key)
+    }
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("n_jobs", [None, 1])
+def test_a_group_uses_its_workers_threads(n_jobs):
+    from skcrf._utils._threads import effective_n_threads
+
+    # None: the worker's 2 threads (fewer on a machine with fewer cores)
+    expected_threads = effective_n_threads(2) if n_jobs is None else 1
+    X, y = make_data(60, seed=8)
+    cluster = distributed.LocalCluster(
+        n_workers=1,
+        threads_per_worker=2,
+        processes=False,
+        dashboard_address=":0",
+        silence_logs=logging.CRITICAL,
+    )
+    with cluster, distributed.Client(cluster) as client:
+        held = []
+
+        def look(info):
+            if not held:
+                held.extend(client.run(group_threads_held).values())
+
+        remote = DaskCRFTagger(c2=0.5, max_iterations=5, n_jobs=n_jobs).fit(
+            X, y, npartitions=3, callback=look
+        )
+    assert remote.fit_info_["n_groups"] == 1
+    assert [list(threads.values()) for threads in held] == [[expected_threads]]
+    local = CRFTagger(c2=0.5, max_iterations=5).fit(X, y)
+    assert remote.training_log_.last_iteration["loss"] == pytest.approx(
+        local.training_log_.last_iteration["loss"], rel=1e-10
+    )
+
+
 def test_fit_on_read_conll_bags_and_predict_bags(client, tmp_path):
     write_corpus(tmp_path, n_files=4, n_sentences=25)
     options = dict(columns=("word", "tag"), label_column="tag", feature_func=word_features)
