@@ -781,7 +781,7 @@ def test_a_rested_vocabulary_answers_as_before(wake, pack):
     if pack:
         assert packed == plain.attributes and len(packed) == len(plain)
     rested.rest(pack=pack)  # twice: still at rest, nothing lost
-    assert rested.attributes == plain.attributes and len(rested) == len(plain)
+    assert len(rested) == len(plain)  # (reading attributes would wake it)
     if wake == "wake":
         rested.wake()
     elif wake == "get":
@@ -882,11 +882,13 @@ def test_a_rested_vocabulary_woken_by_many_threads_at_once(pack):
         rested.rest(pack=pack)
         barrier, answers = threading.Barrier(8), []
 
-        def use(rested=rested, barrier=barrier, answers=answers):
+        def use(lists_first, rested=rested, barrier=barrier, answers=answers):
             barrier.wait()
+            if lists_first:  # (packed names listed while others wake the tables)
+                assert rested.attributes == plain.attributes
             answers.append(_encoded_lists(rested.encode(test + train, grow=False)))
 
-        threads = [threading.Thread(target=use) for _ in range(8)]
+        threads = [threading.Thread(target=use, args=(k % 2,)) for k in range(8)]
         for thread in threads:
             thread.start()
         for thread in threads:

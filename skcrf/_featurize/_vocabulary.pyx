@@ -551,6 +551,9 @@ cdef class Vocabulary:
     @property
     def attributes(self):
         """Attribute names in id order (the vocabulary's own list: do not modify)."""
+        # (woken first: listing packed names while another thread rebuilds
+        # the tables would leave it the tables of no names)
+        self._wake()
         self._list_names()
         return self._names
 
