@@ -22,6 +22,7 @@ from sklearn.base import clone  # noqa: E402
 from skcrf import CRFTagger  # noqa: E402
 from skcrf import dask as skcrf_dask  # noqa: E402
 from skcrf._dask import _tasks as tasks  # noqa: E402
+from skcrf._featurize._encoded import concatenate  # noqa: E402
 from skcrf._featurize._labels import encode_labels  # noqa: E402
 from skcrf._featurize._vocabulary import Vocabulary  # noqa: E402
 from skcrf._training._objective import select_features  # noqa: E402
@@ -182,7 +183,7 @@ def test_concatenated_partitions_are_the_encoding_of_their_sequences():
     ]
     bundle = tasks.build_model(merge_all([tasks.partition_stats(s) for s in scans]))
     parts = [tasks.vectorize_partition(scan, bundle, tasks.__version__)[0] for scan in scans]
-    joined = tasks.concatenate_encoded(parts[1:])
+    joined = concatenate(parts[1:])
     again = Vocabulary(bundle.model.attributes).encode(X[7:], grow=False)
     for a, b in zip(joined[:4], again[:4]):
         np.testing.assert_array_equal(a, b)

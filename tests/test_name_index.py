@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from skcrf._utils import _name_index
-from skcrf._utils._cqdb_index import CQDBIndex
+from skcrf._utils._cqdb_index import CQDBIndex, LazyNames
 from skcrf._utils._name_index import (
     NameIndex,
     PackedNameIndex,
@@ -185,3 +185,16 @@ def test_a_cqdb_index_is_a_name_index():
     chunk = cqdb_bytes(*encode_strings(["w:the", "bias"], "attribute"))
     index = CQDBIndex(chunk, 0, 2, "attributes")
     assert isinstance(index, NameIndex) and index.lookup("bias") == 1 and len(index) == 2
+
+
+def test_lazy_names_over_a_packed_table():
+    names = ["w:the", "bias", "w:a"]
+    lazy = LazyNames.of_packed(PackedNameIndex(*pack_names(names), 3), source="'m'")
+    assert len(lazy) == 3 and "bias" in lazy and lazy.id_of("w:a") == 2
+    assert lazy.tolist() == names and lazy.string_index.source == "'m'"
+    twice = ["w:the", "bias", "w:the"]
+    with pytest.raises(ValueError, match="^'m': the name table holds the same name twice"):
+        LazyNames.of_packed(PackedNameIndex(*pack_names(twice), 3), source="'m'").tolist()
+    # a vocabulary's names are distinct by construction: no set of every name is made
+    known = LazyNames.of_packed(PackedNameIndex(*pack_names(twice), 3), distinct_known=True)
+    assert known.tolist() == twice

@@ -39,6 +39,7 @@ and adds ``c2 * ||w||^2``.
 
 import numpy as np
 
+from .._featurize._encoded import concatenate
 from .._featurize._labels import (
     check_distinct_labels,
     check_labels,
@@ -585,31 +586,6 @@ def vectorize_partition(scan, bundle, version):
     return encoded, scan.token_weights
 
 
-def concatenate_encoded(pieces):
-    """The sequences of several :class:`Encoded`, one after the other, as one.
-
-    Only the CSR arrays and lengths (the Dask path has no dense vectors and
-    no transition attributes).
-    """
-    if len(pieces) == 1:
-        return pieces[0]
-    first = pieces[0]
-    indptr = np.empty(sum(len(p.indptr) - 1 for p in pieces) + 1, dtype=first.indptr.dtype)
-    indptr[0] = 0
-    row = offset = 0
-    for piece in pieces:
-        n = len(piece.indptr) - 1
-        indptr[row + 1 : row + n + 1] = piece.indptr[1:] + offset
-        row += n
-        offset += int(piece.indptr[-1])
-    return first._replace(
-        indptr=indptr,
-        ids=np.concatenate([p.ids for p in pieces]),
-        values=np.concatenate([p.values for p in pieces]),
-        lengths=np.concatenate([p.lengths for p in pieces]),
-    )
-
-
 def group_threads(n_jobs):
     """Threads of a group's evaluation: ``n_jobs``, or the worker's threads when None.
 
@@ -650,7 +626,7 @@ def group_partitions(parts, bundle, n_jobs, version):
     PartitionObjective
     """
     check_version(version)
-    encoded = concatenate_encoded([e for e, _ in parts])
+    encoded = concatenate([e for e, _ in parts])
     token_weights = None
     if any(w is not None for _, w in parts):
         token_weights = np.concatenate(

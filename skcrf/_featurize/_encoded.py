@@ -4,7 +4,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["DenseFeatures", "Encoded"]
+__all__ = ["DenseFeatures", "Encoded", "concatenate"]
 
 
 class Encoded(NamedTuple):
@@ -45,3 +45,35 @@ class DenseFeatures(NamedTuple):
     present: np.ndarray  # bool, shape (n_tokens, n_keys): the token has the key
     keys: tuple  # the keys (feature names), in key-number order
     row_index: np.ndarray  # intp, shape (n_tokens,): the row of each token
+
+
+def concatenate(encodeds):
+    """The sequences of several :class:`Encoded`, one after the other, as one.
+
+    Joins the CSR rows, the lengths and (where the pieces have them) the
+    transition attributes. Pieces with dense vector features are refused:
+    their distinct rows would need merging, which no caller needs.
+
+    >>> import numpy as np
+    >>> a = Encoded(np.array([0, 2]), np.array([0, 1], np.int32), np.ones(2), np.array([1]))
+    >>> b = Encoded(np.array([0, 1, 1]), np.array([2], np.int32), np.ones(1), np.array([2]))
+    >>> joined = concatenate([a, b])
+    >>> joined.indptr.tolist(), joined.ids.tolist(), joined.lengths.tolist()
+    ([0, 2, 3, 3], [0, 1, 2], [1, 2])
+    """
+    if any(e.dense is not None for e in encodeds):
+        raise ValueError("cannot concatenate encoded data with dense vector features")
+    if len(encodeds) == 1:
+        return encodeds[0]
+    offsets = np.cumsum([0] + [int(e.indptr[-1]) for e in encodeds[:-1]])
+    tails = [e.indptr[1:] + offset for e, offset in zip(encodeds, offsets, strict=True)]
+    transitions = None
+    if encodeds[0].transitions is not None:
+        transitions = concatenate([e.transitions for e in encodeds])
+    return Encoded(
+        np.concatenate([encodeds[0].indptr[:1], *tails]),
+        np.concatenate([e.ids for e in encodeds]),
+        np.concatenate([e.values for e in encodeds]),
+        np.concatenate([e.lengths for e in encodeds]),
+        transitions=transitions,
+    )

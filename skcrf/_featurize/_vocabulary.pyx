@@ -331,6 +331,11 @@ cdef inline bint _entry_holds(_Entry *entry, _Value *packed, int32_t tag, str va
     return packed.w1 == _LONG and _str_equal(<PyObject *> <uintptr_t> entry.w0, value)
 
 
+cdef inline str _exact_str(object name):
+    """A str or str subclass as an exact str: the tables compare exact strs in C."""
+    return name if type(name) is str else str.__str__(name)
+
+
 cdef inline bint _str_equal(PyObject *a, str b):
     """``<str> a == b``, without Cython's general comparison."""
     cdef Py_ssize_t length
@@ -573,11 +578,9 @@ cdef class Vocabulary:
     def get(self, name, default=-1):
         """The id of attribute ``name``, or ``default``."""
         self._wake()
-        if type(name) is not str:
-            if not isinstance(name, str):
-                return default
-            name = str.__str__(name)  # a str subclass: its plain str
-        found = self._find(name)
+        if not isinstance(name, str):
+            return default
+        found = self._find(_exact_str(name))
         return default if found < 0 else found
 
     def __reduce__(self):
@@ -640,7 +643,7 @@ cdef class Vocabulary:
             packed = PackedNameIndex(*pack_names(self._names), len(self._names))
         except ValueError:
             return None  # (a lone surrogate: the names stay as they are)
-        lazy = LazyNames(packed, packed.names)
+        lazy = LazyNames.of_packed(packed, distinct_known=True)
         self._index = packed
         self._lazy = lazy
         self._found = {}
@@ -818,8 +821,7 @@ cdef class Vocabulary:
         cdef Py_ssize_t attribute = len(self._names)
         if attribute >= INT32_MAX:
             raise OverflowError("more than 2**31 - 1 attributes: ids are int32.")
-        if type(name) is not str:
-            name = str.__str__(name)  # compared in C: an exact str
+        name = _exact_str(name)
         if 3 * (attribute + 1) > 2 * (self._ids_mask + 1):
             self._index_names(2 * attribute + 2)
         self._names.append(name)

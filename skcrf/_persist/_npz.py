@@ -1006,15 +1006,8 @@ def _packed_attributes(npz, n_attributes, where, lazy):
     index = PackedNameIndex(
         npz["attribute_text"], npz["attribute_starts"], npz["attribute_table"], n_attributes
     )
-    index.source = f"Cannot load skcrf model {where}"
-
-    def read_all():
-        try:
-            return index.names()
-        except ValueError as exc:
-            raise ValueError(f"Cannot load skcrf model {where}: {exc}") from None
-
-    return LazyNames(index, read_all) if lazy else index.names()
+    names = LazyNames.of_packed(index, source=f"Cannot load skcrf model {where}")
+    return names if lazy else names.tolist()
 
 
 def _read_v5(document, headers, npz, where, lazy=False, version=5):

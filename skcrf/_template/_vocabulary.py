@@ -11,7 +11,7 @@ as with feature dicts, with no Python object per feature.
 
 import numpy as np
 
-from .._featurize._encoded import Encoded
+from .._featurize._encoded import concatenate
 from .._featurize._validation import check_nonempty
 from .._featurize._vocabulary import Vocabulary
 from .._utils._byte_index import ByteIndex
@@ -161,19 +161,4 @@ def _expand_in_threads(compiled, sequences, index, transitions, *, name, n_threa
     bounds = [0, *sorted(set(int(e) + 1 for e in ends)), len(sequences)]
     bounds = sorted(set(min(b, len(sequences)) for b in bounds))
     parts = thread_map(run, n_threads, bounds[:-1], bounds[1:])
-    state = _join(parts, lengths)
-    if parts[0].transitions is None:
-        return state
-    return state._replace(transitions=_join([e.transitions for e in parts], lengths))
-
-
-def _join(encodeds, lengths):
-    offsets = np.cumsum([0] + [e.indptr[-1] for e in encodeds[:-1]])
-    tails = [e.indptr[1:] + o for e, o in zip(encodeds, offsets, strict=True)]
-    indptr = np.concatenate([encodeds[0].indptr[:1], *tails])
-    return Encoded(
-        indptr,
-        np.concatenate([e.ids for e in encodeds]),
-        np.concatenate([e.values for e in encodeds]),
-        lengths,
-    )
+    return concatenate(parts)

@@ -925,6 +925,32 @@ class LazyNames(Sequence):
         self._read_all = read_all
         self._names = None
 
+    @classmethod
+    def of_packed(cls, index, *, source=None, distinct_known=False):
+        """The names of a :class:`~skcrf._utils._name_index.PackedNameIndex`.
+
+        Parameters
+        ----------
+        index : PackedNameIndex
+        source : str, optional
+            Prefixes the errors of a damaged table (a file's name); becomes
+            ``index.source``.
+        distinct_known : bool, default=False
+            The table was packed from distinct names (a vocabulary's): listing
+            them skips the check for equal names (a set of every name).
+        """
+        index.source = source
+
+        def read_all():
+            try:
+                return index.names(distinct_known=distinct_known)
+            except ValueError as exc:
+                if source is None:
+                    raise
+                raise ValueError(f"{source}: {exc}") from None
+
+        return cls(index, read_all)
+
     def tolist(self):
         """The names as a list (read once, then the same list)."""
         names = self._names

@@ -393,10 +393,14 @@ cdef class PackedNameIndex(NameIndex):
         except UnicodeDecodeError:
             raise ValueError(f"the name of id {k} is not valid UTF-8.") from None
 
-    def names(self):
-        """Every name, in id order (ValueError if one is not UTF-8 or two are equal)."""
+    def names(self, *, distinct_known=False):
+        """Every name, in id order (ValueError if one is not UTF-8 or two are equal).
+
+        ``distinct_known=True`` skips the check for equal names (a set of
+        every name), for a table packed from names known to be distinct.
+        """
         names = [self.name(k) for k in range(self._n)]
-        if len(set(names)) != len(names):
+        if not distinct_known and len(set(names)) != len(names):
             raise ValueError("the name table holds the same name twice.")
         return names
 
