@@ -1110,3 +1110,36 @@ def test_grid_search_on_dask_matches_local_run():
         time.sleep(0.2)
     assert not (_live_children() - children_before)
     assert not worker_pids & _live_children()
+
+
+def test_param_names_read_from_code_equal_scikit_learns():
+    """skcrf's fast read of ``__init__``'s arguments names what scikit-learn's inspection does."""
+    import skcrf.dask
+    import skcrf.nltk  # noqa: F401
+    from skcrf._compat import _init_argument_names, param_names
+
+    def subclasses(cls):
+        for sub in cls.__subclasses__():
+            yield sub
+            yield from subclasses(sub)
+
+    from sklearn.base import BaseEstimator
+
+    ours = [c for c in subclasses(BaseEstimator) if c.__module__.startswith("skcrf")]
+    assert len(ours) >= 3
+    for cls in ours:
+        assert param_names(cls) == tuple(cls._get_param_names()), cls
+
+    class Wrapped(CRFTagger):
+        @functools.wraps(CRFTagger.__init__)
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+
+    class VarArgs(CRFTagger):
+        def __init__(self, c1=0.0, *args):
+            super().__init__(c1=c1)
+
+    assert _init_argument_names(Wrapped) is None and _init_argument_names(VarArgs) is None
+    assert param_names(Wrapped) == param_names(CRFTagger)
+    with pytest.raises(RuntimeError, match="no varargs"):
+        param_names(VarArgs)

@@ -5,13 +5,11 @@ The format (file layout, JSON document, the checks on reading) is specified in
 imports an estimator: :func:`save_model` duck-types one (``skcrf.io.load_model`` builds it back).
 """
 
-import binascii
 import json
 import math
 import mmap
 import operator
 import os
-import zipfile
 import zlib
 from fractions import Fraction
 from typing import Any
@@ -654,6 +652,17 @@ def save_model(estimator: Any, path: str | os.PathLike[str], *, dtype: str = "fl
 # -- loading ---------------------------------------------------------------
 
 
+def _bad_zip_file():
+    """:class:`zipfile.BadZipFile`, named only once an exception is being matched.
+
+    A format 5 or 6 file is read without :mod:`zipfile` (importing it costs a
+    millisecond, as much as opening a small model).
+    """
+    import zipfile
+
+    return zipfile.BadZipFile
+
+
 def _member_set_message(names):
     """Why a set of archive members is no format's (the closest one's diff)."""
     got = set(names)
@@ -681,6 +690,8 @@ def _check_members(file):
     the headers, suspicious compression ratios) without reading any array
     data.
     """
+    import zipfile  # (formats 1 to 4 only: a millisecond of every open otherwise)
+
     file.seek(0)
     if file.read(4) != b"PK\x03\x04" or not zipfile.is_zipfile(file):
         raise ValueError("not an skcrf model file (not a zip/npz archive).")
@@ -740,7 +751,7 @@ def _read_npy_header(member, name):
             header = np.lib.format.read_array_header_2_0(member, max_header_size=_MAX_HEADER_SIZE)
         else:
             raise ValueError(f"unsupported .npy version {version}")
-    except zipfile.BadZipFile as exc:
+    except _bad_zip_file() as exc:
         # a small member is read whole with its header: its CRC is checked
         if "CRC" not in str(exc):
             raise
@@ -1180,7 +1191,7 @@ def _array(npz, name, dtype):
     """
     try:
         return np.ascontiguousarray(npz[name], dtype=dtype)
-    except zipfile.BadZipFile as exc:
+    except _bad_zip_file() as exc:
         if "CRC" not in str(exc):
             raise
         raise ValueError(f"array {name!r} is corrupted (CRC mismatch).") from None
@@ -1323,9 +1334,8 @@ def load_state(
             MemoryError,
             NotImplementedError,
             RuntimeError,
-            zipfile.BadZipFile,
+            _bad_zip_file(),
             zlib.error,
-            binascii.Error,
         ) as exc:
             message = str(exc) or type(exc).__name__
             if not isinstance(exc, ValueError) or isinstance(

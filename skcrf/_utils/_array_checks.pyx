@@ -27,18 +27,36 @@ COLUMNS_NOT_INCREASING = _COLUMNS_NOT_INCREASING
 
 cdef int _csr_problem(const int64_t[::1] ptr, const index_t[::1] columns,
                       int64_t n_columns) noexcept nogil:
-    cdef Py_ssize_t n_rows = ptr.shape[0] - 1, row, k
-    if n_rows < 0 or ptr[0] != 0 or ptr[n_rows] != columns.shape[0]:
+    # Branch-free passes over the columns (a row holds a label or two: a
+    # loop per row would cost more than its columns): a column not above
+    # its predecessor is allowed only where a row starts.
+    cdef Py_ssize_t n_rows = ptr.shape[0] - 1, n = columns.shape[0], row, k
+    cdef Py_ssize_t falls = 0, falls_at_starts = 0
+    cdef int64_t low = 0, high = 0
+    cdef bint rising = True
+    if n_rows < 0 or ptr[0] != 0 or ptr[n_rows] != n:
         return _PTR_NOT_RISING
     for row in range(n_rows):
-        if ptr[row + 1] < ptr[row]:
-            return _PTR_NOT_RISING
+        rising &= ptr[row + 1] >= ptr[row]
+    if not rising:
+        return _PTR_NOT_RISING
+    if n == 0:
+        return 0
+    low = high = columns[0]
+    for k in range(1, n):
+        low = min(low, <int64_t> columns[k])
+        high = max(high, <int64_t> columns[k])
+        falls += columns[k] <= columns[k - 1]
+    if low < 0 or high >= n_columns:
+        return _COLUMN_OUT_OF_RANGE
     for row in range(n_rows):
-        for k in range(ptr[row], ptr[row + 1]):
-            if columns[k] < 0 or columns[k] >= n_columns:
-                return _COLUMN_OUT_OF_RANGE
-            if k > ptr[row] and columns[k] <= columns[k - 1]:
-                return _COLUMNS_NOT_INCREASING
+        # (a row's start is its columns' first only when it has columns;
+        # rows with columns start at distinct positions)
+        k = ptr[row]
+        if k > 0 and ptr[row + 1] > k:
+            falls_at_starts += columns[k] <= columns[k - 1]
+    if falls != falls_at_starts:
+        return _COLUMNS_NOT_INCREASING
     return 0
 
 

@@ -25,6 +25,7 @@ from .._featurize._vocabulary import Vocabulary, item_pairs, summed_items
 from .._model import CRFModel
 from .._persist._crfsuite_file import read_crfsuite, read_crfsuite_file, write_crfsuite
 from .._persist._files import open_regular_file
+from .._persist._npz import load_state
 from .._tagger_view import (
     CRFsuiteTagger,
     TaggerClosedError,
@@ -357,8 +358,6 @@ class Tagger(CRFsuiteTagger):
         return self._open_bytes(data, what)
 
     def _open_skcrf(self, name: str | os.PathLike[str], what: str) -> contextlib.closing[Tagger]:
-        from .._persist._npz import load_state  # (on first use: zipfile, json)
-
         try:
             model = load_state(name, lazy_attributes=True, mmap=True).model
         except ValueError as exc:
