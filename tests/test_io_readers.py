@@ -178,3 +178,60 @@ def test_streaming_reads_lazily():
     assert next(reader).labels == ["X"]
     with pytest.raises(DataFileError, match="<stream>:3:"):
         next(reader)
+
+
+class _LineByLine:
+    """A binary file object without ``read1``: read a line at a time (the oracle)."""
+
+    def __init__(self, data):
+        self._file = io.BytesIO(data)
+
+    def readline(self, size=-1):
+        return self._file.readline(size)
+
+
+def _read_all(source, max_line_bytes):
+    from skcrf._utils._data_files import _lines
+
+    lines = []
+    try:
+        lines.extend(_lines(source, "utf-8", max_line_bytes))
+    except DataFileError as exc:
+        lines.append(("error", exc.line, str(exc).split(": ", 1)[1]))
+    return lines
+
+
+@pytest.mark.parametrize("read_size", [1, 3, 16, 1 << 20])
+def test_lines_read_in_blocks_equal_lines_read_one_by_one(monkeypatch, read_size):
+    """Blocks of lines (checked and decoded at once) give the lines and the
+    first error of a line-at-a-time reading, wherever the reads end."""
+    import random
+
+    from skcrf._utils import _data_files
+
+    monkeypatch.setattr(_data_files, "_READ_SIZE", read_size)
+    rng = random.Random(read_size)
+    pieces = [
+        b"a",
+        b"b",
+        b" ",
+        b"\t",
+        b"\n",
+        b"\n",
+        b"\r",
+        "é".encode(),
+        b"\xff",
+        b"\0",
+        "字".encode(),
+    ]
+    kinds = set()
+    for _ in range(1500):
+        clean = rng.random() < 0.7
+        data = b"".join(
+            rng.choice(pieces[:8] if clean else pieces) for _ in range(rng.randrange(40))
+        )
+        max_line_bytes = rng.choice([1, 2, 5, 10, 100])
+        want = _read_all(_LineByLine(data), max_line_bytes)
+        assert _read_all(io.BytesIO(data), max_line_bytes) == want, (data, max_line_bytes)
+        kinds.add(want[-1][2].split()[0] if want and want[-1][0] == "error" else "ok")
+    assert kinds == {"ok", "the", "NUL", "bytes"}  # every kind of error was met

@@ -31,6 +31,7 @@ devices) are refused before they are opened: ``"-"`` reads the standard
 input.
 """
 
+import io
 import math
 import os
 import re
@@ -161,6 +162,10 @@ def open_binary(source: Any, name: str) -> "tuple[IO[bytes], bool]":
     return open(source, "rb"), True
 
 
+#: Bytes asked of a file per read (``read1``: what a pipe has, up to this).
+_READ_SIZE = 1 << 20
+
+
 def _lines(source: Any, encoding: str, max_line_bytes: int) -> Iterator[tuple[int, str]]:
     r"""``(line number, text)`` of each line, the newline (and a ``\r`` before it) removed."""
     if not isinstance(max_line_bytes, int) or max_line_bytes < 1:
@@ -168,45 +173,120 @@ def _lines(source: Any, encoding: str, max_line_bytes: int) -> Iterator[tuple[in
     name = display_name(source)
     file, owned = open_binary(source, name)
     try:
-        number = 0
-        while True:
-            raw = file.readline(max_line_bytes + 1)
-            if not raw:
-                return
-            number += 1
-            if isinstance(raw, str):  # a text stream: encode back to check it alike
-                raw = raw.encode(encoding, "surrogateescape")
-            if raw.endswith(b"\n"):
-                raw = raw[:-1]
-            elif len(raw) > max_line_bytes:
-                raise DataFileError(
-                    name,
-                    number,
-                    f"the line is longer than {max_line_bytes} bytes (max_line_bytes); "
-                    "is this a data file?",
-                )
-            if raw.endswith(b"\r"):
-                raw = raw[:-1]
-            nul = raw.find(b"\0")
-            if nul >= 0:
-                raise DataFileError(
-                    name,
-                    number,
-                    f"NUL byte at byte {nul + 1} of the line: a binary file, not a text data file",
-                )
-            try:
-                text = raw.decode(encoding)
-            except UnicodeDecodeError as exc:
-                raise DataFileError(
-                    name,
-                    number,
-                    f"bytes {raw[exc.start : exc.start + 4]!r} at byte {exc.start + 1} of the "
-                    f"line are not {encoding} text",
-                ) from None
-            yield number, text
+        if isinstance(file, io.TextIOBase) or not hasattr(file, "read1"):
+            yield from _lines_one_by_one(file, name, encoding, max_line_bytes)
+        else:
+            yield from _lines_in_blocks(file, name, encoding, max_line_bytes)
     finally:
         if owned:
             file.close()
+
+
+def _lines_in_blocks(file, name, encoding, max_line_bytes):
+    """:func:`_lines` of a binary file, a block of whole lines at a time.
+
+    The checks and the decoding run once per block (C loops), not once per
+    line; a block with a problem is read again line by line, so that the
+    lines before it come out and the error names the first bad line.
+    ``read1`` returns what a pipe holds: lines still arrive as written.
+    """
+    number, tail = 0, b""
+    while True:
+        chunk = file.read1(_READ_SIZE)
+        if not chunk:
+            break
+        data = tail + chunk if tail else chunk
+        cut = data.rfind(b"\n") + 1
+        block, tail = data[:cut], data[cut:]
+        if len(tail) > max_line_bytes:  # a line not ended within the limit
+            lines, block, tail = None, data, b""
+        else:
+            lines = _block_lines(block, encoding, max_line_bytes)
+        if lines is None:
+            for raw in _raw_lines(block):
+                number += 1
+                yield number, _line_text(raw, name, number, encoding, max_line_bytes)
+        else:
+            yield from enumerate(lines, number + 1)
+            number += len(lines)
+    if tail:
+        number += 1
+        yield number, _line_text(tail, name, number, encoding, max_line_bytes)
+
+
+def _raw_lines(block):
+    """The lines of ``block``, each with its newline (the last one may have none)."""
+    lines = [line + b"\n" for line in block.split(b"\n")]
+    last = lines.pop()
+    if last != b"\n":
+        lines.append(last[:-1])
+    return lines
+
+
+def _block_lines(block, encoding, max_line_bytes):
+    """The lines of ``block`` (whole lines, each ending with a newline).
+
+    None if one of them would be refused (too long, a NUL byte, not text).
+    """
+    if not block or b"\0" in block:
+        return None if block else []
+    raw_lines = block.split(b"\n")
+    raw_lines.pop()  # (after the last newline)
+    if len(block) > max_line_bytes and max(map(len, raw_lines)) > max_line_bytes:
+        return None
+    try:
+        text = block.decode(encoding)
+    except UnicodeDecodeError:
+        return None
+    lines = text.split("\n")
+    lines.pop()
+    if "\r" in text:
+        lines = [line[:-1] if line.endswith("\r") else line for line in lines]
+    return lines
+
+
+def _line_text(raw, name, number, encoding, max_line_bytes):
+    """The text of line ``number``, read as ``raw`` (its newline included, if any)."""
+    if raw.endswith(b"\n"):
+        raw = raw[:-1]
+    if len(raw) > max_line_bytes:
+        raise DataFileError(
+            name,
+            number,
+            f"the line is longer than {max_line_bytes} bytes (max_line_bytes); "
+            "is this a data file?",
+        )
+    if raw.endswith(b"\r"):
+        raw = raw[:-1]
+    nul = raw.find(b"\0")
+    if nul >= 0:
+        raise DataFileError(
+            name,
+            number,
+            f"NUL byte at byte {nul + 1} of the line: a binary file, not a text data file",
+        )
+    try:
+        return raw.decode(encoding)
+    except UnicodeDecodeError as exc:
+        raise DataFileError(
+            name,
+            number,
+            f"bytes {raw[exc.start : exc.start + 4]!r} at byte {exc.start + 1} of the "
+            f"line are not {encoding} text",
+        ) from None
+
+
+def _lines_one_by_one(file, name, encoding, max_line_bytes):
+    """:func:`_lines` of a text stream, or of a file object without ``read1``."""
+    number = 0
+    while True:
+        raw = file.readline(max_line_bytes + 1)
+        if not raw:
+            return
+        number += 1
+        if isinstance(raw, str):  # a text stream: encode back to check it alike
+            raw = raw.encode(encoding, "surrogateescape")
+        yield number, _line_text(raw, name, number, encoding, max_line_bytes)
 
 
 # -- CRFsuite's data format ---------------------------------------------------------
