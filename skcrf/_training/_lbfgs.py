@@ -1146,8 +1146,9 @@ def minimize_lbfgs(
 
     # Limited memory: a ring buffer of the last m pairs (s, y). While a line
     # search runs, the slot the next pair goes to (the oldest pair, which the
-    # direction has used, or an unused one) holds -g, from which y is made
-    # (the gradient itself is freed).
+    # direction has used, or an unused one) holds the search's start x0 and
+    # -g, from which s and y are made (x and the gradient themselves are
+    # freed: a vector fewer at the fit's peak).
     s_mem = np.zeros((m, n))
     y_mem = np.zeros((m, n))
     ys_mem = np.zeros(m)
@@ -1159,19 +1160,23 @@ def minimize_lbfgs(
     step = 1.0 / gnorm
     k = 1
     while True:
-        x_prev = x
         slot = (newest + 1) % m
+        x_prev = s_mem[slot]
+        np.copyto(x_prev, x)
         np.negative(g, out=y_mem[slot])
+        del x
         if owlqn:
             del g
-            out = _backtracking_owlqn(objective, x, f, pg, d, step, opts)
+            out = _backtracking_owlqn(objective, x_prev, f, pg, d, step, opts)
         else:
             dg_init = _dot(g, d, n_threads)
             del g, pg  # pg is g
             search = _more_thuente if opts.linesearch == "MoreThuente" else _backtracking
-            out = search(objective, x, f, dg_init, d, step, opts)
+            out = search(objective, x_prev, f, dg_init, d, step, opts)
         if out.status is not None:
-            g = np.negative(y_mem[slot])  # the last accepted point's gradient, exactly
+            # the last accepted point, exactly (copies: not views of the history)
+            x, g = x_prev.copy(), np.negative(y_mem[slot])
+            start_is_callers = False
             return finish(out.status, k - 1)  # x, f, g: last accepted point
         x, f, g, step, n_evals = out.x, out.f, out.g, out.step, out.n_evals
         del out
