@@ -203,7 +203,7 @@ def _lines_in_blocks(file, name, encoding, max_line_bytes):
         else:
             lines = _block_lines(block, encoding, max_line_bytes)
         if lines is None:
-            for raw in _raw_lines(block):
+            for raw in io.BytesIO(block):  # (each line with its newline, if it has one)
                 number += 1
                 yield number, _line_text(raw, name, number, encoding, max_line_bytes)
         else:
@@ -214,25 +214,15 @@ def _lines_in_blocks(file, name, encoding, max_line_bytes):
         yield number, _line_text(tail, name, number, encoding, max_line_bytes)
 
 
-def _raw_lines(block):
-    """The lines of ``block``, each with its newline (the last one may have none)."""
-    lines = [line + b"\n" for line in block.split(b"\n")]
-    last = lines.pop()
-    if last != b"\n":
-        lines.append(last[:-1])
-    return lines
-
-
 def _block_lines(block, encoding, max_line_bytes):
     """The lines of ``block`` (whole lines, each ending with a newline).
 
     None if one of them would be refused (too long, a NUL byte, not text).
     """
-    if not block or b"\0" in block:
-        return None if block else []
-    raw_lines = block.split(b"\n")
-    raw_lines.pop()  # (after the last newline)
-    if len(block) > max_line_bytes and max(map(len, raw_lines)) > max_line_bytes:
+    if b"\0" in block:
+        return None
+    # (only a block longer than the limit can hold a line that is)
+    if len(block) > max_line_bytes and max(map(len, block.split(b"\n"))) > max_line_bytes:
         return None
     try:
         text = block.decode(encoding)
