@@ -15,12 +15,14 @@ from scipy.special import logsumexp
 import skcrf._inference._blocks
 import skcrf._training._objective
 from skcrf._featurize._encoded import Encoded
+from skcrf._featurize._labels import check_partial_training_labels
 from skcrf._inference import _kernels
 from skcrf._inference._blocks import StateLayout, gather_rows, score_arrays, state_scores
 from skcrf._inference._logspace import forward_backward as numpy_forward_backward
 from skcrf._training._objective import (
     CRFObjective,
     FrequencyOrder,
+    ObservedCounts,
     drop_zeros,
     select_features,
 )
@@ -187,6 +189,39 @@ def test_parameter_passes_shared_by_threads_give_the_same_bits(c2, monkeypatch):
             loss, gradient = objective.loss_gradient(w)
             results.append((loss, gradient.tobytes()))
     assert results[0] == results[1]
+
+
+@pytest.mark.parametrize("density", [0.0, 0.05, 0.9])
+def test_observed_counts_by_their_nonzero_entries(density):
+    # mostly zeros (all_possible_states): kept as (index, value) pairs, which
+    # subtract to the same bits as the vector, part by part
+    rng = np.random.default_rng(4)
+    n = 5000
+    observed = np.where(rng.random(n) < density, rng.integers(1, 9, n) * 0.5, 0.0)
+    observed[rng.integers(0, n, 3)] = -0.0  # g - (-0.0) is not g when g is -0.0
+    counts = ObservedCounts(observed)
+    assert (counts.dense is None) == (density < 0.5)
+    gradient = rng.normal(size=n)
+    gradient[rng.integers(0, n, 50)] = -0.0
+    got, want = gradient.copy(), gradient - observed
+    for lo, hi in [(0, 1234), (1234, 1234), (1234, n)]:
+        counts.subtract_from(got, lo, hi)
+    assert got.tobytes() == want.tobytes()
+    w = rng.normal(size=n)
+    assert counts.dot(w) == pytest.approx(w @ observed, rel=1e-13, abs=1e-13)
+
+
+def test_all_possible_states_keep_the_nonzero_observed_counts():
+    encoded, labels, classes, attributes = random_problem(
+        2, n_sequences=4, n_attributes=40, n_labels=20, unit=True
+    )
+    model, observed = select_features(
+        encoded, labels, classes, attributes, all_possible_states=True
+    )
+    assert np.count_nonzero(observed) * 3 < len(observed)
+    objective = CRFObjective(encoded, model, observed)
+    assert objective._observed.dense is None
+    assert objective._observed.values.nbytes * 2 < observed.nbytes
 
 
 def test_wide_transition_spread_takes_the_log_domain_path():
@@ -389,6 +424,7 @@ def test_dense_rows_go_to_frequent_attributes(monkeypatch):
         ([0, 3, 5], [0, 1, 2, 0, 2], False),  # a label missing
         ([0, 1, 4], [1, 0, 1, 2], False),  # a sparse attribute first
         ([0, 3, 4], [0, 1, 2, 1], True),  # (sparse attributes after the dense ones)
+        ([0, 3, 6], [0, 1, 2, 2, 0, 1], False),  # every label, not in label order
     ],
 )
 def test_complete_dense_rows_are_the_weights_themselves(state_ptr, state_labels, complete):
@@ -396,6 +432,11 @@ def test_complete_dense_rows_are_the_weights_themselves(state_ptr, state_labels,
     # a copy; the same values and expected counts as the scatter oracle
     layout = StateLayout(np.array(state_ptr), np.array(state_labels), 3)
     assert layout.complete == complete
+    # no index arrays the size of the weights where the rows are the weights
+    assert (layout.dense_features is None) == complete
+    counts = np.zeros(len(state_labels))
+    rows = layout.dense_rows_of(counts)
+    assert (rows is not None and np.shares_memory(rows, counts)) == complete
     w = np.arange(len(state_labels), dtype=float) + 1.5
     want = np.zeros((layout.n_dense, 3))
     for a, row in enumerate(layout.dense_row):
@@ -413,6 +454,45 @@ def test_complete_dense_rows_are_the_weights_themselves(state_ptr, state_labels,
             if row >= 0:
                 oracle[k] = expected_dense[row, state_labels[k]]
     assert got.tolist() == oracle.tolist()
+
+
+@pytest.mark.parametrize("n_threads", [1, 2])
+@pytest.mark.parametrize("partial", [False, True], ids=["labelled", "partial"])
+def test_complete_rows_summed_where_they_lie_give_the_same_bits(n_threads, partial, monkeypatch):
+    # all_possible_states: each shard sums the dense rows' expected counts in
+    # the counts themselves (no buffer of their own, no copy back): the same
+    # loss and gradient, to the bit, as through a buffer and Layout.gather
+    encoded, labels, classes, attributes = random_problem(
+        3, n_sequences=30, n_attributes=12, max_length=8, unit=True
+    )
+    partial_labels = None
+    if partial:
+        ends = np.cumsum(encoded.lengths)
+        y = [[f"L{k}" for k in labels[end - n : end]] for n, end in zip(encoded.lengths, ends)]
+        y[0][1] = "?"  # an unknown label: the first sequence is partial
+        labels, classes, partial_labels = check_partial_training_labels(y, encoded.lengths, "?")
+        assert partial_labels is not None
+    model, observed = select_features(
+        encoded, labels, classes, attributes, all_possible_states=True, partial=partial_labels
+    )
+    w = np.random.default_rng(3).normal(size=model.n_features)
+    results = []
+    for in_place in (True, False):
+        if not in_place:
+            monkeypatch.setattr(StateLayout, "dense_rows_of", lambda self, expected: None)
+            monkeypatch.setattr(
+                skcrf._training._objective,
+                "_dense_buffer",
+                lambda layout: np.empty((layout.n_dense, layout.n_labels)),
+            )
+        with CRFObjective(
+            encoded, model, observed, c2=0.2, n_threads=n_threads, partial=partial_labels
+        ) as objective:
+            assert objective._layout.complete
+            assert all((s.dense_expected is None) == in_place for s in objective._shards)
+            loss, gradient = objective.loss_gradient(w)
+            results.append((loss, gradient.tobytes()))
+    assert results[0] == results[1]
 
 
 @pytest.mark.parametrize("seed", range(3))

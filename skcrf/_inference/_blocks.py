@@ -297,20 +297,32 @@ class StateLayout:
         self.dense_first = bool(dense[: self.n_dense].all())
         self.dense_row = np.full(len(counts), -1, dtype=np.int32)
         self.dense_row[dense] = np.arange(self.n_dense, dtype=np.int32)
+        # every label of every dense row, in label order, rows first
+        # (all_possible_states): the rows are the first weights themselves
+        size = self.n_dense * n_labels
+        self.complete = self.dense_first and int(self.state_ptr[self.n_dense]) == size
+        if self.complete:
+            rows = self.state_labels[:size].reshape(self.n_dense, n_labels)
+            self.complete = bool((rows == np.arange(n_labels)).all())
+        if self.complete:  # no index arrays the size of the weights (fit memory)
+            self.dense_features = self.dense_positions = None
+            return
         in_dense = np.repeat(dense, counts)
         self.dense_features = np.flatnonzero(in_dense)
         self.dense_positions = (
             np.repeat(np.arange(self.n_dense, dtype=np.int64) * n_labels, counts[dense])
             + self.state_labels[in_dense]
         )
-        # every label of every dense row, rows first (all_possible_states):
-        # the rows are the first weights themselves, in order
-        size = self.n_dense * n_labels
-        self.complete = (
-            self.dense_first
-            and len(self.dense_features) == size
-            and (size == 0 or self.dense_features[-1] == size - 1)
-        )
+
+    def dense_rows_of(self, expected):
+        """Where the dense rows' counts go for ``expected`` (flat order).
+
+        A view of ``expected`` when the rows are complete (:meth:`gather`
+        then has nothing to do), else None (the caller's own buffer).
+        """
+        if not self.complete:
+            return None
+        return expected[: self.n_dense * self.n_labels].reshape(self.n_dense, self.n_labels)
 
     def dense_weights(self, state_weights):
         """The dense rows, shape (n_dense, n_labels); 0 where no feature exists.
@@ -328,7 +340,9 @@ class StateLayout:
     def gather(self, dense_expected, expected):
         """Copy the dense rows' expected counts into ``expected`` (flat order)."""
         if self.complete:
-            expected[: self.n_dense * self.n_labels] = dense_expected.ravel()
+            rows = expected[: self.n_dense * self.n_labels]
+            if not np.may_share_memory(rows, dense_expected):  # else: rows_of gave it
+                rows[:] = dense_expected.ravel()
             return
         expected[self.dense_features] = dense_expected.ravel()[self.dense_positions]
 

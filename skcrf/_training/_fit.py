@@ -830,7 +830,7 @@ def fit(
             token_weights=weights,
             labels=data.label_index,
         )
-        del data
+        del data, observed  # the objective keeps the counts as it needs them
         with objective:
             result = minimize(
                 objective.loss_gradient,

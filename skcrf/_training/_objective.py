@@ -585,13 +585,15 @@ class _Shard:
         dense = getattr(encoded, "dense", None)
         # marginals summed per distinct vector row
         self.vector_expected = None if dense is None else np.empty((len(dense.values), n_labels))
-        # the expected state counts (None: the caller gives the buffer)
+        # the expected state counts (None: the caller gives the buffer); the
+        # dense rows' counts go to a buffer of their own, or where they lie
+        # in the counts when the rows are complete (no buffer: fit memory)
         self.expected = np.empty(len(layout.state_labels)) if own_expected else None
-        self.dense_expected = np.empty((layout.n_dense, n_labels))
+        self.dense_expected = _dense_buffer(layout)
         self.pairs = np.empty((n_labels, n_labels))
         if self.partial_blocks:
             self.c_expected = np.empty(len(layout.state_labels))
-            self.c_dense_expected = np.empty((layout.n_dense, n_labels))
+            self.c_dense_expected = _dense_buffer(layout)
             self.c_pairs = np.empty((n_labels, n_labels))
 
     def evaluate(self, arrays, expected=None):
@@ -603,8 +605,9 @@ class _Shard:
         layout = arrays.layout
         if expected is None:
             expected = self.expected
+        dense_expected = _dense_rows(layout, expected, self.dense_expected)
         expected[:] = 0.0
-        self.dense_expected[:] = 0.0
+        dense_expected[:] = 0.0
         self.pairs[:] = 0.0
         if self.vector_expected is not None:
             self.vector_expected[:] = 0.0
@@ -620,27 +623,28 @@ class _Shard:
                 want_conditioned=self.conditioned_expected,
             )
             log_z += block_log_z
-            expected_states(block, marginals, layout, expected, self.dense_expected)
+            expected_states(block, marginals, layout, expected, dense_expected)
             if self.vector_expected is not None:
                 _kernels.scatter_rows(
                     np.ascontiguousarray(marginals), block.vector_rows, self.vector_expected
                 )
         if self.partial_blocks:
-            log_z += self._evaluate_partial(arrays, expected)
-        layout.gather(self.dense_expected, expected)
+            log_z += self._evaluate_partial(arrays, expected, dense_expected)
+        layout.gather(dense_expected, expected)
         return log_z
 
-    def _evaluate_partial(self, arrays, expected):
+    def _evaluate_partial(self, arrays, expected, dense_expected):
         """Log Z - log Z_c of the partial sequences; E_p - E_pc into the accumulators."""
         layout = arrays.layout
+        c_dense_expected = _dense_rows(layout, self.c_expected, self.c_dense_expected)
         self.c_expected[:] = 0.0
-        self.c_dense_expected[:] = 0.0
+        c_dense_expected[:] = 0.0
         self.c_pairs[:] = 0.0
         log_z = 0.0
         for block in self.partial_blocks:
             marginals, block_log_z = block_marginals(block, self.workspace, arrays, self.pairs)
             log_z += block_log_z
-            expected_states(block, marginals, layout, expected, self.dense_expected)
+            expected_states(block, marginals, layout, expected, dense_expected)
             marginals, block_log_z_c = masked_block_marginals(
                 block,
                 self.workspace,
@@ -654,12 +658,71 @@ class _Shard:
                 np.ascontiguousarray(marginals),
                 layout,
                 self.c_expected,
-                self.c_dense_expected,
+                c_dense_expected,
             )
-        expected -= self.c_expected
-        self.dense_expected -= self.c_dense_expected
+        expected -= self.c_expected  # the dense rows too, where they lie in it
+        if self.c_dense_expected is not None:
+            dense_expected -= self.c_dense_expected
         self.pairs -= self.c_pairs
         return log_z
+
+
+class ObservedCounts:
+    """The observed counts of the features, as a vector or by their nonzero entries.
+
+    With every attribute x label pair a feature (``all_possible_states``)
+    most counts are 0: the nonzero ones (index, value) then take a fraction
+    of the vector's memory, which the fit's peak would otherwise hold. The
+    gradient's bits are the same either way (subtracting a 0 changes no
+    float); the loss's ``w . observed`` sums in another order.
+
+    Parameters
+    ----------
+    observed : ndarray of float64, shape (n_features,)
+        Not kept when the nonzero entries are (the caller may free it).
+    """
+
+    def __init__(self, observed):
+        observed = np.asarray(observed, dtype=np.float64)
+        # -0.0 kept too: g - (-0.0) is not g when g is -0.0
+        nonzero = np.flatnonzero((observed != 0.0) | np.signbit(observed))
+        index_dtype = np.int32 if len(observed) < 2**31 else np.int64
+        if len(nonzero) * (8 + index_dtype().itemsize) * _SPARSE_OBSERVED < observed.nbytes:
+            self.dense = None
+            self.index = nonzero.astype(index_dtype)
+            self.values = observed[nonzero]
+        else:
+            self.dense = observed
+
+    def dot(self, w):
+        """``w . observed``."""
+        if self.dense is not None:
+            return float(w @ self.dense)
+        return float(self.values @ w[self.index])
+
+    def subtract_from(self, gradient, lo, hi):
+        """``gradient[lo:hi] -= observed[lo:hi]``."""
+        if self.dense is not None:
+            gradient[lo:hi] -= self.dense[lo:hi]
+            return
+        start, stop = np.searchsorted(self.index, (lo, hi))
+        gradient[self.index[start:stop]] -= self.values[start:stop]
+
+
+#: The observed counts are kept by their nonzero entries when these take less
+#: than 1 / _SPARSE_OBSERVED of the vector's memory.
+_SPARSE_OBSERVED = 2
+
+
+def _dense_buffer(layout):
+    """A buffer for the dense rows' counts, or None where they lie in the counts."""
+    return None if layout.complete else np.empty((layout.n_dense, layout.n_labels))
+
+
+def _dense_rows(layout, expected, buffer):
+    """Where the dense rows' counts of ``expected`` are summed."""
+    rows = layout.dense_rows_of(expected)
+    return buffer if rows is None else rows
 
 
 def _add_scaled(out, scale, x):
@@ -711,7 +774,7 @@ class CRFObjective:
         labels=None,
     ):
         self.model = model
-        self.observed = observed
+        self._observed = ObservedCounts(observed)
         self.c2 = c2
         self._conditioned = None
         if model.conditioned is not None:
@@ -823,7 +886,7 @@ class CRFObjective:
 
         def finish(lo, hi):
             with np.errstate(over="ignore", invalid="ignore"):
-                gradient[lo:hi] -= self.observed[lo:hi]
+                self._observed.subtract_from(gradient, lo, hi)
                 if self.c2:
                     _add_scaled(gradient[lo:hi], 2.0 * self.c2, w[lo:hi])
 
@@ -852,7 +915,7 @@ class CRFObjective:
                 vector_expected = np.zeros((table.shape[1], model.n_labels))
                 _kernels.add_vector_expected(table, row_marginals, vector_expected)  # U.T @ M
                 gradient[position] = vector_expected[column, label]
-            loss = sum(log_z) - w @ self.observed
+            loss = sum(log_z) - self._observed.dot(w)
             if self.c2:
                 loss += self.c2 * (w @ w)
             self._by_parts(finish, len(gradient))
