@@ -29,6 +29,7 @@ from ._featurize._vocabulary import Vocabulary
 from ._inference._constraints import Constraints, scheme_roles
 from ._inference._decode import Decoder
 from ._inference._explain import explanation, explanation_rows, strongest_features
+from ._inference._output import label_lists
 from ._inference._spans import RoleMasks, span_log_proba
 from ._inference._structured import nbest, sequence_scores, transition_marginals
 from ._template._vocabulary import TemplateVocabulary
@@ -77,6 +78,7 @@ class Predictor:
     def __init__(self, model, vocabulary=None, decoder=None, template=None):
         self.model = model
         self.classes = model.classes
+        self._class_list = model.classes.tolist()  # the labels decoded paths index
         self.template = template
         if vocabulary is None and template is not None:
             conditioned = () if model.conditioned is None else model.conditioned.attributes
@@ -184,12 +186,16 @@ class Predictor:
             except OverflowError:
                 pass  # the encoded path below words the error
             else:
-                return split_flat(self.classes[path].tolist(), lengths)
+                return label_lists(path, lengths, self._class_list)
         encoded, constraints = self._encode_constrained(
             X, decoding, allowed_transitions, partial_labels
         )
         path = self.path(encoded, constraints, decoding, decoding.n_threads())
-        return split_flat(self.classes[path].tolist(), encoded.lengths)
+        return label_lists(
+            np.asarray(path, dtype=np.intp),
+            np.asarray(encoded.lengths, dtype=np.intp),
+            self._class_list,
+        )
 
     @staticmethod
     def _unconstrained_viterbi(decoding, allowed_transitions, partial_labels):

@@ -294,6 +294,40 @@ def test_marginal_dicts_check_their_input(shape, lengths, labels, message):
         marginal_dicts(np.zeros(shape), np.asarray(lengths, dtype=np.intp), labels)
 
 
+@pytest.mark.parametrize("lengths", [[], [0], [3, 0, 2], [1] * 7, [40, 1, 0, 13]])
+def test_label_lists_match_numpy(lengths):
+    from skcrf._inference._output import label_lists
+
+    rng = np.random.default_rng(len(lengths))
+    classes = np.array(["O", 3, ("B", "X"), None], dtype=object)
+    path = rng.integers(0, len(classes), size=sum(lengths)).astype(np.intp)
+    lengths = np.asarray(lengths, dtype=np.intp)
+    got = label_lists(path, lengths, classes.tolist())
+    ends = np.cumsum(lengths)
+    expected = [classes[path[end - n : end]].tolist() for n, end in zip(lengths, ends)]
+    assert got == expected
+    assert all(type(seq) is list for seq in got)
+    assert all(a is b for seq, want in zip(got, expected) for a, b in zip(seq, want))
+
+
+@pytest.mark.parametrize(
+    "path, lengths, error, message",
+    [
+        ([0, 1], [3], ValueError, "sum to the number of tokens"),
+        ([0, 1, 0], [4, -1], ValueError, "negative"),
+        ([0, 2], [2], IndexError, "out of range"),
+        ([0, -1], [2], IndexError, "out of range"),
+    ],
+)
+def test_label_lists_check_their_input(path, lengths, error, message):
+    from skcrf._inference._output import label_lists
+
+    with pytest.raises(error, match=message):
+        label_lists(
+            np.asarray(path, dtype=np.intp), np.asarray(lengths, dtype=np.intp), ["a", "b"]
+        )
+
+
 def test_marginal_dicts_filled_in_any_row_order():
     from skcrf._inference._output import MarginalDicts
 

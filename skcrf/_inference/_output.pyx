@@ -131,3 +131,46 @@ def marginal_dicts(const double[:, ::1] marginals, const Py_ssize_t[::1] lengths
         raise ValueError("the lengths must sum to the number of rows")
     builder.fill(marginals, np.arange(marginals.shape[0], dtype=np.intp))
     return builder.result()
+
+
+def label_lists(const Py_ssize_t[::1] path, const Py_ssize_t[::1] lengths, list labels):
+    """One list per sequence of its tokens' labels: ``labels[path[t]]``.
+
+    ``classes[path].tolist()`` cut by the lengths, without the object array
+    and the flat list in between (the serial part of a batch's decoding).
+
+    Parameters
+    ----------
+    path : ndarray of intp
+        The label index of every token, sequence after sequence (flat order).
+    lengths : ndarray of intp
+        Tokens per sequence; they sum to ``len(path)``.
+    labels : list
+        The label of each index.
+
+    Returns
+    -------
+    list of list
+    """
+    cdef Py_ssize_t i, t, n_labels = len(labels), total = 0, start = 0
+    cdef object label, sequence
+    for i in range(lengths.shape[0]):
+        if lengths[i] < 0:
+            raise ValueError("negative sequence length")
+        total += lengths[i]
+    if total != path.shape[0]:
+        raise ValueError("the lengths must sum to the number of tokens")
+    for t in range(total):
+        if path[t] < 0 or path[t] >= n_labels:
+            raise IndexError("label index out of range")
+    result = PyList_New(lengths.shape[0])
+    for i in range(lengths.shape[0]):
+        sequence = PyList_New(lengths[i])
+        for t in range(lengths[i]):
+            label = labels[path[start + t]]
+            Py_INCREF(label)
+            PyList_SET_ITEM(sequence, t, label)
+        start += lengths[i]
+        Py_INCREF(sequence)
+        PyList_SET_ITEM(result, i, sequence)
+    return result

@@ -497,10 +497,19 @@ class FrequencyOrder:
     state_ptr, state_labels : ndarray
         The state features in the internal order (each attribute's features
         keep their relative order).
-    features : ndarray of int32, shape (n_states,)
+    features : ndarray of int32, shape (n_states,), or None
         The model position of each internal state feature: the internal
-        weights are ``w[features]`` (:func:`~skcrf._inference._kernels.take`),
-        and internal counts ``e`` go back by ``g[features] = e``.
+        weights are ``w[features]`` (:meth:`take`), and internal counts
+        ``e`` go back by ``g[features] = e`` (:meth:`put`). None when every
+        attribute has a feature for every label, in label order
+        (``all_possible_states``): whole rows of ``n_labels`` move then, by
+        ``rows`` (no index per feature: fit memory), and ``state_labels``
+        is the model's own array.
+    rows : ndarray of int32, shape (n_attributes,), or None
+        The model attribute of each internal one, when ``features`` is None.
+    n_units, unit_size : int
+        What :meth:`take` and :meth:`put` count (features, or rows), and the
+        values in one.
     """
 
     def __init__(self, encoded, state_ptr, state_labels, n_labels):
@@ -512,13 +521,39 @@ class FrequencyOrder:
         order = np.lexsort((-counts, sparse))  # internal -> model attribute (stable)
         self.rank = np.empty(n_attributes, dtype=np.int32)
         self.rank[order] = np.arange(n_attributes, dtype=np.int32)
+        self.n_labels = n_labels
+        if _every_label(state_ptr, state_labels, n_labels):
+            self.state_ptr = np.asarray(state_ptr, dtype=np.int64)
+            self.state_labels = np.ascontiguousarray(state_labels, dtype=np.int32)
+            self.rows, self.features = order.astype(np.int32), None
+            self.n_units, self.unit_size = n_attributes, n_labels
+            return
         sizes = np.diff(state_ptr)[order]
         self.state_ptr = np.zeros(n_attributes + 1, dtype=np.int64)
         np.cumsum(sizes, out=self.state_ptr[1:])
         features = np.repeat(state_ptr[:-1][order] - self.state_ptr[:-1], sizes)
         features += np.arange(len(features))
-        self.features = features.astype(np.int32)  # n_states < 2**31 (int32 labels)
+        self.rows, self.features = None, features.astype(np.int32)  # n_states < 2**31
         self.state_labels = np.ascontiguousarray(state_labels[self.features], dtype=np.int32)
+        self.n_units, self.unit_size = len(self.features), 1
+
+    def take(self, weights, internal, lo, hi):
+        """``internal``'s units ``lo:hi`` from ``weights`` (the model's order)."""
+        if self.rows is None:
+            _kernels.take(weights, self.features[lo:hi], internal[lo:hi])
+            return
+        n = self.n_labels
+        out = internal[lo * n : hi * n].reshape(-1, n)
+        # (mode "clip": numpy would buffer the output with "raise"; the rows are valid)
+        np.take(weights.reshape(-1, n), self.rows[lo:hi], axis=0, out=out, mode="clip")
+
+    def put(self, internal, counts, lo, hi):
+        """``internal``'s units ``lo:hi`` back into ``counts`` (the model's order)."""
+        if self.rows is None:
+            _kernels.put(internal[lo:hi], self.features[lo:hi], counts)
+            return
+        n = self.n_labels
+        counts.reshape(-1, n)[self.rows[lo:hi]] = internal[lo * n : hi * n].reshape(-1, n)
 
     def renumber(self, blocks):
         """Rewrite the blocks' attribute ids (their own arrays) in the internal order."""
@@ -714,6 +749,16 @@ class ObservedCounts:
 _SPARSE_OBSERVED = 2
 
 
+def _every_label(state_ptr, state_labels, n_labels):
+    """Whether every attribute has a feature for every label, in label order."""
+    n_attributes = len(state_ptr) - 1
+    if n_labels == 0 or len(state_labels) != n_attributes * n_labels:
+        return False
+    if not (np.diff(state_ptr) == n_labels).all():
+        return False
+    return bool((state_labels.reshape(n_attributes, n_labels) == np.arange(n_labels)).all())
+
+
 def _dense_buffer(layout):
     """A buffer for the dense rows' counts, or None where they lie in the counts."""
     return None if layout.complete else np.empty((layout.n_dense, layout.n_labels))
@@ -814,13 +859,15 @@ class CRFObjective:
     def n_parameters(self):
         return self.model.n_features
 
-    def _by_parts(self, work, n):
+    def _by_parts(self, work, n, unit_size=1):
         """``work(start, stop)`` over contiguous parts of ``range(n)``, one per thread.
 
         For element-wise passes over the parameters (the same bits on any
-        number of parts); a vector of fewer than ``_MIN_PARTS_SIZE`` is one part.
+        number of parts), in units of ``unit_size`` values; fewer than
+        ``_MIN_PARTS_SIZE`` values are one part.
         """
-        parts = len(self._shards) if self._pool is not None and n >= _MIN_PARTS_SIZE else 1
+        big = n * unit_size >= _MIN_PARTS_SIZE
+        parts = len(self._shards) if self._pool is not None and big else 1
         if parts == 1:
             work(0, n)
             return
@@ -843,11 +890,10 @@ class CRFObjective:
         w = np.ascontiguousarray(w, dtype=np.float64)
         n_states = model.n_states
         n_base = n_states + len(model.transition_index)
-        features, internal = self._order.features, self._state_weights
+        order, internal = self._order, self._state_weights
         source = w[:n_states]
-        self._by_parts(
-            lambda lo, hi: _kernels.take(source, features[lo:hi], internal[lo:hi]), n_states
-        )
+        unit = order.unit_size
+        self._by_parts(lambda lo, hi: order.take(source, internal, lo, hi), order.n_units, unit)
         arrays = score_arrays(
             self._layout, self._state_weights, model.transition_matrix(w[n_states:n_base])
         )
@@ -899,7 +945,7 @@ class CRFObjective:
             # fit memory); each thread copies its part, then puts it back
             self._by_parts(sum_shards, n_states)
             self._by_parts(
-                lambda lo, hi: _kernels.put(internal[lo:hi], features[lo:hi], expected), n_states
+                lambda lo, hi: order.put(internal, expected, lo, hi), order.n_units, unit
             )
             gradient[n_states:n_base] = pairs.ravel()[model.transition_index]
             if self._conditioned is not None:
