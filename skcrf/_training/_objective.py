@@ -482,6 +482,14 @@ class FrequencyOrder:
     the others by decreasing frequency in ``encoded`` (the frequent ones
     share cache lines); ties keep the model order.
 
+    When every attribute has a feature for every label, in label order
+    (``all_possible_states``), every attribute is a dense row and the model's
+    order is kept (``identity``): whole rows of ``n_labels`` weights fill
+    cache lines in any order (measured: the same evaluation time), and the
+    objective then reads the weights and sums the counts where they lie in
+    the model's vectors, with no copy in another order (fit memory: one
+    vector and two half-vectors of indices less).
+
     Parameters
     ----------
     encoded : Encoded
@@ -492,28 +500,29 @@ class FrequencyOrder:
 
     Attributes
     ----------
+    identity : bool
+        Whether the order is the model's.
     rank : ndarray of int32, shape (n_attributes,)
         The internal number of each attribute.
     state_ptr, state_labels : ndarray
         The state features in the internal order (each attribute's features
-        keep their relative order).
+        keep their relative order); the model's own arrays when ``identity``.
     features : ndarray of int32, shape (n_states,), or None
         The model position of each internal state feature: the internal
-        weights are ``w[features]`` (:meth:`take`), and internal counts
-        ``e`` go back by ``g[features] = e`` (:meth:`put`). None when every
-        attribute has a feature for every label, in label order
-        (``all_possible_states``): whole rows of ``n_labels`` move then, by
-        ``rows`` (no index per feature: fit memory), and ``state_labels``
-        is the model's own array.
-    rows : ndarray of int32, shape (n_attributes,), or None
-        The model attribute of each internal one, when ``features`` is None.
-    n_units, unit_size : int
-        What :meth:`take` and :meth:`put` count (features, or rows), and the
-        values in one.
+        weights are ``w[features]`` (:func:`~skcrf._inference._kernels.take`),
+        and internal counts ``e`` go back by ``g[features] = e``. None when
+        ``identity``.
     """
 
     def __init__(self, encoded, state_ptr, state_labels, n_labels):
         n_attributes = len(state_ptr) - 1
+        self.identity = _every_label(state_ptr, state_labels, n_labels)
+        if self.identity:
+            self.rank = np.arange(n_attributes, dtype=np.int32)
+            self.state_ptr = np.asarray(state_ptr, dtype=np.int64)
+            self.state_labels = np.ascontiguousarray(state_labels, dtype=np.int32)
+            self.features = None
+            return
         counts = np.zeros(n_attributes, dtype=np.int64)
         for start in range(0, len(encoded.ids), _CHUNK):  # no intp copy of every id
             counts += np.bincount(encoded.ids[start : start + _CHUNK], minlength=n_attributes)
@@ -521,42 +530,18 @@ class FrequencyOrder:
         order = np.lexsort((-counts, sparse))  # internal -> model attribute (stable)
         self.rank = np.empty(n_attributes, dtype=np.int32)
         self.rank[order] = np.arange(n_attributes, dtype=np.int32)
-        self.n_labels = n_labels
-        if _every_label(state_ptr, state_labels, n_labels):
-            self.state_ptr = np.asarray(state_ptr, dtype=np.int64)
-            self.state_labels = np.ascontiguousarray(state_labels, dtype=np.int32)
-            self.rows, self.features = order.astype(np.int32), None
-            self.n_units, self.unit_size = n_attributes, n_labels
-            return
         sizes = np.diff(state_ptr)[order]
         self.state_ptr = np.zeros(n_attributes + 1, dtype=np.int64)
         np.cumsum(sizes, out=self.state_ptr[1:])
         features = np.repeat(state_ptr[:-1][order] - self.state_ptr[:-1], sizes)
         features += np.arange(len(features))
-        self.rows, self.features = None, features.astype(np.int32)  # n_states < 2**31
+        self.features = features.astype(np.int32)  # n_states < 2**31 (int32 labels)
         self.state_labels = np.ascontiguousarray(state_labels[self.features], dtype=np.int32)
-        self.n_units, self.unit_size = len(self.features), 1
-
-    def take(self, weights, internal, lo, hi):
-        """``internal``'s units ``lo:hi`` from ``weights`` (the model's order)."""
-        if self.rows is None:
-            _kernels.take(weights, self.features[lo:hi], internal[lo:hi])
-            return
-        n = self.n_labels
-        out = internal[lo * n : hi * n].reshape(-1, n)
-        # (mode "clip": numpy would buffer the output with "raise"; the rows are valid)
-        np.take(weights.reshape(-1, n), self.rows[lo:hi], axis=0, out=out, mode="clip")
-
-    def put(self, internal, counts, lo, hi):
-        """``internal``'s units ``lo:hi`` back into ``counts`` (the model's order)."""
-        if self.rows is None:
-            _kernels.put(internal[lo:hi], self.features[lo:hi], counts)
-            return
-        n = self.n_labels
-        counts.reshape(-1, n)[self.rows[lo:hi]] = internal[lo * n : hi * n].reshape(-1, n)
 
     def renumber(self, blocks):
         """Rewrite the blocks' attribute ids (their own arrays) in the internal order."""
+        if self.identity:
+            return
         for block in blocks:
             np.take(self.rank, block.ids, out=block.ids)
 
@@ -837,7 +822,8 @@ class CRFObjective:
             ) + (dense.values,)
         self._order = FrequencyOrder(encoded, model.state_ptr, model.state_labels, model.n_labels)
         self._layout = StateLayout(self._order.state_ptr, self._order.state_labels, model.n_labels)
-        self._state_weights = np.empty(model.n_states)  # in the internal order
+        # the weights in the internal order (none when it is the model's)
+        self._state_weights = None if self._order.identity else np.empty(model.n_states)
         self._shards = [
             _Shard(
                 encoded,
@@ -859,15 +845,13 @@ class CRFObjective:
     def n_parameters(self):
         return self.model.n_features
 
-    def _by_parts(self, work, n, unit_size=1):
+    def _by_parts(self, work, n):
         """``work(start, stop)`` over contiguous parts of ``range(n)``, one per thread.
 
         For element-wise passes over the parameters (the same bits on any
-        number of parts), in units of ``unit_size`` values; fewer than
-        ``_MIN_PARTS_SIZE`` values are one part.
+        number of parts); a vector of fewer than ``_MIN_PARTS_SIZE`` is one part.
         """
-        big = n * unit_size >= _MIN_PARTS_SIZE
-        parts = len(self._shards) if self._pool is not None and big else 1
+        parts = len(self._shards) if self._pool is not None and n >= _MIN_PARTS_SIZE else 1
         if parts == 1:
             work(0, n)
             return
@@ -890,12 +874,16 @@ class CRFObjective:
         w = np.ascontiguousarray(w, dtype=np.float64)
         n_states = model.n_states
         n_base = n_states + len(model.transition_index)
-        order, internal = self._order, self._state_weights
+        order, internal, features = self._order, self._state_weights, self._order.features
         source = w[:n_states]
-        unit = order.unit_size
-        self._by_parts(lambda lo, hi: order.take(source, internal, lo, hi), order.n_units, unit)
+        if not order.identity:  # (else the kernels read the weights where they lie)
+            self._by_parts(
+                lambda lo, hi: _kernels.take(source, features[lo:hi], internal[lo:hi]), n_states
+            )
         arrays = score_arrays(
-            self._layout, self._state_weights, model.transition_matrix(w[n_states:n_base])
+            self._layout,
+            source if order.identity else internal,
+            model.transition_matrix(w[n_states:n_base]),
         )
         if self._conditioned is not None:
             ptr, pairs, _ = self._conditioned
@@ -928,7 +916,8 @@ class CRFObjective:
             with np.errstate(over="ignore", invalid="ignore"):
                 for shard in self._shards[1:]:
                     expected[lo:hi] += shard.expected[lo:hi]
-                np.copyto(internal[lo:hi], expected[lo:hi])
+                if not order.identity:
+                    np.copyto(internal[lo:hi], expected[lo:hi])
 
         def finish(lo, hi):
             with np.errstate(over="ignore", invalid="ignore"):
@@ -944,9 +933,11 @@ class CRFObjective:
             # unread until the next evaluation refills it (no buffer of its own:
             # fit memory); each thread copies its part, then puts it back
             self._by_parts(sum_shards, n_states)
-            self._by_parts(
-                lambda lo, hi: order.put(internal, expected, lo, hi), order.n_units, unit
-            )
+            if not order.identity:
+                self._by_parts(
+                    lambda lo, hi: _kernels.put(internal[lo:hi], features[lo:hi], expected),
+                    n_states,
+                )
             gradient[n_states:n_base] = pairs.ravel()[model.transition_index]
             if self._conditioned is not None:
                 conditioned = gradient[n_base:]
