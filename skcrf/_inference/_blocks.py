@@ -285,6 +285,11 @@ class StateLayout:
         Whether the attributes with a dense row are exactly the first
         ``n_dense`` (as the training objective numbers them): the kernels
         then tell them by their number, without reading ``dense_row``.
+    complete : bool
+        Whether the dense rows are the first ``n_dense * n_labels`` features,
+        every label of each in label order (``all_possible_states``): the
+        rows are then views of the weights and of the counts
+        (:meth:`dense_weights`, :meth:`dense_rows_of`).
     """
 
     def __init__(self, state_ptr, state_labels, n_labels):
@@ -341,7 +346,7 @@ class StateLayout:
         """Copy the dense rows' expected counts into ``expected`` (flat order)."""
         if self.complete:
             rows = expected[: self.n_dense * self.n_labels]
-            if not np.may_share_memory(rows, dense_expected):  # else: rows_of gave it
+            if not np.may_share_memory(rows, dense_expected):  # (else summed in place)
                 rows[:] = dense_expected.ravel()
             return
         expected[self.dense_features] = dense_expected.ravel()[self.dense_positions]

@@ -487,8 +487,8 @@ class FrequencyOrder:
     order is kept (``identity``): whole rows of ``n_labels`` weights fill
     cache lines in any order (measured: the same evaluation time), and the
     objective then reads the weights and sums the counts where they lie in
-    the model's vectors, with no copy in another order (fit memory: one
-    vector and two half-vectors of indices less).
+    the model's vectors, with no copy in another order (fit memory: a copy
+    of the weights and two int32 arrays of the features' length less).
 
     Parameters
     ----------
