@@ -26,6 +26,7 @@ is impossible (``peak_reset`` false) the figure is an upper bound.
 """
 
 import gc
+import hashlib
 import importlib.metadata
 import json
 import os
@@ -80,6 +81,7 @@ def log_summary(model, fit_s):
     """Iterations, logged iteration time and final loss from ``training_log_``."""
     iterations = model.training_log_.iterations
     iteration_s = sum(entry["time"] for entry in iterations)
+    weights = getattr(getattr(model, "_model", None), "weights", None)  # skcrf's
     return {
         "fit_s": fit_s,
         "iterations": len(iterations),
@@ -87,6 +89,8 @@ def log_summary(model, fit_s):
         "s_per_iteration": iteration_s / len(iterations),
         "setup_s": fit_s - iteration_s,  # featurization etc. before iteration 1, and finishing
         "final_loss": iterations[-1]["loss"],
+        # the learned weights' bytes, to compare fits bit for bit
+        "weights_sha1": None if weights is None else hashlib.sha1(weights.tobytes()).hexdigest(),
     }
 
 

@@ -182,12 +182,13 @@ calibration_candidates, calibration_max_trials : default=None
         trainers, so only None is accepted.
     n_jobs : int or None, default=None
         Threads used to train and decode: sequences are split into
-        ``n_jobs`` shards evaluated in parallel (at most one per sequence
-        with a token, and to decode one per block of sequences: no thread
-        without work), never more than the usable cores (the process's CPU
-        affinity, within a cgroup CPU quota). None means 1; -1 means all
-        usable cores, -2 all but one, and so on (at least 1). Any value
-        gives the same model (up to floating-point summation order).
+        ``n_jobs`` shards evaluated in parallel (at most one per block of
+        sequences: no thread without work), never more than the usable
+        cores (the process's CPU affinity, within a cgroup CPU quota). None
+        means 1; -1 means all usable cores, -2 all but one, and so on (at
+        least 1). 1 and 2 give the same L-BFGS model to the bit (one
+        thread evaluates two shards in turn); more threads, the same model
+        up to floating-point summation order.
     random_state : int, RandomState instance or None, default=None
         Shuffling of the online trainers (and their learning-rate
         calibration): an int makes a fit reproducible. Not used by

@@ -17,7 +17,13 @@ import skcrf._training._objective
 from skcrf._featurize._encoded import Encoded
 from skcrf._featurize._labels import check_partial_training_labels
 from skcrf._inference import _kernels
-from skcrf._inference._blocks import StateLayout, gather_rows, score_arrays, state_scores
+from skcrf._inference._blocks import (
+    StateLayout,
+    deal_blocks,
+    gather_rows,
+    score_arrays,
+    state_scores,
+)
 from skcrf._inference._logspace import forward_backward as numpy_forward_backward
 from skcrf._training._objective import (
     CRFObjective,
@@ -173,6 +179,71 @@ def test_threads_and_blocks_give_the_same_value(monkeypatch):
     for loss, gradient in results[1:]:
         assert loss == pytest.approx(results[0][0], rel=1e-13)
         np.testing.assert_allclose(gradient, results[0][1], rtol=1e-11, atol=1e-12)
+
+
+@pytest.mark.parametrize("n_shards", [1, 2, 3, 7])
+@pytest.mark.parametrize("elements", [1, 60, 1 << 16])
+def test_deal_blocks_covers_every_sequence_once_in_balanced_shards(
+    n_shards, elements, monkeypatch
+):
+    monkeypatch.setattr(skcrf._inference._blocks, "BLOCK_ELEMENTS", elements)
+    lengths = np.random.default_rng(n_shards).integers(0, 12, 50)
+    lengths[:3] = [40, 0, 25]  # a sequence longer than a block; an empty one
+    shards = deal_blocks(lengths, np.arange(50), 3, n_shards)
+    groups = [group for shard in shards for group in shard]
+    dealt = np.concatenate(groups)
+    assert sorted(dealt.tolist()) == list(range(50))
+    budget = min(max(1, elements // 3), -(-int(lengths.sum()) // n_shards))
+    sizes = [int(lengths[group].sum()) for group in groups]
+    assert all(size <= budget or len(group) == 1 for size, group in zip(sizes, groups))
+    # as many shards as asked for (there are blocks enough), within one block
+    assert len(shards) == n_shards
+    tokens = [sum(int(lengths[group].sum()) for group in shard) for shard in shards]
+    assert max(tokens) - min(tokens) <= max(sizes)
+    # each shard's blocks in the cut's order: longest sequences first
+    for shard in shards:
+        firsts = [lengths[group[0]] for group in shard]
+        assert firsts == sorted(firsts, reverse=True)
+
+
+@pytest.mark.parametrize("case", ["sparse", "all_states", "partial", "weighted"])
+def test_one_and_two_threads_give_the_same_bits(case):
+    # one thread evaluates the two shards of a two-thread objective in turn
+    # and adds their counts in the same order: the same loss and gradient
+    encoded, labels, classes, attributes = random_problem(
+        9, n_sequences=40, n_attributes=12, max_length=9, unit=case != "weighted"
+    )
+    options, partial_labels, weights = {}, None, None
+    if case == "all_states":
+        options = {"all_possible_states": True}
+    elif case == "partial":
+        ends = np.cumsum(encoded.lengths)
+        y = [[f"L{k}" for k in labels[end - n : end]] for n, end in zip(encoded.lengths, ends)]
+        y[2][0] = y[7][1] = "?"
+        labels, classes, partial_labels = check_partial_training_labels(y, encoded.lengths, "?")
+        options = {"partial": partial_labels}
+    elif case == "weighted":  # weights that vary within sequences
+        weights = np.random.default_rng(9).uniform(0.2, 3.0, len(labels))
+        options = {"token_weights": weights}
+    model, observed = select_features(encoded, labels, classes, attributes, **options)
+    w = np.random.default_rng(9).normal(size=model.n_features)
+    results = []
+    for n_threads in (1, 2):
+        with CRFObjective(
+            encoded,
+            model,
+            observed,
+            c2=0.2,
+            n_threads=n_threads,
+            partial=partial_labels,
+            token_weights=weights,
+            labels=labels if weights is not None else None,
+        ) as objective:
+            assert len(objective._shards) == 2
+            assert (objective._pool is None) == (n_threads == 1)
+            loss, gradient = objective.loss_gradient(w)
+            results.append((loss, gradient.tobytes()))
+    assert results[0] == results[1]
 
 
 @pytest.mark.parametrize("c2", [0.0, 0.3])

@@ -200,11 +200,13 @@ def gather_rows(indptr, ids, values, rows, *, drop_zeros=False):
     return new_indptr, np.ascontiguousarray(new_ids), np.ascontiguousarray(new_values)
 
 
-def _block_bounds(lengths, sequences, n_labels):
+def _block_bounds(lengths, sequences, n_labels, max_tokens=None):
     """``sequences`` longest first, and the ``(start, stop)`` of each block in them."""
     sequences = np.asarray(sequences)
     sequences = sequences[np.argsort(-lengths[sequences], kind="stable")]
     budget = max(1, BLOCK_ELEMENTS // max(n_labels, 1))
+    if max_tokens is not None:
+        budget = max(1, min(budget, max_tokens))
     # A block ends where its running token count would pass the budget; the
     # cumulative sum gives every block boundary at once.
     ends = np.cumsum(lengths[sequences])
@@ -236,10 +238,57 @@ def make_blocks(
     where the weights vary within a sequence.
     """
     sequences, bounds = _block_bounds(np.asarray(encoded.lengths), sequences, n_labels)
+    return blocks_of(
+        encoded,
+        [sequences[start:stop] for start, stop in bounds],
+        drop_zeros=drop_zeros,
+        unit_values=unit_values,
+        token_weights=token_weights,
+        labels=labels,
+    )
+
+
+def blocks_of(
+    encoded, groups, *, drop_zeros=False, unit_values=False, token_weights=None, labels=None
+):
+    """A :class:`Block` of each group of sequences (see :func:`make_blocks`)."""
     return [
-        Block(encoded, sequences[start:stop], drop_zeros, unit_values, token_weights, labels)
-        for start, stop in bounds
+        Block(encoded, group, drop_zeros, unit_values, token_weights, labels) for group in groups
     ]
+
+
+def deal_blocks(lengths, sequences, n_labels, n_shards):
+    """Cut ``sequences`` as :func:`make_blocks` does; deal the blocks into shards.
+
+    Returns one list per shard: the sequences of each of its blocks, in the
+    order of the cut. Blocks hold at most ``1 / n_shards`` of the tokens
+    (or one sequence), so there are as many shards as sequences with a
+    token allow; beyond that, the cut does not depend on ``n_shards``. Each
+    block goes to the shard with the fewest tokens so far (largest blocks
+    first): the shards' token counts differ by at most one block's.
+
+    Examples
+    --------
+    Four sequences, 16,384 labels: blocks of at most 4 tokens (or one sequence).
+
+    >>> shards = deal_blocks([5, 1, 4, 2], range(4), BLOCK_ELEMENTS // 4, 2)
+    >>> [[block.tolist() for block in shard] for shard in shards]
+    [[[0]], [[2], [3, 1]]]
+    """
+    lengths = np.asarray(lengths)
+    sequences = np.asarray(sequences, dtype=np.intp)
+    n_tokens = int(lengths[sequences].sum())
+    sequences, bounds = _block_bounds(lengths, sequences, n_labels, -(-n_tokens // n_shards))
+    groups = [sequences[start:stop] for start, stop in bounds]
+    sizes = np.array([lengths[group].sum() for group in groups], dtype=np.int64)
+    n_shards = max(1, min(int(n_shards), len(groups)))
+    tokens = np.zeros(n_shards, dtype=np.int64)
+    dealt = [[] for _ in range(n_shards)]
+    for k in np.argsort(-sizes, kind="stable"):
+        shard = int(np.argmin(tokens))
+        dealt[shard].append(int(k))
+        tokens[shard] += sizes[k]
+    return [[groups[k] for k in sorted(ks)] for ks in dealt]
 
 
 def count_blocks(lengths, n_labels):

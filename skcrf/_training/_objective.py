@@ -37,7 +37,10 @@ weight. Unweighted, none of this runs.
 
 Evaluation
 ----------
-Sequences are dealt into one shard per thread (balanced by tokens). A shard
+Sequences are dealt into one shard per thread (balanced by tokens), and
+never fewer than two: one thread evaluates the two shards of a two-thread
+fit one after the other, and the shards' counts are added in the same
+order, so ``n_jobs=1`` and ``n_jobs=2`` give the same bits. A shard
 is cut into blocks of sequences of similar length (at most
 :data:`skcrf._inference._blocks.BLOCK_ELEMENTS` tokens x labels, or one sequence), each held in the
 packed time-major layout with its token features as CSR rows. Per block:
@@ -67,16 +70,17 @@ from .._inference._blocks import (
     StateLayout,
     Workspace,
     block_marginals,
+    blocks_of,
+    deal_blocks,
     expected_states,
     gather_rows,
     has_dense_row,
-    make_blocks,
     masked_block_marginals,
     score_arrays,
 )
 from .._inference._constraints import Constraints
 from .._model import ConditionedTransitions, CRFModel, kept_state_ptr
-from .._utils._threads import single_blas_thread, split_sequences
+from .._utils._threads import single_blas_thread
 
 
 def select_features(
@@ -558,10 +562,11 @@ class _Shard:
     def __init__(
         self,
         encoded,
-        sequences,
+        groups,
         layout,
         order,
         partial=None,
+        partial_groups=(),
         own_expected=True,
         token_weights=None,
         labels=None,
@@ -570,28 +575,17 @@ class _Shard:
         n_labels = layout.n_labels
         # expected counts of the input-conditioned transition features
         self.conditioned_expected = np.empty(n_conditioned) if n_conditioned else None
-        self.partial_blocks = []
         self.constraints = None
         if partial is not None:
-            sequences = np.asarray(sequences)
-            in_partial = np.isin(sequences, partial.sequences)
-            partial_sequences = sequences[in_partial]
-            sequences = sequences[partial.complete[sequences]]
-            self.partial_blocks = make_blocks(
-                encoded,
-                partial_sequences,
-                n_labels,
-                drop_zeros=True,
-                unit_values=True,
-                token_weights=token_weights,
-            )
             self.constraints = Constraints(
                 n_labels, None, partial.token_index, partial.token_masks
             )
-        self.blocks = make_blocks(
+        self.partial_blocks = blocks_of(
+            encoded, partial_groups, drop_zeros=True, unit_values=True, token_weights=token_weights
+        )
+        self.blocks = blocks_of(
             encoded,
-            sequences,
-            n_labels,
+            groups,
             drop_zeros=True,
             unit_values=True,
             token_weights=token_weights,
@@ -734,6 +728,27 @@ class ObservedCounts:
 _SPARSE_OBSERVED = 2
 
 
+def _deal(lengths, n_labels, partial, n_threads):
+    """The blocks' sequences of each shard: fully labelled, partially labelled.
+
+    Never fewer than two shards (unless there is one block): a one-thread
+    fit evaluates the two shards of a two-thread fit in turn, on the same
+    blocks, so both sum the same terms in the same order.
+    """
+    n_shards = max(n_threads, 2)
+    sequences = np.arange(len(lengths))
+    if partial is None:
+        return deal_blocks(lengths, sequences, n_labels, n_shards), []
+    # sequences with no known label at all are left out
+    groups = deal_blocks(lengths, sequences[partial.complete], n_labels, n_shards)
+    partial_groups = deal_blocks(lengths, partial.sequences, n_labels, n_shards)
+    n_shards = max(len(groups), len(partial_groups))
+    return [
+        [kind[k] if k < len(kind) else [] for k in range(n_shards)]
+        for kind in (groups, partial_groups)
+    ]
+
+
 def _every_label(state_ptr, state_labels, n_labels):
     """Whether every attribute has a feature for every label, in label order."""
     n_attributes = len(state_ptr) - 1
@@ -824,20 +839,23 @@ class CRFObjective:
         self._layout = StateLayout(self._order.state_ptr, self._order.state_labels, model.n_labels)
         # the weights in the internal order (none when it is the model's)
         self._state_weights = None if self._order.identity else np.empty(model.n_states)
+        shard_groups, partial_groups = _deal(encoded.lengths, model.n_labels, partial, n_threads)
         self._shards = [
             _Shard(
                 encoded,
-                sequences,
+                groups,
                 self._layout,
                 self._order,
                 partial,
+                partial_groups[k] if partial_groups else (),
                 own_expected=k > 0,
                 token_weights=token_weights,
                 labels=labels,
                 n_conditioned=model.n_conditioned,
             )
-            for k, sequences in enumerate(split_sequences(encoded.lengths, n_threads))
+            for k, groups in enumerate(shard_groups)
         ]
+        self._n_threads = n_threads
         self._pool = None
         self._blas = None
 
@@ -961,7 +979,7 @@ class CRFObjective:
     def __enter__(self):
         self._blas = single_blas_thread()
         self._blas.__enter__()
-        if len(self._shards) > 1:
+        if self._n_threads > 1 and len(self._shards) > 1:
             self._pool = ThreadPoolExecutor(len(self._shards))
         return self
 
