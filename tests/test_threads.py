@@ -6,6 +6,7 @@ workspace, no shared "current sequence", never a crash.
 """
 
 import random
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -225,12 +226,29 @@ def test_thread_map_keeps_order_runs_nested_calls_inline_and_survives_fork():
 
     def nested(k):
         # a call from a pool thread runs there (no task waits for a queued one)
+        name = threading.current_thread().name
         inner = thread_map(lambda j: threading.current_thread().name, 2, range(2))
-        return inner == [threading.current_thread().name] * 2
+        return name, inner
 
-    assert all(thread_map(nested, 2, range(4)))
+    caller = threading.current_thread().name
+    calls = thread_map(nested, 2, range(4))
+    assert calls[0][0] == caller  # the first task runs in the calling thread
+    assert all(name != caller and inner == [name] * 2 for name, inner in calls[1:])
     with pytest.raises(ZeroDivisionError):
         thread_map(lambda k: 1 // k, 2, [1, 0])
+
+    # the first task's error is raised once every other task has ended
+    ended = []
+
+    def slow_or_failing(k):
+        if k == 0:
+            raise ValueError("first")
+        time.sleep(0.05)
+        ended.append(k)
+
+    with pytest.raises(ValueError, match="first"):
+        thread_map(slow_or_failing, 3, range(3))
+    assert sorted(ended) == [1, 2]
     if not hasattr(os, "fork"):
         return
     read, write = os.pipe()

@@ -13,7 +13,7 @@ import functools
 import os
 import sys
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import contextmanager
 
 import numpy as np
@@ -186,18 +186,29 @@ if hasattr(os, "register_at_fork"):
 def thread_map(function, n_threads, *iterables):
     """``list(map(function, *iterables))`` on up to ``n_threads`` threads.
 
-    The threads are a pool kept for the process (at least as many as any
-    call asked for; calls from many threads share it, their tasks queued in
-    order). A call from one of the pool's own threads runs in its thread
-    (nothing waits for a task that waits for it).
+    The calling thread runs the first task itself (it would only wait), the
+    others go to a pool kept for the process (at least ``n_threads - 1``
+    threads, as many as any call asked for; calls from many threads share
+    it, their tasks queued in order). Every task has ended when the call
+    returns or raises; the first task's exception comes first, then the
+    others' in order. A call from one of the pool's own threads runs in its
+    thread (nothing waits for a task that waits for it).
     """
     global _pool
     if n_threads <= 1 or threading.current_thread().name.startswith(_POOL_PREFIX):
         return list(map(function, *iterables))
+    tasks = list(zip(*iterables))
+    if len(tasks) <= 1:
+        return [function(*task) for task in tasks]
     with _pool_lock:
-        if _pool is None or _pool._max_workers < n_threads:
+        if _pool is None or _pool._max_workers < n_threads - 1:
             if _pool is not None:
                 _pool.shutdown(wait=False)  # its tasks in flight still finish
-            _pool = ThreadPoolExecutor(n_threads, thread_name_prefix=_POOL_PREFIX)
+            _pool = ThreadPoolExecutor(n_threads - 1, thread_name_prefix=_POOL_PREFIX)
         pool = _pool
-    return list(pool.map(function, *iterables))
+    futures = [pool.submit(function, *task) for task in tasks[1:]]
+    try:
+        first = function(*tasks[0])
+    finally:
+        wait(futures)  # no task left writing into the caller's buffers
+    return [first, *(future.result() for future in futures)]
