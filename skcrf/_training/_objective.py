@@ -37,13 +37,14 @@ weight. Unweighted, none of this runs.
 
 Evaluation
 ----------
-Sequences are dealt into one shard per thread (balanced by tokens), and
-never fewer than two: one thread evaluates the two shards of a two-thread
-fit one after the other, and the shards' counts are added in the same
-order, so ``n_jobs=1`` and ``n_jobs=2`` give the same bits. A shard
-is cut into blocks of sequences of similar length (at most
-:data:`skcrf._inference._blocks.BLOCK_ELEMENTS` tokens x labels, or one sequence), each held in the
-packed time-major layout with its token features as CSR rows. Per block:
+Sequences are cut into blocks of similar length (at most
+:data:`skcrf._inference._blocks.BLOCK_ELEMENTS` tokens x labels and half
+the tokens, or one sequence), and the blocks are dealt into one shard per
+thread (balanced by tokens), never fewer than two: one thread evaluates
+the two shards of a two-thread fit one after the other, and the shards'
+counts are added in the same order, so ``n_jobs=1`` and ``n_jobs=2`` give
+the same bits. Each block is held in the packed time-major layout with
+its token features as CSR rows. Per block:
 state scores over the existing features, one ``exp``, the scaled
 forward-backward (one BLAS product per time step for all the block's
 sequences), and the expected counts scattered back onto the existing
@@ -793,6 +794,8 @@ class CRFObjective:
     c2 : float
         L2 coefficient: adds ``c2 * ||w||^2``.
     n_threads : int
+        Threads that evaluate the shards (at least two shards; 1 and 2
+        give the same bits, see the module docstring).
     partial : PartialLabels or None
         Partially labelled sequences (see the module docstring); None: every
         label is known.
