@@ -934,11 +934,17 @@ class CRFObjective:
             log_z = list(self._pool.map(evaluate, self._shards))
 
         def sum_shards(lo, hi):
+            # (into the internal weights' buffer when the order is not the
+            # model's: the first sum writes there, no copy after it)
+            total = expected[lo:hi] if order.identity else internal[lo:hi]
+            others = [shard.expected[lo:hi] for shard in self._shards[1:]]
             with np.errstate(over="ignore", invalid="ignore"):
-                for shard in self._shards[1:]:
-                    expected[lo:hi] += shard.expected[lo:hi]
-                if not order.identity:
-                    np.copyto(internal[lo:hi], expected[lo:hi])
+                if others:
+                    np.add(expected[lo:hi], others[0], out=total)
+                elif not order.identity:
+                    np.copyto(total, expected[lo:hi])
+                for counts in others[1:]:
+                    total += counts
 
         def finish(lo, hi):
             with np.errstate(over="ignore", invalid="ignore"):
