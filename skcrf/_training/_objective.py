@@ -38,9 +38,9 @@ weight. Unweighted, none of this runs.
 Evaluation
 ----------
 Sequences are cut into blocks of similar length (at most
-:data:`skcrf._inference._blocks.BLOCK_ELEMENTS` tokens x labels and half
-the tokens, or one sequence), and the blocks are dealt into one shard per
-thread (balanced by tokens), never fewer than two: one thread evaluates
+:data:`skcrf._inference._blocks.BLOCK_ELEMENTS` tokens x labels and a
+shard's share of the tokens, or one sequence), and the blocks are dealt
+into one shard per thread (balanced by tokens), never fewer than two: one thread evaluates
 the two shards of a two-thread fit one after the other, and the shards'
 counts are added in the same order, so ``n_jobs=1`` and ``n_jobs=2`` give
 the same bits. Each block is held in the packed time-major layout with
