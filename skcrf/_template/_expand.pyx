@@ -675,9 +675,7 @@ cdef class _Call:
         if (self.column_data == NULL or self.column_length == NULL
                 or self.column_ascii == NULL or self.values == NULL):
             raise MemoryError()
-        cdef Py_ssize_t k
-        for k in range(n_tokens * n_slots):
-            self.values[k].state = V_NONE
+        # the values' states are set by _read (Python-computed) and _prepare
         self.keep = []
 
     def __dealloc__(self):
@@ -688,19 +686,34 @@ cdef class _Call:
         PyMem_RawFree(self.arena)
 
 
+cdef inline bint _native(const int32_t *slot, const uint8_t *column_ascii) noexcept nogil:
+    """Whether a token's slot value is computed in C (phase 2), not in Python (phase 1).
+
+    ``slot``: the slot's row of the plan; ``column_ascii``: the token's columns.
+    """
+    cdef int32_t flags = slot[4]
+    return (flags & 1) and not ((flags & 2) and not column_ascii[slot[0]])
+
+
 cdef int _read(CompiledPlan plan, _Call call, list sequences, str name,
                Py_ssize_t first) except -1:
-    """Phase 1: locate every column the plan reads; Python-computed slot values."""
-    cdef Py_ssize_t i, j, t = 0, c, k, n_columns = plan.n_columns, length, arena = 0
-    cdef int32_t flags
-    cdef const int32_t *slot
+    """Phase 1: locate every column the plan reads; Python-computed slot values.
+
+    Only what needs Python objects: the rest of the call's set-up is
+    :func:`_prepare`'s, without the GIL (threads expanding shards of a batch
+    wait for each other's phase 1 only).
+    """
+    cdef Py_ssize_t i, j, t = 0, c, k, n_columns = plan.n_columns, length
+    cdef bint any_python = False, ascii
     cdef object token, text
     cdef const char *data
-    cdef _Value *value
+    for k in range(plan.n_slots):
+        any_python = any_python or not (plan._slots[k * 5 + 4] & 1)
     for i in range(len(sequences)):
         seq = sequences[i]
         for j in range(len(seq)):
             token = seq[j]
+            ascii = True
             for c in range(n_columns):
                 column = plan._columns[c]
                 if PyUnicode_CheckExact(token) and column == 0:
@@ -725,23 +738,36 @@ cdef int _read(CompiledPlan plan, _Call call, list sequences, str name,
                 if not call.column_ascii[k]:
                     # keep the str (its UTF-8 buffer) alive for the call
                     call.keep.append(text)
-            for k in range(plan.n_slots):
-                slot = plan._slots + k * 5
-                flags = slot[4]
-                c = slot[0]
-                length = call.column_length[t * n_columns + c]
-                if (flags & 1) and not ((flags & 2) and not call.column_ascii[t * n_columns + c]):
-                    arena += slot[3] * length
-                    continue
-                value = &call.values[t * plan.n_slots + k]
-                _python_value(plan, call, k,
-                              read_column(seq[j], plan._columns[c], i + first, j, name),
-                              value, i + first, j, name)
+                    ascii = False
+            if any_python or not ascii:  # (an ASCII token's slots are all C-computed)
+                for k in range(plan.n_slots):
+                    if _native(plan._slots + k * 5, call.column_ascii + t * n_columns):
+                        continue
+                    c = plan._slots[k * 5]
+                    _python_value(plan, call, k,
+                                  read_column(seq[j], plan._columns[c], i + first, j, name),
+                                  &call.values[t * plan.n_slots + k], i + first, j, name)
             t += 1
-    call.arena = <char *> PyMem_RawMalloc(max(1, arena))
-    if call.arena == NULL:
-        raise MemoryError()
     return 0
+
+
+cdef int _prepare(CompiledPlan plan, _Call call) noexcept nogil:
+    """The rest of phase 1: the C-computed values marked to compute, the arena.
+
+    Returns -1 when out of memory.
+    """
+    cdef Py_ssize_t t, k, arena = 0
+    cdef const int32_t *slot
+    cdef const uint8_t *ascii
+    for t in range(call.n_tokens):
+        ascii = call.column_ascii + t * call.n_columns
+        for k in range(plan.n_slots):
+            slot = plan._slots + k * 5
+            if _native(slot, ascii):
+                arena += slot[3] * call.column_length[t * call.n_columns + slot[0]]
+                call.values[t * plan.n_slots + k].state = V_NONE
+    call.arena = <char *> PyMem_RawMalloc(max(1, arena))
+    return -1 if call.arena == NULL else 0
 
 
 cdef int _python_value(CompiledPlan plan, _Call call, Py_ssize_t k, object text, _Value *value,
@@ -1328,7 +1354,7 @@ cdef int _expand_chunk(CompiledPlan plan, list sequences, const Py_ssize_t *leng
                     if memo != NULL:
                         for k in range(n_types * plan.n_local):
                             memo[k] = MEMO_UNKNOWN
-            if memoize and memo == NULL:
+            if (memoize and memo == NULL) or _prepare(plan, call) < 0:
                 code = -1
             else:
                 code = _expand(plan, call, lengths, n_seq, index, transitions, grow, state,
