@@ -334,6 +334,43 @@ def test_encoding_of_special_floats():
     assert type(decoded) is np.float32 and np.isnan(decoded)
 
 
+@pytest.mark.parametrize(
+    "item, decoded",
+    [
+        ({"type": "none"}, None),
+        ({"type": "str", "value": "B-PER"}, "B-PER"),
+        ({"value": "", "type": "str"}, ""),
+        ({"type": "bool", "value": False}, False),
+        ({"type": "int", "value": 3}, 3),
+    ],
+)
+def test_decode_value_of_plain_scalars(item, decoded):
+    got = skcrf._persist._json.decode_value(item, "label 0")
+    assert type(got) is type(decoded) and got == decoded
+
+
+@pytest.mark.parametrize(
+    "item",
+    [
+        {"type": "none", "value": None},
+        {"type": "str", "value": 1},
+        {"type": "str", "label": "a"},
+        {"type": "str"},
+        {"type": "bool", "value": 1},
+        {"type": "bool", "value": "true"},
+        {"kind": "none"},
+        {"type": "none", "extra": 0},
+        ["str", "a"],
+        "a",
+    ],
+)
+def test_decode_value_refuses_near_misses(item):
+    # the common scalars are answered first: what is not exactly one of
+    # them still goes through every check
+    with pytest.raises(ValueError, match="label 0"):
+        skcrf._persist._json.decode_value(item, "label 0")
+
+
 def test_parameters_extra_and_log_round_trip(tmp_path):
     log = make_log(4)
     log.verbose = 2
