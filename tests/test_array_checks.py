@@ -1,4 +1,10 @@
-"""The compiled checks of model arrays against a plain numpy oracle."""
+"""The compiled checks of model arrays against a plain numpy oracle (and zlib)."""
+
+import mmap
+import os
+import platform
+import sysconfig
+import zlib
 
 import numpy as np
 import pytest
@@ -7,9 +13,50 @@ from skcrf._utils._array_checks import (
     COLUMN_OUT_OF_RANGE,
     COLUMNS_NOT_INCREASING,
     PTR_NOT_RISING,
+    _clmul_crc32,
     all_finite,
+    crc32,
     csr_problem,
 )
+
+
+def test_crc32_equals_zlib_at_every_length_offset_and_start_value():
+    # lengths across the 64-byte folding and the 16-byte tail, at offsets
+    # that misalign the loads, with start values that set every bit
+    data = np.random.default_rng(0).integers(0, 256, 1 << 16, dtype=np.uint8).tobytes()
+    lengths = [*range(200), 255, 256, 257, 1000, 4095, 4096, 40_001, (1 << 16) - 7]
+    for start in (0, 1, 0xFFFFFFFF, 0x12345678):
+        for offset in (0, 1, 7):
+            for n in lengths:
+                chunk = memoryview(data)[offset : offset + n]
+                assert _clmul_crc32(chunk, start) == zlib.crc32(chunk, start), (start, offset, n)
+    assert _clmul_crc32(b"") == 0 and _clmul_crc32(b"", 77) == 77
+    # (the CRC of a run of zero bytes, where a wrong constant shows at once)
+    zeros = bytes(1 << 12)
+    assert _clmul_crc32(zeros) == zlib.crc32(zeros)
+
+
+def test_crc32_reads_a_read_only_map(tmp_path):
+    path = tmp_path / "bytes"
+    path.write_bytes(bytes(range(256)) * 300)
+    with open(path, "rb") as file, mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as m:
+        assert crc32(memoryview(m)[3:70_000]) == zlib.crc32(memoryview(m)[3:70_000])
+
+
+def _gcc_on_x86_64_linux_with_pclmul():
+    if platform.system() != "Linux" or platform.machine() != "x86_64":
+        return False
+    compiler = os.environ.get("CC") or sysconfig.get_config_var("CC") or ""
+    with open("/proc/cpuinfo") as cpuinfo:
+        return "gcc" in compiler and " pclmulqdq" in cpuinfo.read()
+
+
+@pytest.mark.skipif(
+    not _gcc_on_x86_64_linux_with_pclmul(), reason="the fast path: GCC, x86-64 Linux, PCLMULQDQ"
+)
+def test_crc32_uses_carry_less_multiplication_where_built_for_it():
+    # elsewhere crc32 is zlib's function itself
+    assert crc32 is _clmul_crc32
 
 
 def oracle(ptr, columns, n_columns):

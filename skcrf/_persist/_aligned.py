@@ -25,9 +25,10 @@ other zip files (older skcrf formats) as before.
 
 import re
 import struct
-import zlib
 
 import numpy as np
+
+from .._utils._array_checks import crc32
 
 __all__ = [
     "ALIGNMENT",
@@ -114,7 +115,7 @@ def aligned_npz_bytes(arrays):
         if 0 < pad < 4:  # an extra field has a 4-byte header
             pad += ALIGNMENT
         extra = struct.pack("<HH", _PADDING_ID, pad - 4) + bytes(pad - 4) if pad else b""
-        crc = zlib.crc32(data)
+        crc = crc32(data)
         fields = (0, 0, 0, _DOS_DATE, crc, len(data), len(data), len(filename))
         parts += [
             _LOCAL.pack(_LOCAL_MAGIC, 20, *fields, len(extra)),
@@ -266,6 +267,6 @@ def _member_header(view, start, size, where):
 def member_crc_problem(buffer, member):
     """None if the member's bytes have the CRC-32 the directory gives, else why not."""
     _, _, _, start, size, crc = member
-    if zlib.crc32(memoryview(buffer)[start : start + size]) != crc:
+    if crc32(memoryview(buffer)[start : start + size]) != crc:
         return "is corrupted (CRC mismatch)"
     return None
