@@ -299,6 +299,59 @@ def test_an_archive_not_laid_out_as_its_format_is_refused(fitted, tmp_path, vers
             load_state(tmp_path / "other.npz", mmap=True)
 
 
+def _python_members(buffer, layouts):
+    """read_aligned_members without its compiled route: the members, or the ValueError."""
+    from skcrf._persist import _aligned
+
+    scan = _aligned.scan_members
+    _aligned.scan_members = lambda *args: None
+    try:
+        return _aligned.read_aligned_members(buffer, *layouts)
+    except ValueError as exc:
+        return exc
+    finally:
+        _aligned.scan_members = scan
+
+
+@VERSIONS
+def test_the_compiled_member_scan_accepts_only_what_the_python_reader_reads(
+    fitted, tmp_path, version
+):
+    # the compiled route reads the writer's own layout, and for any other
+    # bytes either gives up (None: the Python reader decides) or gives
+    # exactly the Python reader's members: damage in the zip records, in the
+    # .npy headers, anywhere, and files cut short
+    from skcrf._persist._member_scan import scan_members
+
+    tagger, _ = fitted
+    path = tmp_path / "m.skcrf"
+    _save(tagger, path, version)
+    data = path.read_bytes()
+    layouts = list(ARRAYS.values())
+    members = scan_members(data, layouts)
+    assert members is not None and members == _python_members(data, layouts)
+    assert list(members) == ARRAYS[version]
+    # where the records and headers lie: every member's first 192 bytes, the directory
+    starts = [m[3] for m in members.values()]
+    spots = [k for start in starts for k in range(max(0, start - 128), start + 64)]
+    spots += range(len(data) - 22 - 12 * 60, len(data))
+    rng = np.random.default_rng(version)
+    accepted = declined = 0
+    for at in [*spots, *rng.integers(0, len(data), 300)]:
+        mutant = bytearray(data)
+        mutant[at] ^= int(rng.integers(1, 256))
+        scanned, python = scan_members(mutant, layouts), _python_members(mutant, layouts)
+        if scanned is None:
+            declined += 1
+        else:
+            accepted += 1
+            assert scanned == python, at
+    for size in [*rng.integers(0, len(data), 100), len(data) - 1, 21, 0]:
+        assert scan_members(data[:size], layouts) is None
+        assert isinstance(_python_members(data[:size], layouts), ValueError)
+    assert accepted > 100 and declined > 100  # (both outcomes exercised)
+
+
 @VERSIONS
 def test_a_damaged_member_names_itself(fitted, tmp_path, version):
     tagger, _ = fitted

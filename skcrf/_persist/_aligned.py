@@ -29,6 +29,7 @@ import struct
 import numpy as np
 
 from .._utils._array_checks import crc32
+from ._member_scan import scan_members
 
 __all__ = [
     "ALIGNMENT",
@@ -166,6 +167,9 @@ def read_aligned_members(buffer, *layouts):
         buffer, each header as written here); the message says which member
         and what.
     """
+    members = scan_members(buffer, layouts)  # (the compiled route of the writer's layout)
+    if members is not None:
+        return members
     view = memoryview(buffer)
     size = len(view)
     if size < _END.size:
