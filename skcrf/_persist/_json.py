@@ -192,11 +192,13 @@ def is_hashable(value):
 
 
 def no_duplicate_keys(pairs):
-    result = {}
-    for key, value in pairs:
-        if key in result:
-            raise ValueError(f"duplicate JSON key {key!r:.100}.")
-        result[key] = value
+    result = dict(pairs)  # (built in C: the loop below runs only for a bad file)
+    if len(result) != len(pairs):
+        seen = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise ValueError(f"duplicate JSON key {key!r:.100}.")
+            seen.add(key)
     return result
 
 
