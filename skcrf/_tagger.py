@@ -184,9 +184,9 @@ calibration_candidates, calibration_max_trials : default=None
         Threads used to train and decode: sequences are split into
         ``n_jobs`` shards evaluated in parallel (at most one per block of
         sequences: no thread without work), never more than the usable
-        cores (the process's CPU affinity, within a cgroup CPU quota). None
-        means 1; -1 means all usable cores, -2 all but one, and so on (at
-        least 1). 1 and 2 give the same L-BFGS model to the bit (one
+        cores (the calling thread's CPU affinity, within a cgroup CPU
+        quota). None means 1; -1 means all usable cores, -2 all but one, and
+        so on (at least 1). 1 and 2 give the same L-BFGS model to the bit (one
         thread evaluates two shards in turn); more threads, the same model
         up to floating-point summation order.
     random_state : int, RandomState instance or None, default=None

@@ -354,6 +354,28 @@ def test_usable_cores_is_the_affinity_within_the_quota(monkeypatch):
     assert threads.usable_cores() == affinity
 
 
+def test_usable_cores_follow_the_calling_threads_affinity(monkeypatch):
+    # (as documented for n_jobs: a thread pinned to one core gets one thread)
+    import threading
+
+    import skcrf._utils._threads as threads
+
+    if not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("needs CPU affinity and two usable cores")
+    monkeypatch.setattr(threads, "_cpu_quota", lambda: None)
+    seen = {}
+
+    def pinned():
+        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+        seen["pinned"] = threads.usable_cores()
+
+    worker = threading.Thread(target=pinned)
+    worker.start()
+    worker.join()
+    assert seen == {"pinned": 1}
+    assert threads.usable_cores() == len(os.sched_getaffinity(0)) >= 2
+
+
 def test_training_is_deterministic():
     a = CRFTagger(c1=0.05, c2=0.1).fit(X_TOY, Y_TOY)
     b = CRFTagger(c1=0.05, c2=0.1).fit(X_TOY, Y_TOY)

@@ -118,7 +118,12 @@ def _cpu_quota():
 
 
 def usable_cores():
-    """The cores this process may use: its CPU affinity, within a cgroup CPU quota."""
+    """The cores a call may use: the calling thread's CPU affinity, within a cgroup CPU quota.
+
+    The thread's (what ``os.sched_getaffinity(0)`` reports on Linux), not
+    the process's: a caller pinned to one core gets one thread, and the
+    threads it starts inherit its affinity anyway.
+    """
     try:
         cores = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):  # no affinity on this platform
