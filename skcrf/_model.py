@@ -39,6 +39,7 @@ from ._utils._array_checks import (
     PTR_NOT_RISING,
     all_finite,
     csr_problem,
+    model_arrays_problem,
 )
 
 
@@ -424,6 +425,13 @@ def check_model_arrays(n_attributes, n_labels, arrays):
         raise ValueError(
             f"state_ptr has {len(ptr)} entries; n_attributes + 1 = {n_attributes + 1} expected."
         )
+    problem = None  # (not checked: arrays of other types)
+    if _kernel_types(ptr, labels, index, arrays):
+        problem = model_arrays_problem(
+            ptr, labels, n_labels, index, arrays["state_weights"], arrays["transition_weights"]
+        )
+        if problem == 0:
+            return  # (one compiled pass found nothing; otherwise the checks below say what)
     check_csr(
         ptr,
         labels,
@@ -440,6 +448,23 @@ def check_model_arrays(n_attributes, n_labels, arrays):
         )
     for name in ("state_weights", "transition_weights"):
         check_finite(arrays[name], f"{name} holds non-finite values (NaN or infinity).")
+    if problem:  # (the two passes check the same properties: never reached)
+        raise AssertionError(f"model_arrays_problem found problem {problem}; the checks none.")
+
+
+def _kernel_types(ptr, labels, index, arrays):
+    """Whether the model arrays have the kernels' dtypes, contiguous (the usual case)."""
+    return (
+        ptr.dtype == np.int64
+        and labels.dtype in (np.int32, np.int64)
+        and index.dtype == np.int64
+        and arrays["state_weights"].dtype == np.float64
+        and arrays["transition_weights"].dtype == np.float64
+        and all(
+            a.flags.c_contiguous
+            for a in (ptr, labels, index, arrays["state_weights"], arrays["transition_weights"])
+        )
+    )
 
 
 def check_csr(ptr, columns, n_columns, not_rising, out_of_range, not_increasing):

@@ -13,10 +13,14 @@ from skcrf._utils._array_checks import (
     COLUMN_OUT_OF_RANGE,
     COLUMNS_NOT_INCREASING,
     PTR_NOT_RISING,
+    STATE_WEIGHTS_NOT_FINITE,
+    TRANSITION_WEIGHTS_NOT_FINITE,
+    TRANSITIONS_NOT_INCREASING,
     _clmul_crc32,
     all_finite,
     crc32,
     csr_problem,
+    model_arrays_problem,
 )
 
 
@@ -112,3 +116,53 @@ def test_all_finite():
         damaged = values.copy()
         damaged[57] = bad
         assert not all_finite(damaged)
+
+
+def model_oracle(ptr, labels, n_labels, index, state_weights, transition_weights):
+    problem = oracle(ptr, labels, n_labels)
+    if problem:
+        return problem
+    if len(index) and (
+        index[0] < 0 or index[-1] >= n_labels * n_labels or (np.diff(index) <= 0).any()
+    ):
+        return TRANSITIONS_NOT_INCREASING
+    if not np.isfinite(state_weights).all():
+        return STATE_WEIGHTS_NOT_FINITE
+    if not np.isfinite(transition_weights).all():
+        return TRANSITION_WEIGHTS_NOT_FINITE
+    return 0
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+def test_model_arrays_problem_equals_the_numpy_oracle(dtype):
+    rng = np.random.default_rng(1)
+    seen = set()
+    for trial in range(800):
+        n_labels = int(rng.integers(1, 5))
+        ptr, labels = random_csr(rng, int(rng.integers(0, 8)), n_labels)
+        index = np.sort(rng.choice(n_labels**2, rng.integers(0, n_labels**2 + 1), replace=False))
+        state_weights, transition_weights = (
+            rng.normal(size=len(labels)),
+            rng.normal(size=len(index)),
+        )
+        damage = trial % 8
+        if damage == 1 and len(labels):
+            labels[rng.integers(len(labels))] = rng.choice([-1, n_labels])
+        elif damage == 2 and len(ptr) > 2:
+            ptr[rng.integers(1, len(ptr) - 1)] = rng.integers(-2, len(labels) + 3)
+        elif damage == 3 and len(index):
+            index[rng.integers(len(index))] = rng.choice([-1, n_labels**2, 0])
+        elif damage == 4 and len(index) > 1:
+            index[-1] = index[0]
+        elif damage == 5 and len(state_weights):
+            state_weights[rng.integers(len(state_weights))] = rng.choice([np.nan, np.inf])
+        elif damage == 6 and len(transition_weights):
+            transition_weights[rng.integers(len(transition_weights))] = -np.inf
+        elif damage == 7 and len(labels) and len(transition_weights):  # two at once: the first
+            labels[0] = -1
+            transition_weights[0] = np.nan
+        arrays = (ptr, labels.astype(dtype), n_labels, index, state_weights, transition_weights)
+        want = model_oracle(*arrays)
+        assert model_arrays_problem(*arrays) == want, arrays
+        seen.add(want)
+    assert seen == set(range(7))

@@ -12,7 +12,7 @@ import zlib
 from libc.math cimport isfinite
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t
 
-__all__ = ["all_finite", "crc32", "csr_problem"]
+__all__ = ["all_finite", "crc32", "csr_problem", "model_arrays_problem"]
 
 
 cdef extern from "_crc32.h" nogil:
@@ -41,11 +41,18 @@ cdef enum:
     _PTR_NOT_RISING = 1
     _COLUMN_OUT_OF_RANGE = 2
     _COLUMNS_NOT_INCREASING = 3
+    _TRANSITIONS_NOT_INCREASING = 4
+    _STATE_WEIGHTS_NOT_FINITE = 5
+    _TRANSITION_WEIGHTS_NOT_FINITE = 6
 
 #: What :func:`csr_problem` finds (0: nothing).
 PTR_NOT_RISING = _PTR_NOT_RISING
 COLUMN_OUT_OF_RANGE = _COLUMN_OUT_OF_RANGE
 COLUMNS_NOT_INCREASING = _COLUMNS_NOT_INCREASING
+#: What :func:`model_arrays_problem` finds besides those.
+TRANSITIONS_NOT_INCREASING = _TRANSITIONS_NOT_INCREASING
+STATE_WEIGHTS_NOT_FINITE = _STATE_WEIGHTS_NOT_FINITE
+TRANSITION_WEIGHTS_NOT_FINITE = _TRANSITION_WEIGHTS_NOT_FINITE
 
 
 cdef int _csr_problem(const int64_t[::1] ptr, const index_t[::1] columns,
@@ -100,6 +107,50 @@ def csr_problem(const int64_t[::1] ptr, const index_t[::1] columns, int64_t n_co
     cdef int problem
     with nogil:
         problem = _csr_problem(ptr, columns, n_columns)
+    return problem
+
+
+cdef inline bint _finite(const double[::1] values) noexcept nogil:
+    cdef Py_ssize_t k
+    cdef bint finite = True
+    for k in range(values.shape[0]):
+        finite &= isfinite(values[k]) != 0  # (no early exit: the loop vectorizes)
+    return finite
+
+
+def model_arrays_problem(const int64_t[::1] state_ptr, const index_t[::1] state_labels,
+                         int64_t n_labels, const int64_t[::1] transition_index,
+                         const double[::1] state_weights, const double[::1] transition_weights):
+    """What is wrong with a model's arrays, 0 if nothing; one call for opening a model.
+
+    The first problem in this order: :func:`csr_problem`'s codes for the
+    state features (columns: labels in ``[0, n_labels)``), then
+    ``TRANSITIONS_NOT_INCREASING`` (the transition indices are not strictly
+    increasing in ``[0, n_labels ** 2)``), ``STATE_WEIGHTS_NOT_FINITE``,
+    ``TRANSITION_WEIGHTS_NOT_FINITE``.
+
+    >>> import numpy as np
+    >>> ptr, labels = np.array([0, 1, 2]), np.array([1, 0], dtype=np.int32)
+    >>> model_arrays_problem(ptr, labels, 2, np.array([0, 3]), np.ones(2), np.ones(2))
+    0
+    >>> model_arrays_problem(ptr, labels, 2, np.array([3, 0]), np.ones(2), np.ones(2))
+    4
+    """
+    cdef int problem
+    cdef Py_ssize_t k
+    cdef int64_t size = n_labels * n_labels
+    with nogil:
+        problem = _csr_problem(state_ptr, state_labels, n_labels)
+        if not problem:
+            for k in range(transition_index.shape[0]):
+                if (transition_index[k] < 0 or transition_index[k] >= size
+                        or (k and transition_index[k] <= transition_index[k - 1])):
+                    problem = _TRANSITIONS_NOT_INCREASING
+                    break
+        if not problem and not _finite(state_weights):
+            problem = _STATE_WEIGHTS_NOT_FINITE
+        if not problem and not _finite(transition_weights):
+            problem = _TRANSITION_WEIGHTS_NOT_FINITE
     return problem
 
 
