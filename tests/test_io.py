@@ -347,6 +347,11 @@ def test_encoding_of_special_floats():
 def test_decode_value_of_plain_scalars(item, decoded):
     got = skcrf._persist._json.decode_value(item, "label 0")
     assert type(got) is type(decoded) and got == decoded
+    plain = skcrf._persist._json.plain_value(item)  # (none, str and bool; the others not)
+    if item["type"] == "int":
+        assert plain is skcrf._persist._json.NOT_PLAIN
+    else:
+        assert type(plain) is type(decoded) and plain == decoded
 
 
 @pytest.mark.parametrize(
@@ -369,6 +374,7 @@ def test_decode_value_refuses_near_misses(item):
     # them still goes through every check
     with pytest.raises(ValueError, match="label 0"):
         skcrf._persist._json.decode_value(item, "label 0")
+    assert skcrf._persist._json.plain_value(item) is skcrf._persist._json.NOT_PLAIN
 
 
 def test_parameters_extra_and_log_round_trip(tmp_path):

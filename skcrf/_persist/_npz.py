@@ -41,7 +41,15 @@ from ._aligned import (
 )
 from ._cqdb import cqdb_bytes, encode_strings, read_cqdb
 from ._files import open_regular_file
-from ._json import decode_value, encode_value, is_hashable, no_duplicate_keys, reject_constant
+from ._json import (
+    NOT_PLAIN,
+    decode_value,
+    encode_value,
+    is_hashable,
+    no_duplicate_keys,
+    plain_value,
+    reject_constant,
+)
 
 __all__ = [
     "FORMAT_NAME",
@@ -891,15 +899,22 @@ def _decode_common(document, version):
     for name, value in params_json.items():
         if not _valid_param_name(name):
             raise ValueError(f"invalid parameter name {name!r:.100}.")
-        params[name] = decode_value(value, f"parameter {name!r}")
+        decoded = plain_value(value)  # (the message worded only for the others)
+        params[name] = (
+            decode_value(value, f"parameter {name!r}") if decoded is NOT_PLAIN else decoded
+        )
 
     labels_json = _require_type(document["labels"], list, "labels")
     if not labels_json:
         raise ValueError("labels: the model has no labels.")
-    labels = [decode_value(item, f"label {k}") for k, item in enumerate(labels_json)]
+    labels = [plain_value(item) for item in labels_json]
     for k, label in enumerate(labels):
-        if not is_hashable(label):
-            raise ValueError(f"label {k} is a {type(label).__name__}; labels must be hashable.")
+        if label is NOT_PLAIN:
+            label = labels[k] = decode_value(labels_json[k], f"label {k}")
+            if not is_hashable(label):
+                raise ValueError(
+                    f"label {k} is a {type(label).__name__}; labels must be hashable."
+                )
     if len(set(labels)) != len(labels):
         raise ValueError("labels: the same label appears twice.")
     classes = np.empty(len(labels), dtype=object)
