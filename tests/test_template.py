@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV
+from test_template_python import every_type_and_some_contexts
 
 import skcrf
 from skcrf import CRFTagger, TemplateFeaturizer
@@ -331,7 +332,7 @@ def test_the_model_carries_its_template(fitted_pair, small_treebank, tmp_path):
 def test_prediction_threads_give_the_sequential_answers(fitted_pair, small_treebank):
     _, _, by_template = fitted_pair
     _, _, test_words, _ = small_treebank
-    data = test_words * 30  # enough tokens for 2 featurizing threads
+    data = test_words * 4  # ~10k tokens: 2 featurizing threads and 2 decoding
     expected = by_template.predict(data)
     two = clone(by_template).set_params(n_jobs=2)
     two.__dict__.update({k: v for k, v in by_template.__dict__.items() if k.startswith("_")})
@@ -467,9 +468,10 @@ def test_compiled_expander_equals_the_dict_functions_on_the_treebank(recipe, tre
     plan = parse_python(spec)
     train, _ = treebank
     if recipe in ("tutorial", "sequence_featurizer"):
-        X = [list(s) for s in train[:1500]]  # (word, tag) tokens: the tag as a column
+        X = [list(s) for s in train]  # (word, tag) tokens: the tag as a column
     else:
-        X = [[w for w, _ in s] for s in train[:1500]]
+        X = [[w for w, _ in s] for s in train]
+    X = every_type_and_some_contexts(X)
     rng = random.Random(3)
     hostile = [[_word(rng) or "x" for _ in range(6)] for _ in range(100)]
     if recipe in ("tutorial", "sequence_featurizer"):

@@ -394,6 +394,7 @@ cdef class CompiledPlan:
     cdef const int32_t *_local
     cdef const int32_t *_local_offset
     cdef readonly Py_ssize_t n_local
+    cdef bint _any_python            # a slot with a Python-computed step
 
     def __dealloc__(self):
         PyMem_RawFree(self._regexes)
@@ -534,6 +535,7 @@ cdef class CompiledPlan:
         for k in range(len(regexes)):
             regex = regexes[k]
             self._regexes[k] = &regex.program
+        self._any_python = any(not (s[4] & 1) for s in slots)
         self.has_transitions = any(f.kind != "state" for f in plan.features)
         self.n_state_features = sum(f.kind != "transition" for f in plan.features)
         self.n_transition_features = sum(f.kind != "state" for f in plan.features)
@@ -704,11 +706,9 @@ cdef int _read(CompiledPlan plan, _Call call, list sequences, str name,
     wait for each other's phase 1 only).
     """
     cdef Py_ssize_t i, j, t = 0, c, k, n_columns = plan.n_columns, length
-    cdef bint any_python = False, ascii
+    cdef bint ascii
     cdef object token, text
     cdef const char *data
-    for k in range(plan.n_slots):
-        any_python = any_python or not (plan._slots[k * 5 + 4] & 1)
     for i in range(len(sequences)):
         seq = sequences[i]
         for j in range(len(seq)):
@@ -739,7 +739,7 @@ cdef int _read(CompiledPlan plan, _Call call, list sequences, str name,
                     # keep the str (its UTF-8 buffer) alive for the call
                     call.keep.append(text)
                     ascii = False
-            if any_python or not ascii:  # (an ASCII token's slots are all C-computed)
+            if plan._any_python or not ascii:  # (an ASCII token's slots are all C-computed)
                 for k in range(plan.n_slots):
                     if _native(plan._slots + k * 5, call.column_ascii + t * n_columns):
                         continue

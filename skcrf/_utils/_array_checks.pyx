@@ -161,11 +161,7 @@ def all_finite(const double[::1] values):
     >>> all_finite(np.array([0.5, -1.0])), all_finite(np.array([1.0, np.nan]))
     (True, False)
     """
-    cdef Py_ssize_t k
-    cdef bint finite = True
+    cdef bint finite
     with nogil:
-        for k in range(values.shape[0]):
-            if not isfinite(values[k]):
-                finite = False
-                break
+        finite = _finite(values)
     return finite
