@@ -619,3 +619,96 @@ def test_shared_pruning_builds_its_bound_once_it_pays(forbid):
         np.testing.assert_array_equal(got[0], expected[0])
         np.testing.assert_array_equal(got[1], expected[1])
     assert fresh.has_tight_bound
+
+
+# ------------------------------------------- input-conditioned transitions
+
+
+def _conditioned_problem(rng, n_labels, lengths, integer, forbid):
+    """Packed emissions, base transitions and each row's deltas (unique pairs)."""
+    n_rows = sum(lengths)
+    draw = (lambda *shape: rng.integers(-2, 3, size=shape).astype(float)) if integer else (
+        lambda *shape: rng.normal(size=shape)
+    )  # fmt: skip
+    emissions, transitions = draw(n_rows, n_labels), draw(n_labels, n_labels)
+    if forbid:
+        transitions[rng.random((n_labels, n_labels)) < forbid] = -np.inf
+        emissions[rng.random((n_rows, n_labels)) < forbid / 2] = -np.inf
+    counts = rng.integers(0, n_labels * n_labels + 1, size=n_rows)
+    entry_ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    entry_pair = np.concatenate(
+        [rng.permutation(n_labels * n_labels)[:c] for c in counts] + [np.zeros(0, int)]
+    ).astype(np.int32)
+    delta = draw(len(entry_pair))
+    batch_sizes = pack(lengths).batch_sizes
+    return emissions, transitions, (entry_ptr, entry_pair, delta), batch_sizes
+
+
+@pytest.mark.parametrize("integer", [False, True], ids=["real", "integer ties"])
+@pytest.mark.parametrize("forbid", [0.0, 0.3])
+@pytest.mark.parametrize("seed", range(12))
+def test_conditioned_kernel_equals_the_numpy_reference(integer, forbid, seed):
+    from skcrf._inference._conditioned import row_transitions, viterbi_rows
+
+    rng = np.random.default_rng(seed)
+    n_labels = int(rng.integers(1, 7))
+    lengths = sorted(rng.integers(1, 9, size=int(rng.integers(1, 6))), reverse=True)
+    emissions, transitions, deltas, batch_sizes = _conditioned_problem(
+        rng, n_labels, lengths, integer, forbid
+    )
+    expected_path, expected_best = viterbi_rows(
+        emissions, row_transitions(transitions, deltas), batch_sizes
+    )
+    path = np.full(len(emissions), -1, dtype=np.intp)
+    best = np.empty(len(lengths))
+    before = transitions.copy()
+    _viterbi.viterbi_conditioned(emissions, transitions, *deltas, batch_sizes, path, best)
+    np.testing.assert_array_equal(path, expected_path)
+    np.testing.assert_array_equal(best, expected_best)  # the same sums: the same bits
+    np.testing.assert_array_equal(transitions, before)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_conditioned_kernel_matches_brute_force(seed):
+    rng = np.random.default_rng(100 + seed)
+    n_labels, length = 3, 5
+    emissions, transitions, deltas, batch_sizes = _conditioned_problem(
+        rng, n_labels, [length], integer=True, forbid=0.0
+    )
+    from skcrf._inference._conditioned import row_transitions
+
+    matrices = row_transitions(transitions, deltas)
+    paths = np.array(list(itertools.product(range(n_labels), repeat=length)))
+    scores = emissions[np.arange(length), paths].sum(axis=1)
+    scores += matrices[np.arange(1, length), paths[:, :-1], paths[:, 1:]].sum(axis=1)
+    winners = [tuple(p[::-1]) for p in paths[scores == scores.max()]]
+    path, best = np.empty(length, dtype=np.intp), np.empty(1)
+    _viterbi.viterbi_conditioned(emissions, transitions, *deltas, batch_sizes, path, best)
+    assert tuple(path) == min(winners)[::-1]  # ties: the lowest labels, last token first
+    assert best[0] == scores.max()
+
+
+def test_conditioned_kernel_validates_its_inputs():
+    rng = np.random.default_rng(0)
+    emissions, transitions, (ptr, pair, delta), batch_sizes = _conditioned_problem(
+        rng, 3, [4, 2], integer=False, forbid=0.0
+    )
+    path, best = np.empty(6, dtype=np.intp), np.empty(2)
+    run = _viterbi.viterbi_conditioned
+    bad_pair = pair.copy()
+    if len(bad_pair):
+        bad_pair[-1] = 9
+        with pytest.raises(ValueError, match="is not a pair of labels"):
+            run(emissions, transitions, ptr, bad_pair, delta, batch_sizes, path, best)
+    with pytest.raises(ValueError, match="one entry per row"):
+        run(emissions, transitions, ptr[:-1], pair, delta, batch_sizes, path, best)
+    with pytest.raises(ValueError, match="disagree on the number of entries"):
+        run(emissions, transitions, ptr, pair, delta[:-1], batch_sizes, path, best)
+    with pytest.raises(ValueError, match="one entry per sequence"):
+        run(emissions, transitions, ptr, pair, delta, batch_sizes, path, best[:1])
+    with pytest.raises(ValueError, match="transitions must have shape"):
+        run(emissions, transitions[:2, :2].copy(), ptr, pair, delta, batch_sizes, path, best)
+    decreasing = ptr.copy()
+    decreasing[1], decreasing[2] = decreasing[2] + 1, decreasing[2]
+    with pytest.raises(ValueError, match="must not decrease"):
+        run(emissions, transitions, decreasing, pair, delta, batch_sizes, path, best)

@@ -9,10 +9,13 @@ works on one block in the packed time-major layout of
 ``row_trans[r]`` the matrix *into* packed row ``r`` (from the previous token
 of its sequence; unused at a sequence's first row).
 
-These are the prediction paths of such models (Viterbi, n-best, marginals,
-pair marginals, path scores) and the reference the compiled training pass
-(:func:`skcrf._inference._kernels.forward_backward` with ``corrections``) is
-tested against. Scores of ``-inf`` (forbidden labels or pairs) are allowed.
+These are the prediction paths of such models (n-best, marginals, pair
+marginals, path scores) and the references the compiled passes are tested
+against: the training pass (:func:`skcrf._inference._kernels.forward_backward`
+with ``corrections``) and the Viterbi that decodes such models
+(:func:`skcrf._inference._viterbi.viterbi_conditioned`, against
+:func:`viterbi_rows`). Scores of ``-inf`` (forbidden labels or pairs) are
+allowed.
 """
 
 import numpy as np

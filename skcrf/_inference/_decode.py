@@ -35,7 +35,7 @@ from ._blocks import (
 )
 from ._constraints import NoValidLabelling, apply_log_masks
 from ._output import MarginalDicts
-from ._viterbi import TransitionPruning, viterbi_packed
+from ._viterbi import TransitionPruning, viterbi_conditioned, viterbi_packed
 
 # Below this many tokens per thread, a batch is not worth sharding.
 _TOKENS_PER_THREAD = 4000
@@ -58,18 +58,20 @@ class Decoder:
         #: ``(ptr, pairs, weights)`` of the conditioned transitions, or None
         self.conditioned = None if model.conditioned is None else model.conditioned.arrays()
 
+    def row_deltas(self, block):
+        """``(entry_ptr, entry_pair, delta)``: each row's change of the transitions."""
+        if getattr(block, "t_indptr", None) is None:
+            no_rows = np.zeros(block.n_rows + 1, dtype=np.int64)
+            return no_rows, np.zeros(0, dtype=np.int32), np.zeros(0)
+        return _conditioned.row_deltas(block, self.conditioned, self.n_labels)
+
     def row_transitions(self, block, transitions):
         """Each row's transition scores (conditioned models), shape (n_rows, L, L).
 
         ``transitions``: the base matrix (the model's, or with forbidden
         pairs at ``-inf``).
         """
-        if getattr(block, "t_indptr", None) is None:
-            no_rows = np.zeros(block.n_rows + 1, dtype=np.int64)
-            deltas = (no_rows, np.zeros(0, dtype=np.int32), np.zeros(0))
-        else:
-            deltas = _conditioned.row_deltas(block, self.conditioned, self.n_labels)
-        return _conditioned.row_transitions(transitions, deltas)
+        return _conditioned.row_transitions(transitions, self.row_deltas(block))
 
     def conditioned_marginals(self, block, workspace, arrays, masks, name):
         """Marginals of a block of a conditioned model (under the masks)."""
@@ -103,14 +105,19 @@ class Decoder:
     def _emissions(self, indptr, ids, values, out):
         state_scores(indptr, ids, values, self.arrays, out)
 
-    def _run(self, encoded, n_threads, decode_block, out, name):
-        """Apply ``decode_block(block, workspace)`` to every block; rows into ``out``."""
+    def _run(self, encoded, n_threads, decode_block, out, name, matrix_per_token=True):
+        """Apply ``decode_block(block, workspace)`` to every block; rows into ``out``.
+
+        ``matrix_per_token``: whether ``decode_block`` builds a conditioned
+        model's transition matrix per token (the blocks are then budgeted as
+        tokens x labels ** 2, else tokens x labels).
+        """
         lengths = np.asarray(encoded.lengths)
         n_tokens = int(lengths.sum())
         n_threads = min(n_threads, max(1, n_tokens // _TOKENS_PER_THREAD))
-        # a conditioned model's blocks hold a transition matrix per token:
-        # their size is budgeted as tokens x labels ** 2
-        per_token = self.n_labels if self.conditioned is None else self.n_labels**2
+        per_token = self.n_labels
+        if self.conditioned is not None and matrix_per_token:
+            per_token = self.n_labels**2
         if n_threads > 1:  # no more threads than blocks of work
             n_threads = min(n_threads, max(1, count_blocks(lengths, per_token)))
 
@@ -195,14 +202,19 @@ class Decoder:
             _check_finite(emissions)
             if constraints is not None:
                 apply_log_masks(emissions, constraints.emission_masks(block))
-            row_trans = self.row_transitions(block, arrays.transitions)
-            block_path, best = _conditioned.viterbi_rows(emissions, row_trans, block.batch_sizes)
+            block_path = np.empty(block.n_rows, dtype=np.intp)
+            best = np.empty(block.n_sequences)
+            entry_ptr, entry_pair, delta = self.row_deltas(block)
+            viterbi_conditioned(
+                emissions, arrays.transitions, entry_ptr, entry_pair, delta,
+                block.batch_sizes, block_path, best,
+            )  # fmt: skip
             if not np.isfinite(best).all():
                 bad = np.flatnonzero(~np.isfinite(best))[0]
                 raise NoValidLabelling(int(block.sequences[bad]), name)
             return block_path
 
-        return self._run(encoded, n_threads, decode_block, path, name)
+        return self._run(encoded, n_threads, decode_block, path, name, matrix_per_token=False)
 
     def posterior(self, encoded, n_threads=1, name="X", constraints=None):
         """Label index of every token (flat order): the posterior (minimum risk) paths.

@@ -28,8 +28,10 @@ forbidden cannot win at ``j``, and one the best label cannot take keeps
 """
 
 from libc.math cimport INFINITY, fabs
-from libc.stdint cimport int32_t, INT32_MAX
+from libc.stdint cimport int32_t, int64_t, INT32_MAX
 from libc.stdlib cimport free, malloc
+
+import numpy as np
 
 from skcrf._utils._simd import avx2_disabled
 
@@ -484,3 +486,140 @@ def viterbi_single(const double[:, ::1] emissions, const double[:, ::1] transiti
     if status != 0:
         raise MemoryError()
     return path
+
+
+cdef void _conditioned_sequence(const double* emissions, double* matrix,
+                                const double* transitions, intp n_labels,
+                                const intp* offsets, intp column, intp length,
+                                const int64_t* entry_ptr, const int32_t* entry_pair,
+                                const double* delta, double* scores, int32_t* back,
+                                intp* path, double* best_score) noexcept nogil:
+    """One sequence of :func:`viterbi_conditioned` (``matrix``: a copy of
+    ``transitions``, left as it was found)."""
+    cdef intp t, i, j, r, label
+    cdef int64_t e
+    cdef double* prev = scores
+    cdef double* cur = scores + n_labels
+    cdef double* swap
+    cdef double c
+    cdef const double* row
+    cdef int32_t* bp
+    r = offsets[0] + column
+    for j in range(n_labels):
+        prev[j] = emissions[r * n_labels + j]
+    for t in range(1, length):
+        r = offsets[t] + column
+        # the row's own matrix: the base plus its deltas, restored after
+        for e in range(entry_ptr[r], entry_ptr[r + 1]):
+            matrix[entry_pair[e]] += delta[e]
+        bp = back + t * n_labels
+        for j in range(n_labels):
+            cur[j] = prev[0] + matrix[j]
+            bp[j] = 0
+        for i in range(1, n_labels):
+            row = matrix + i * n_labels
+            for j in range(n_labels):
+                c = prev[i] + row[j]
+                if c > cur[j]:  # (strict: the lowest label keeps a tie)
+                    cur[j] = c
+                    bp[j] = <int32_t> i
+        for j in range(n_labels):
+            cur[j] += emissions[r * n_labels + j]
+        for e in range(entry_ptr[r], entry_ptr[r + 1]):
+            matrix[entry_pair[e]] = transitions[entry_pair[e]]
+        swap = prev
+        prev = cur
+        cur = swap
+    label = 0
+    for j in range(1, n_labels):
+        if prev[j] > prev[label]:
+            label = j
+    best_score[column] = prev[label]
+    for t in range(length - 1, -1, -1):
+        path[offsets[t] + column] = label
+        if t > 0:
+            label = back[t * n_labels + label]
+
+
+def viterbi_conditioned(const double[:, ::1] emissions, const double[:, ::1] transitions,
+                        const int64_t[::1] entry_ptr, const int32_t[::1] entry_pair,
+                        const double[::1] delta, const intp[::1] batch_sizes,
+                        intp[::1] path_out, double[::1] best_score_out):
+    """Most probable labelling of every sequence of a packed batch whose rows
+    have transition matrices of their own (input-conditioned transitions).
+
+    Row ``r``'s matrix (the one *into* it from the previous token of its
+    sequence) is ``transitions`` plus ``delta[e]`` at the flat pair
+    ``entry_pair[e]`` (``i * n_labels + j``, each pair at most once a row)
+    for ``e`` in ``entry_ptr[r]:entry_ptr[r + 1]``, as
+    :func:`skcrf._inference._conditioned.row_transitions` builds them; the
+    answer is :func:`skcrf._inference._conditioned.viterbi_rows`'s (the same
+    sums, ties to the lowest label), without the per-row matrices, and with
+    the GIL released.
+
+    Parameters
+    ----------
+    emissions : ndarray of shape (n_tokens, n_labels), float64
+        Packed rows (layout of :mod:`skcrf._utils._packing`).
+    transitions : ndarray of shape (n_labels, n_labels), float64
+    entry_ptr : ndarray of shape (n_tokens + 1,), int64
+    entry_pair : ndarray of int32
+    delta : ndarray of float64
+    batch_sizes : ndarray of shape (max_length,), intp
+    path_out : ndarray of shape (n_tokens,), intp
+        Receives the label of each packed row.
+    best_score_out : ndarray of shape (n_sequences,), float64
+        Receives each sequence's best score (``-inf``: no allowed labelling).
+    """
+    cdef intp n_tokens = emissions.shape[0], n_labels = emissions.shape[1]
+    cdef intp max_length = batch_sizes.shape[0], t, total = 0, column, length
+    cdef int64_t e, size
+    _check_transitions(n_labels, transitions)
+    for t in range(max_length):
+        if batch_sizes[t] <= 0 or (t > 0 and batch_sizes[t] > batch_sizes[t - 1]):
+            raise ValueError("batch_sizes must be positive and non-increasing")
+        total += batch_sizes[t]
+    if total != n_tokens or path_out.shape[0] != n_tokens:
+        raise ValueError(f"batch_sizes sum to {total}: not the {n_tokens} emission rows")
+    if best_score_out.shape[0] != (batch_sizes[0] if max_length else 0):
+        raise ValueError("best_score_out must have one entry per sequence")
+    size = n_labels * n_labels
+    if entry_ptr.shape[0] != n_tokens + 1 or entry_ptr[0] != 0:
+        raise ValueError("entry_ptr must have one entry per row, plus one, from 0")
+    for t in range(n_tokens):
+        if entry_ptr[t + 1] < entry_ptr[t]:
+            raise ValueError("entry_ptr must not decrease")
+    if entry_ptr[n_tokens] != entry_pair.shape[0] or delta.shape[0] != entry_pair.shape[0]:
+        raise ValueError("entry_ptr, entry_pair and delta disagree on the number of entries")
+    for e in range(entry_pair.shape[0]):
+        if entry_pair[e] < 0 or entry_pair[e] >= size:
+            raise ValueError(f"entry_pair[{e}] = {entry_pair[e]} is not a pair of labels")
+    if n_tokens == 0:
+        return None
+    if n_labels == 0:
+        raise ValueError("cannot decode with 0 labels")
+    offsets = np.zeros(max_length + 1, dtype=np.intp)
+    np.cumsum(batch_sizes, out=offsets[1:])
+    matrix = np.array(transitions, dtype=np.float64, order="C")
+    scores = np.empty(2 * n_labels)
+    back = np.zeros((max_length, n_labels), dtype=np.int32)
+    cdef const intp[::1] offsets_view = offsets
+    cdef double[:, ::1] matrix_view = matrix
+    cdef double[::1] scores_view = scores
+    cdef int32_t[:, ::1] back_view = back
+    cdef const int64_t* ptr_data = &entry_ptr[0]
+    cdef const int32_t* pair_data = NULL
+    cdef const double* delta_data = NULL
+    if entry_pair.shape[0]:
+        pair_data = &entry_pair[0]
+        delta_data = &delta[0]
+    with nogil:
+        length = max_length
+        for column in range(batch_sizes[0]):
+            while batch_sizes[length - 1] <= column:
+                length -= 1
+            _conditioned_sequence(
+                &emissions[0, 0], &matrix_view[0, 0], &transitions[0, 0], n_labels,
+                &offsets_view[0], column, length, ptr_data, pair_data, delta_data,
+                &scores_view[0], &back_view[0, 0], &path_out[0], &best_score_out[0])
+    return None
