@@ -12,7 +12,9 @@ repetitions:
   with it.
 
 Rows: fit seconds (featurization included, as in treebank.py), the fit's
-peak memory above the loaded data, the number of features, test accuracy;
+peak memory above the loaded data, the number of features, test accuracy,
+the seconds of ``predict`` on the test part (feature dicts given; the
+median of 5 calls, with the fit's ``n_jobs``);
 medians over the repetitions, and the ratio conditioned / plain of the fit
 time (the median of the per-repetition ratios).
 
@@ -70,6 +72,11 @@ def _worker(task, mode, split, quick, n_jobs):
     with open("/proc/self/status") as f:
         peak = next(int(line.split()[1]) for line in f if line.startswith("VmHWM"))
     accuracy = tagger.score(X_test, y_test)
+    predict_s = []
+    for _ in range(5):
+        start = time.perf_counter()
+        tagger.predict(X_test)
+        predict_s.append(time.perf_counter() - start)
     return {
         "task": task,
         "n_jobs": n_jobs,
@@ -81,6 +88,7 @@ def _worker(task, mode, split, quick, n_jobs):
         "n_conditioned": len(tagger.conditioned_transition_features_),
         "n_iter": tagger.n_iter_,
         "accuracy": accuracy,
+        "predict_s": statistics.median(predict_s),
     }
 
 
@@ -121,7 +129,7 @@ def main():
                     run = json.loads(result.stdout.strip().splitlines()[-1])
                     runs[f"{task} n_jobs={n_jobs}"][mode].append(run)
                     print(f"repeat {r} {task} n_jobs={n_jobs} {mode}: {run}", file=sys.stderr)
-    keys = ("fit_s", "fit_memory_mb", "n_features", "n_conditioned", "accuracy")
+    keys = ("fit_s", "fit_memory_mb", "n_features", "n_conditioned", "accuracy", "predict_s")
     rows, ratios = {}, {}
     for name, by_mode in runs.items():
         ratios[name] = [c["fit_s"] / p["fit_s"] for p, c in zip(*(by_mode[m] for m in MODES))]
@@ -134,8 +142,8 @@ def main():
         f"{n_repeats} repetition(s), medians; fit time ratio: median of per-repetition ratios",
         "",
         "| task | model | fit s | fit memory MB | features | conditioned | test accuracy |"
-        " fit ÷ plain |",
-        "|---|---|--:|--:|--:|--:|--:|--:|",
+        " fit ÷ plain | predict s |",
+        "|---|---|--:|--:|--:|--:|--:|--:|--:|",
     ]
     for name, by_mode in rows.items():
         for mode in MODES:
@@ -144,7 +152,7 @@ def main():
             lines.append(
                 f"| {name} | {mode} | {row['fit_s']:.1f} | {row['fit_memory_mb']:.0f} | "
                 f"{row['n_features']:.0f} | {row['n_conditioned']:.0f} | "
-                f"{row['accuracy']:.4f} | {ratio} |"
+                f"{row['accuracy']:.4f} | {ratio} | {row['predict_s']:.3f} |"
             )
     print("\n".join(lines))
     with open(out, "w") as f:
