@@ -253,6 +253,27 @@ def test_estimator_predictions_match_enumeration():
         )
 
 
+@pytest.mark.parametrize("log_domain", [False, True], ids=["compiled pass", "log domain"])
+def test_marginals_match_enumeration_in_either_domain(log_domain, monkeypatch):
+    # unconstrained marginals take the training's compiled pass, and the
+    # log-domain rows beyond its range of transition scores
+    from skcrf._inference import _blocks
+
+    if log_domain:
+        monkeypatch.setattr(_blocks, "MAX_TRANSITION_SPREAD", -1.0)
+    tagger, X, _ = _fit_random(3)
+    classes = tagger.classes_.tolist()
+    for xseq in X[:6]:
+        paths, log_proba, _, _ = _tagger_brute(tagger, xseq)
+        single = tagger.predict_marginals_single(xseq)
+        batch = tagger.predict_marginals([xseq])[0]
+        for t in range(len(xseq)):
+            for j, label in enumerate(classes):
+                exact = np.exp(log_proba[[p[t] == j for p in paths]]).sum()
+                assert single[t][label] == pytest.approx(exact, abs=1e-10)
+                assert batch[t][label] == pytest.approx(exact, abs=1e-10)
+
+
 def test_constraints_apply_to_conditioned_models():
     tagger, X, _ = _fit_random(3)
     classes = tagger.classes_.tolist()

@@ -75,6 +75,13 @@ class Decoder:
 
     def conditioned_marginals(self, block, workspace, arrays, masks, name):
         """Marginals of a block of a conditioned model (under the masks)."""
+        if arrays is self.arrays and not masks:
+            # unconstrained: the training's compiled pass (each row's matrix
+            # as corrections of the base; the log domain beyond its range)
+            marginals, _ = block_marginals(
+                block, workspace, self._conditioned_arrays, check=_check_finite
+            )
+            return marginals
         emissions = workspace.psi[: block.n_rows]
         self._emissions(block.indptr, block.ids, block.values, emissions)
         _check_finite(emissions)
@@ -95,6 +102,11 @@ class Decoder:
         """The :class:`ScoreArrays` of the batch kernels."""
         ptr, labels, weights = self._nonzero
         return score_arrays(StateLayout(ptr, labels, self.n_labels), weights, self.transitions)
+
+    @cached_property
+    def _conditioned_arrays(self):
+        """:attr:`arrays` with the conditioned transitions (the training's layout)."""
+        return self.arrays._replace(conditioned=self.conditioned)
 
     @cached_property
     def _pruning(self):
