@@ -11,8 +11,11 @@ become scores of ``-inf`` / probabilities of 0: Viterbi runs the usual
 kernel (exact with ``-inf`` scores; with forbidden pairs it prunes nothing).
 
 A model with input-conditioned transitions (``model.conditioned``) has a
-transition matrix per token: its blocks go through the log-domain paths of
-:mod:`skcrf._inference._conditioned` instead of the compiled kernels.
+transition matrix per token, the base plus the token's deltas: its Viterbi
+is :func:`~skcrf._inference._viterbi.viterbi_conditioned` (the deltas added
+to one copy of the base, row by row), its unconstrained marginals the
+training's compiled pass; under constraints the marginals take the
+log-domain rows of :mod:`skcrf._inference._conditioned`.
 """
 
 from functools import cached_property
