@@ -254,13 +254,14 @@ def test_estimator_predictions_match_enumeration():
 
 
 @pytest.mark.parametrize("log_domain", [False, True], ids=["compiled pass", "log domain"])
-def test_marginals_match_enumeration_in_either_domain(log_domain, monkeypatch):
-    # unconstrained marginals take the training's compiled pass, and the
-    # log-domain rows beyond its range of transition scores
-    from skcrf._inference import _blocks
+def test_marginals_and_probabilities_match_enumeration_in_either_domain(log_domain, monkeypatch):
+    # unconstrained marginals and log Z take the training's compiled pass,
+    # and the log-domain rows beyond its range of transition scores
+    from skcrf._inference import _blocks, _structured
 
     if log_domain:
         monkeypatch.setattr(_blocks, "MAX_TRANSITION_SPREAD", -1.0)
+        monkeypatch.setattr(_structured, "MAX_TRANSITION_SPREAD", -1.0)
     tagger, X, _ = _fit_random(3)
     classes = tagger.classes_.tolist()
     for xseq in X[:6]:
@@ -272,6 +273,14 @@ def test_marginals_match_enumeration_in_either_domain(log_domain, monkeypatch):
                 exact = np.exp(log_proba[[p[t] == j for p in paths]]).sum()
                 assert single[t][label] == pytest.approx(exact, abs=1e-10)
                 assert batch[t][label] == pytest.approx(exact, abs=1e-10)
+        gold = [classes[k] for k in paths[int(np.argmin(log_proba))]]
+        assert tagger.sequence_log_proba([xseq], [gold])[0] == pytest.approx(
+            log_proba.min(), abs=1e-10
+        )
+        assert tagger.sequence_log_proba([xseq])[0] == pytest.approx(log_proba.max(), abs=1e-10)
+        ((best, best_log_proba),) = tagger.predict_nbest([xseq], n=1)[0]
+        assert best == tagger.predict_single(xseq)
+        assert best_log_proba == pytest.approx(log_proba.max(), abs=1e-10)
 
 
 def test_constraints_apply_to_conditioned_models():

@@ -27,9 +27,13 @@ Conventions
 - An empty sequence has one labelling, the empty one, of probability 1.
 - Per-sequence results are in the caller's sequence order; per-token ones
   in flat order.
-- A model with input-conditioned transitions (``decoder.conditioned``)
-  takes the log-domain paths of :mod:`skcrf._inference._conditioned` (one
-  transition matrix per token; n-best one sequence at a time).
+- A model with input-conditioned transitions (``decoder.conditioned``):
+  ``log Z`` from the scaled forward pass with each row's deltas as
+  corrections (the training's compiled pass), or the log-domain rows of
+  :mod:`skcrf._inference._conditioned`; the best labelling from the
+  compiled :func:`~skcrf._inference._viterbi.viterbi_conditioned`; n-best
+  lists and transition marginals from the log-domain rows (one transition
+  matrix per token; n-best one sequence at a time).
 """
 
 import numpy as np
@@ -40,7 +44,7 @@ from ._constraints import NoValidLabelling, apply_log_masks, apply_zero_masks
 from ._decode import _check_finite
 from ._logspace import _forward_backward_log, last_rows, pair_marginals
 from ._nbest import forward_log_partition, kbest_packed
-from ._viterbi import viterbi_packed
+from ._viterbi import viterbi_conditioned, viterbi_packed
 
 __all__ = ["log_partition", "nbest", "sequence_scores", "transition_marginals"]
 
@@ -91,9 +95,39 @@ def _block_log_z(block, workspace, arrays, emissions, masks, name):
     return log_z
 
 
-def _conditioned_log_z(block, emissions, row_trans, name):
-    """Each sequence's ``log Z`` (packed order) with per-row transitions."""
-    log_z = _conditioned.forward_backward_rows(emissions, row_trans, block.batch_sizes)[0]
+def _conditioned_log_z(decoder, block, workspace, arrays, emissions, masks, name):
+    """Each sequence's ``log Z`` (packed order) with per-row transitions.
+
+    The scaled forward pass with each row's deltas as corrections of the
+    base (the training's compiled pass), as :func:`_block_log_z`; the
+    log-domain rows when the scores are too wide for scaling or underflow.
+    """
+    entry_ptr, entry_pair, delta = decoder.row_deltas(block)
+    spread = arrays.spread + (float(np.abs(delta).max()) if len(delta) else 0.0)
+    log_z = None
+    if spread <= MAX_TRANSITION_SPREAD:
+        n = block.n_rows
+        psi = emissions.copy()
+        row_max = workspace.row_max[:n]
+        _kernels.exp_shifted(psi, row_max)
+        apply_zero_masks(psi, masks)
+        scale = workspace.scale
+        corrections = (entry_ptr, entry_pair, np.exp(delta), None)
+        _kernels.forward_backward(
+            psi, arrays.exp_trans, block.batch_sizes, workspace.alpha, scale,
+            workspace.beta, workspace.weighted, corrections=corrections,
+        )  # fmt: skip
+        with np.errstate(divide="ignore", invalid="ignore"):
+            log_z = np.bincount(
+                block.columns, weights=np.log(scale[:n]) + row_max, minlength=block.n_sequences
+            )
+        log_z += arrays.t_max * (block.lengths - 1)
+        if not np.isfinite(log_z).all():
+            log_z = None  # underflow, or no allowed labelling: the log domain decides
+    if log_z is None:
+        deltas = (entry_ptr, entry_pair, delta)
+        row_trans = _conditioned.row_transitions(arrays.transitions, deltas)
+        log_z = _conditioned.log_messages_rows(emissions, row_trans, block.batch_sizes)[2]
     if not np.isfinite(log_z).all():
         raise NoValidLabelling(int(block.sequences[np.flatnonzero(~np.isfinite(log_z))[0]]), name)
     return log_z
@@ -106,19 +140,30 @@ def _sequence_rows(block):
     return [offsets[:length] + column for column, length in enumerate(block.lengths.tolist())]
 
 
-def _conditioned_nbest(block, emissions, row_trans, n, name):
+def _conditioned_nbest(decoder, block, workspace, arrays, emissions, masks, n, name):
     """:func:`nbest`'s block results with per-row transitions."""
     paths = np.zeros((n, block.n_rows), dtype=np.intp)
     scores = np.full((block.n_sequences, n), -np.inf)
     found = np.zeros(block.n_sequences, dtype=np.intp)
-    for column, rows in enumerate(_sequence_rows(block)):
-        seq_paths, seq_scores = _conditioned.kbest_sequence(emissions[rows], row_trans[rows], n)
-        found[column] = len(seq_scores)
-        paths[: len(seq_scores), rows] = seq_paths
-        scores[column, : len(seq_scores)] = seq_scores
+    if n == 1:  # the compiled Viterbi (predict's path)
+        viterbi_conditioned(
+            emissions, arrays.transitions, *decoder.row_deltas(block), block.batch_sizes,
+            paths[0], scores[:, 0],
+        )  # fmt: skip
+        found[:] = np.isfinite(scores[:, 0])
+    else:
+        row_trans = decoder.row_transitions(block, arrays.transitions)
+        for column, rows in enumerate(_sequence_rows(block)):
+            seq_paths, seq_scores = _conditioned.kbest_sequence(
+                emissions[rows], row_trans[rows], n
+            )
+            found[column] = len(seq_scores)
+            paths[: len(seq_scores), rows] = seq_paths
+            scores[column, : len(seq_scores)] = seq_scores
     if not found.all():
         raise NoValidLabelling(int(block.sequences[np.argmin(found)]), name)
-    return paths, scores - _conditioned_log_z(block, emissions, row_trans, name)[:, None], found
+    log_z = _conditioned_log_z(decoder, block, workspace, arrays, emissions, masks, name)
+    return paths, scores - log_z[:, None], found
 
 
 def log_partition(decoder, encoded, n_threads=1, constraints=None, name="X"):
@@ -136,8 +181,9 @@ def log_partition(decoder, encoded, n_threads=1, constraints=None, name="X"):
         masks = constraints.emission_masks(block) if constraints is not None else []
         emissions = _block_emissions(decoder, block, workspace, arrays, masks)
         if decoder.conditioned is not None:
-            row_trans = decoder.row_transitions(block, arrays.transitions)
-            out[block.sequences] = _conditioned_log_z(block, emissions, row_trans, name)
+            out[block.sequences] = _conditioned_log_z(
+                decoder, block, workspace, arrays, emissions, masks, name
+            )
             return
         out[block.sequences] = _block_log_z(block, workspace, arrays, emissions, masks, name)
 
@@ -184,9 +230,8 @@ def nbest(decoder, encoded, n, n_threads=1, constraints=None, name="X"):
         masks = constraints.emission_masks(block) if constraints is not None else []
         emissions = _block_emissions(decoder, block, workspace, arrays, masks)
         if decoder.conditioned is not None:
-            row_trans = decoder.row_transitions(block, transitions)
             block_paths, block_log_proba, block_found = _conditioned_nbest(
-                block, emissions, row_trans, n, name
+                decoder, block, workspace, arrays, emissions, masks, n, name
             )
             log_proba[block.sequences] = block_log_proba
             found[block.sequences] = block_found
@@ -246,7 +291,7 @@ def sequence_scores(decoder, encoded, label_index, n_threads=1, constraints=None
             scores = _conditioned.path_scores(emissions, row_trans, block.batch_sizes, labels)
             has_unknown = np.bincount(block.columns, weights=unknown, minlength=block.n_sequences)
             scores[has_unknown > 0] = -np.inf
-            log_z = _conditioned_log_z(block, emissions, row_trans, name)
+            log_z = _conditioned_log_z(decoder, block, workspace, arrays, emissions, masks, name)
             out[block.sequences] = scores - log_z
             return
         terms = emissions[np.arange(block.n_rows), labels]
