@@ -646,16 +646,21 @@ def _conditioned_problem(rng, n_labels, lengths, integer, forbid):
 
 @pytest.mark.parametrize("integer", [False, True], ids=["real", "integer ties"])
 @pytest.mark.parametrize("forbid", [0.0, 0.3])
+@pytest.mark.parametrize("peaked", [1, 8], ids=["flat", "peaked"])
 @pytest.mark.parametrize("seed", range(12))
-def test_conditioned_kernel_equals_the_numpy_reference(integer, forbid, seed):
+def test_conditioned_kernel_equals_the_numpy_reference(integer, forbid, peaked, seed):
+    # peaked emissions (and large deltas) leave few previous labels in the
+    # running: the pruning must keep every label that can win or tie
     from skcrf._inference._conditioned import row_transitions, viterbi_rows
 
     rng = np.random.default_rng(seed)
-    n_labels = int(rng.integers(1, 7))
+    n_labels = int(rng.integers(1, 7 if peaked == 1 else 13))
     lengths = sorted(rng.integers(1, 9, size=int(rng.integers(1, 6))), reverse=True)
     emissions, transitions, deltas, batch_sizes = _conditioned_problem(
         rng, n_labels, lengths, integer, forbid
     )
+    emissions *= peaked
+    deltas = (deltas[0], deltas[1], deltas[2] * peaked)
     expected_path, expected_best = viterbi_rows(
         emissions, row_transitions(transitions, deltas), batch_sizes
     )

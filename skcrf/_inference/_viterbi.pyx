@@ -488,57 +488,46 @@ def viterbi_single(const double[:, ::1] emissions, const double[:, ::1] transiti
     return path
 
 
-cdef void _conditioned_sequence(const double* emissions, double* matrix,
-                                const double* transitions, intp n_labels,
-                                const intp* offsets, intp column, intp length,
-                                const int64_t* entry_ptr, const int32_t* entry_pair,
-                                const double* delta, double* scores, int32_t* back,
-                                intp* path, double* best_score) noexcept nogil:
-    """One sequence of :func:`viterbi_conditioned` (``matrix``: a copy of
-    ``transitions``, left as it was found)."""
-    cdef intp t, i, j, r, label
+cdef double _conditioned_sequence(ViterbiWork* work, const double* emissions, double* matrix,
+                                  const double* transitions, const intp* offsets, intp column,
+                                  intp length, const int64_t* entry_ptr,
+                                  const int32_t* entry_pair, const double* delta,
+                                  intp* path) noexcept nogil:
+    """One sequence of :func:`viterbi_conditioned`; returns its best score.
+
+    ``matrix``: a copy of ``transitions``, left as it was found. Each step
+    is :func:`viterbi_sequence`'s (the exact pruning included) on the row's
+    own matrix, whose spread is at most the base's plus twice its largest
+    change, and its rounding margin at most the base's plus that change's.
+    """
+    cdef intp n_labels = work.n_labels, t, j, r, top_label
     cdef int64_t e
-    cdef double* prev = scores
-    cdef double* cur = scores + n_labels
+    cdef double* prev = work.scores
+    cdef double* cur = work.scores + n_labels
     cdef double* swap
-    cdef double c
-    cdef const double* row
-    cdef int32_t* bp
-    r = offsets[0] + column
-    for j in range(n_labels):
-        prev[j] = emissions[r * n_labels + j]
+    cdef double top, change
+    top = viterbi_start(emissions + (offsets[0] + column) * n_labels, n_labels, prev, &top_label)
     for t in range(1, length):
         r = offsets[t] + column
-        # the row's own matrix: the base plus its deltas, restored after
+        change = 0.0
         for e in range(entry_ptr[r], entry_ptr[r + 1]):
             matrix[entry_pair[e]] += delta[e]
-        bp = back + t * n_labels
-        for j in range(n_labels):
-            cur[j] = prev[0] + matrix[j]
-            bp[j] = 0
-        for i in range(1, n_labels):
-            row = matrix + i * n_labels
-            for j in range(n_labels):
-                c = prev[i] + row[j]
-                if c > cur[j]:  # (strict: the lowest label keeps a tie)
-                    cur[j] = c
-                    bp[j] = <int32_t> i
-        for j in range(n_labels):
-            cur[j] += emissions[r * n_labels + j]
+            change = fabs(delta[e]) if fabs(delta[e]) > change else change
+        top = viterbi_step(matrix, n_labels, work.spread + 2.0 * change,
+                           work.margin + PRUNE_RELATIVE_MARGIN * change, NULL, work.candidates,
+                           prev, top, &top_label, emissions + r * n_labels, cur,
+                           work.backpointers + t * n_labels)
         for e in range(entry_ptr[r], entry_ptr[r + 1]):
             matrix[entry_pair[e]] = transitions[entry_pair[e]]
         swap = prev
         prev = cur
         cur = swap
-    label = 0
-    for j in range(1, n_labels):
-        if prev[j] > prev[label]:
-            label = j
-    best_score[column] = prev[label]
-    for t in range(length - 1, -1, -1):
-        path[offsets[t] + column] = label
-        if t > 0:
-            label = back[t * n_labels + label]
+    path[offsets[length - 1] + column] = top_label
+    j = top_label
+    for t in range(length - 1, 0, -1):
+        j = work.backpointers[t * n_labels + j]
+        path[offsets[t - 1] + column] = j
+    return top
 
 
 def viterbi_conditioned(const double[:, ::1] emissions, const double[:, ::1] transitions,
@@ -554,8 +543,9 @@ def viterbi_conditioned(const double[:, ::1] emissions, const double[:, ::1] tra
     for ``e`` in ``entry_ptr[r]:entry_ptr[r + 1]``, as
     :func:`skcrf._inference._conditioned.row_transitions` builds them; the
     answer is :func:`skcrf._inference._conditioned.viterbi_rows`'s (the same
-    sums, ties to the lowest label), without the per-row matrices, and with
-    the GIL released.
+    sums, ties to the lowest label), without the per-row matrices, with the
+    GIL released, and with :func:`viterbi_packed`'s exact pruning of the
+    previous labels (the spread bound, widened by each row's changes).
 
     Parameters
     ----------
@@ -601,25 +591,29 @@ def viterbi_conditioned(const double[:, ::1] emissions, const double[:, ::1] tra
     offsets = np.zeros(max_length + 1, dtype=np.intp)
     np.cumsum(batch_sizes, out=offsets[1:])
     matrix = np.array(transitions, dtype=np.float64, order="C")
-    scores = np.empty(2 * n_labels)
-    back = np.zeros((max_length, n_labels), dtype=np.int32)
     cdef const intp[::1] offsets_view = offsets
     cdef double[:, ::1] matrix_view = matrix
-    cdef double[::1] scores_view = scores
-    cdef int32_t[:, ::1] back_view = back
     cdef const int64_t* ptr_data = &entry_ptr[0]
     cdef const int32_t* pair_data = NULL
     cdef const double* delta_data = NULL
+    cdef ViterbiWork work
+    cdef int status
     if entry_pair.shape[0]:
         pair_data = &entry_pair[0]
         delta_data = &delta[0]
     with nogil:
-        length = max_length
-        for column in range(batch_sizes[0]):
-            while batch_sizes[length - 1] <= column:
-                length -= 1
-            _conditioned_sequence(
-                &emissions[0, 0], &matrix_view[0, 0], &transitions[0, 0], n_labels,
-                &offsets_view[0], column, length, ptr_data, pair_data, delta_data,
-                &scores_view[0], &back_view[0, 0], &path_out[0], &best_score_out[0])
+        # the base's spread and margin; scratch for the longest sequence
+        status = viterbi_work_init(&work, &transitions[0, 0], n_labels, max_length, False)
+        if status == 0:
+            length = max_length
+            for column in range(batch_sizes[0]):
+                while batch_sizes[length - 1] <= column:
+                    length -= 1
+                best_score_out[column] = _conditioned_sequence(
+                    &work, &emissions[0, 0], &matrix_view[0, 0], &transitions[0, 0],
+                    &offsets_view[0], column, length, ptr_data, pair_data, delta_data,
+                    &path_out[0])
+            viterbi_work_free(&work)
+    if status != 0:
+        raise MemoryError()
     return None
