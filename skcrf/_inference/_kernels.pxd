@@ -18,6 +18,13 @@ cdef struct Corrections:
     const double* factor
     double* out
 
+# ValueError unless (ptr, pair, factor) are corrections of a block of n_rows
+# rows over n_labels labels (one ptr entry per row plus one, pairs in range).
+cdef int _check_corrections(
+    const long long[::1] ptr, const int[::1] pair, const double[::1] factor,
+    Py_ssize_t n_rows, Py_ssize_t n_labels,
+) except -1
+
 cdef double forward_scaled(
     const double[:, ::1] psi, const double[:, ::1] exp_trans,
     const Py_ssize_t[::1] batch_sizes, double[:, ::1] alpha, double[::1] scale,

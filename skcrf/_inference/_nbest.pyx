@@ -35,7 +35,7 @@ cimport numpy as cnp
 
 cnp.import_array()
 
-from skcrf._inference._kernels cimport forward_scaled
+from skcrf._inference._kernels cimport Corrections, _check_corrections, forward_scaled
 from skcrf._inference._viterbi cimport (
     ViterbiWork,
     packed_row,
@@ -519,17 +519,24 @@ def kbest_packed(const double[:, ::1] emissions, const double[:, ::1] transition
 
 def forward_log_partition(const double[:, ::1] psi, const double[:, ::1] exp_trans,
                           const Py_ssize_t[::1] batch_sizes, double[:, ::1] alpha,
-                          double[::1] scale, double[::1] out):
+                          double[::1] scale, double[::1] out, corrections=None):
     """Scaled forward pass of a packed block; the log scale sums per sequence.
 
-    ``psi`` and ``exp_trans`` as for :func:`skcrf._inference._kernels.forward_backward`
-    (zeros allowed: forbidden labels and pairs). ``out[c]`` (packed sequence
-    order) receives the sum of ``log(scale)`` over the rows of sequence ``c``:
-    its ``log Z`` less the shifts. A sequence whose allowed labellings all
-    underflow (or that has none) gets ``-inf`` or NaN.
+    ``psi``, ``exp_trans`` and ``corrections`` (``(ptr, pair, factor)`` or
+    None: input-conditioned transitions) as for
+    :func:`skcrf._inference._kernels.forward_backward` (zeros allowed:
+    forbidden labels and pairs). ``out[c]`` (packed sequence order) receives
+    the sum of ``log(scale)`` over the rows of sequence ``c``: its ``log Z``
+    less the shifts. A sequence whose allowed labellings all underflow (or
+    that has none) gets ``-inf`` or NaN.
     """
     cdef intp n_rows = psi.shape[0], n_labels = psi.shape[1]
     cdef intp t, r, lo = 0, n
+    cdef Corrections c
+    cdef Corrections* cp = NULL
+    cdef const long long[::1] c_ptr
+    cdef const int[::1] c_pair
+    cdef const double[::1] c_factor
     _check_packed(batch_sizes, n_rows)
     if (alpha.shape[0] < n_rows or alpha.shape[1] != n_labels or scale.shape[0] < n_rows
             or exp_trans.shape[0] != n_labels or exp_trans.shape[1] != n_labels
@@ -537,8 +544,15 @@ def forward_log_partition(const double[:, ::1] psi, const double[:, ::1] exp_tra
         raise ValueError("inconsistent shapes")
     if n_rows == 0 or n_labels == 0:
         return
+    if corrections is not None:
+        c_ptr, c_pair, c_factor = corrections
+        _check_corrections(c_ptr, c_pair, c_factor, n_rows, n_labels)
+        c.ptr, c.out = &c_ptr[0], NULL
+        if c_pair.shape[0]:
+            c.pair, c.factor = &c_pair[0], &c_factor[0]
+        cp = &c
     with nogil:
-        forward_scaled(psi, exp_trans, batch_sizes, alpha, scale, NULL)
+        forward_scaled(psi, exp_trans, batch_sizes, alpha, scale, cp)
         for r in range(out.shape[0]):
             out[r] = 0.0
         for t in range(batch_sizes.shape[0]):

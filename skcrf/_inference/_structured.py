@@ -28,8 +28,8 @@ Conventions
 - Per-sequence results are in the caller's sequence order; per-token ones
   in flat order.
 - A model with input-conditioned transitions (``decoder.conditioned``):
-  ``log Z`` from the scaled forward pass with each row's deltas as
-  corrections (the training's compiled pass), or the log-domain rows of
+  ``log Z`` from the same scaled forward pass with each row's deltas as
+  corrections, or the log-domain rows of
   :mod:`skcrf._inference._conditioned`; the best labelling from the
   compiled :func:`~skcrf._inference._viterbi.viterbi_conditioned`; n-best
   lists and transition marginals from the log-domain rows (one transition
@@ -58,14 +58,22 @@ def _block_emissions(decoder, block, workspace, arrays, masks):
     return emissions
 
 
-def _block_log_z(block, workspace, arrays, emissions, masks, name):
+def _block_log_z(block, workspace, arrays, emissions, masks, name, deltas=None):
     """Each sequence's ``log Z`` (packed order); overwrites ``emissions``.
 
+    ``deltas``: a conditioned model's ``(entry_ptr, entry_pair, delta)``
+    (each row's change of the transitions: corrections of the scaled pass,
+    per-row matrices in the log domain), or None.
     Raises NoValidLabelling when a sequence has no allowed labelling.
     """
     n = block.n_rows
     log_z = None
-    if arrays.spread <= MAX_TRANSITION_SPREAD:
+    spread, corrections = arrays.spread, None
+    if deltas is not None:
+        entry_ptr, entry_pair, delta = deltas
+        spread += float(np.abs(delta).max()) if len(delta) else 0.0
+        corrections = (entry_ptr, entry_pair, np.exp(delta))
+    if spread <= MAX_TRANSITION_SPREAD:
         backup = emissions.copy() if masks else None
         row_max = workspace.row_max[:n]
         _kernels.exp_shifted(emissions, row_max)
@@ -78,6 +86,7 @@ def _block_log_z(block, workspace, arrays, emissions, masks, name):
             workspace.alpha,
             workspace.scale,
             log_z,
+            corrections,
         )
         log_z += np.bincount(block.columns, weights=row_max, minlength=block.n_sequences)
         log_z += arrays.t_max * (block.lengths - 1)
@@ -89,45 +98,11 @@ def _block_log_z(block, workspace, arrays, emissions, masks, name):
                 state_scores(block.indptr, block.ids, block.values, arrays, emissions)
     if log_z is None:
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            log_z = _forward_backward_log(emissions, arrays.transitions, block.batch_sizes)[0]
-    if not np.isfinite(log_z).all():
-        raise NoValidLabelling(int(block.sequences[np.flatnonzero(~np.isfinite(log_z))[0]]), name)
-    return log_z
-
-
-def _conditioned_log_z(decoder, block, workspace, arrays, emissions, masks, name):
-    """Each sequence's ``log Z`` (packed order) with per-row transitions.
-
-    The scaled forward pass with each row's deltas as corrections of the
-    base (the training's compiled pass), as :func:`_block_log_z`; the
-    log-domain rows when the scores are too wide for scaling or underflow.
-    """
-    entry_ptr, entry_pair, delta = decoder.row_deltas(block)
-    spread = arrays.spread + (float(np.abs(delta).max()) if len(delta) else 0.0)
-    log_z = None
-    if spread <= MAX_TRANSITION_SPREAD:
-        n = block.n_rows
-        psi = emissions.copy()
-        row_max = workspace.row_max[:n]
-        _kernels.exp_shifted(psi, row_max)
-        apply_zero_masks(psi, masks)
-        scale = workspace.scale
-        corrections = (entry_ptr, entry_pair, np.exp(delta), None)
-        _kernels.forward_backward(
-            psi, arrays.exp_trans, block.batch_sizes, workspace.alpha, scale,
-            workspace.beta, workspace.weighted, corrections=corrections,
-        )  # fmt: skip
-        with np.errstate(divide="ignore", invalid="ignore"):
-            log_z = np.bincount(
-                block.columns, weights=np.log(scale[:n]) + row_max, minlength=block.n_sequences
-            )
-        log_z += arrays.t_max * (block.lengths - 1)
-        if not np.isfinite(log_z).all():
-            log_z = None  # underflow, or no allowed labelling: the log domain decides
-    if log_z is None:
-        deltas = (entry_ptr, entry_pair, delta)
-        row_trans = _conditioned.row_transitions(arrays.transitions, deltas)
-        log_z = _conditioned.log_messages_rows(emissions, row_trans, block.batch_sizes)[2]
+            if deltas is None:
+                log_z = _forward_backward_log(emissions, arrays.transitions, block.batch_sizes)[0]
+            else:
+                row_trans = _conditioned.row_transitions(arrays.transitions, deltas)
+                log_z = _conditioned.log_messages_rows(emissions, row_trans, block.batch_sizes)[2]
     if not np.isfinite(log_z).all():
         raise NoValidLabelling(int(block.sequences[np.flatnonzero(~np.isfinite(log_z))[0]]), name)
     return log_z
@@ -145,14 +120,14 @@ def _conditioned_nbest(decoder, block, workspace, arrays, emissions, masks, n, n
     paths = np.zeros((n, block.n_rows), dtype=np.intp)
     scores = np.full((block.n_sequences, n), -np.inf)
     found = np.zeros(block.n_sequences, dtype=np.intp)
+    deltas = decoder.row_deltas(block)
     if n == 1:  # the compiled Viterbi (predict's path)
         viterbi_conditioned(
-            emissions, arrays.transitions, *decoder.row_deltas(block), block.batch_sizes,
-            paths[0], scores[:, 0],
-        )  # fmt: skip
+            emissions, arrays.transitions, *deltas, block.batch_sizes, paths[0], scores[:, 0]
+        )
         found[:] = np.isfinite(scores[:, 0])
     else:
-        row_trans = decoder.row_transitions(block, arrays.transitions)
+        row_trans = _conditioned.row_transitions(arrays.transitions, deltas)
         for column, rows in enumerate(_sequence_rows(block)):
             seq_paths, seq_scores = _conditioned.kbest_sequence(
                 emissions[rows], row_trans[rows], n
@@ -162,7 +137,7 @@ def _conditioned_nbest(decoder, block, workspace, arrays, emissions, masks, n, n
             scores[column, : len(seq_scores)] = seq_scores
     if not found.all():
         raise NoValidLabelling(int(block.sequences[np.argmin(found)]), name)
-    log_z = _conditioned_log_z(decoder, block, workspace, arrays, emissions, masks, name)
+    log_z = _block_log_z(block, workspace, arrays, emissions, masks, name, deltas)
     return paths, scores - log_z[:, None], found
 
 
@@ -180,12 +155,9 @@ def log_partition(decoder, encoded, n_threads=1, constraints=None, name="X"):
     def decode_block(block, workspace):
         masks = constraints.emission_masks(block) if constraints is not None else []
         emissions = _block_emissions(decoder, block, workspace, arrays, masks)
-        if decoder.conditioned is not None:
-            out[block.sequences] = _conditioned_log_z(
-                decoder, block, workspace, arrays, emissions, masks, name
-            )
-            return
-        out[block.sequences] = _block_log_z(block, workspace, arrays, emissions, masks, name)
+        deltas = None if decoder.conditioned is None else decoder.row_deltas(block)
+        log_z = _block_log_z(block, workspace, arrays, emissions, masks, name, deltas)
+        out[block.sequences] = log_z
 
     decoder._run(encoded, n_threads, decode_block, None, name)
     return out
@@ -287,11 +259,12 @@ def sequence_scores(decoder, encoded, label_index, n_threads=1, constraints=None
         unknown = labels < 0
         labels = np.where(unknown, 0, labels)
         if decoder.conditioned is not None:
-            row_trans = decoder.row_transitions(block, transitions)
+            deltas = decoder.row_deltas(block)
+            row_trans = _conditioned.row_transitions(transitions, deltas)
             scores = _conditioned.path_scores(emissions, row_trans, block.batch_sizes, labels)
             has_unknown = np.bincount(block.columns, weights=unknown, minlength=block.n_sequences)
             scores[has_unknown > 0] = -np.inf
-            log_z = _conditioned_log_z(decoder, block, workspace, arrays, emissions, masks, name)
+            log_z = _block_log_z(block, workspace, arrays, emissions, masks, name, deltas)
             out[block.sequences] = scores - log_z
             return
         terms = emissions[np.arange(block.n_rows), labels]
