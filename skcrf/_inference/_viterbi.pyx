@@ -374,6 +374,28 @@ cdef intp _check_transitions(intp n_labels, const double[:, ::1] transitions) ex
     return 0
 
 
+cdef int _check_batch(const intp[::1] batch_sizes, intp n_tokens, intp[::1] path_out,
+                      double[::1] best_score_out) except -1:
+    """ValueError unless ``batch_sizes`` is a packed layout of the ``n_tokens``
+    rows and the outputs have one entry per row (per sequence: may be None)."""
+    cdef intp t, total = 0, max_length = batch_sizes.shape[0]
+    for t in range(max_length):
+        if batch_sizes[t] <= 0 or (t > 0 and batch_sizes[t] > batch_sizes[t - 1]):
+            raise ValueError("batch_sizes must be positive and non-increasing")
+        total += batch_sizes[t]
+    if total != n_tokens:
+        raise ValueError(f"batch_sizes sum to {total}, but there are {n_tokens} emission rows")
+    if path_out.shape[0] != n_tokens:
+        raise ValueError(f"path_out has {path_out.shape[0]} entries, expected {n_tokens}")
+    if (best_score_out is not None
+            and best_score_out.shape[0] != (batch_sizes[0] if max_length else 0)):
+        raise ValueError(
+            f"best_score_out has {best_score_out.shape[0]} entries, expected one entry per "
+            "sequence"
+        )
+    return 0
+
+
 def viterbi_packed(const double[:, ::1] emissions, const double[:, ::1] transitions,
                    const intp[::1] batch_sizes, intp[::1] path_out,
                    double[::1] best_score_out=None, TransitionPruning pruning=None):
@@ -398,7 +420,7 @@ def viterbi_packed(const double[:, ::1] emissions, const double[:, ::1] transiti
         pruning parameters, instead of a scan of the transitions per call.
     """
     cdef intp n_tokens = emissions.shape[0], n_labels = emissions.shape[1]
-    cdef intp max_length = batch_sizes.shape[0], t, total = 0
+    cdef intp max_length = batch_sizes.shape[0]
     cdef int status
     cdef double* score_ptr = NULL
     cdef const ViterbiWork* model = NULL
@@ -408,21 +430,9 @@ def viterbi_packed(const double[:, ::1] emissions, const double[:, ::1] transiti
     _check_transitions(n_labels, transitions)
     if pruning is not None:
         model = pruning.model_for(transitions)
-    for t in range(max_length):
-        if batch_sizes[t] <= 0 or (t > 0 and batch_sizes[t] > batch_sizes[t - 1]):
-            raise ValueError("batch_sizes must be positive and non-increasing")
-        total += batch_sizes[t]
-    if total != n_tokens:
-        raise ValueError(f"batch_sizes sum to {total}, but there are {n_tokens} emission rows")
-    if path_out.shape[0] != n_tokens:
-        raise ValueError(f"path_out has {path_out.shape[0]} entries, expected {n_tokens}")
-    if best_score_out is not None:
-        if best_score_out.shape[0] != (batch_sizes[0] if max_length else 0):
-            raise ValueError(
-                f"best_score_out has {best_score_out.shape[0]} entries, expected one per sequence"
-            )
-        if max_length:
-            score_ptr = &best_score_out[0]
+    _check_batch(batch_sizes, n_tokens, path_out, best_score_out)
+    if best_score_out is not None and max_length:
+        score_ptr = &best_score_out[0]
     if n_tokens == 0:
         return None
     if n_labels == 0:
@@ -533,7 +543,7 @@ cdef double _conditioned_sequence(ViterbiWork* work, const double* emissions, do
 def viterbi_conditioned(const double[:, ::1] emissions, const double[:, ::1] transitions,
                         const int64_t[::1] entry_ptr, const int32_t[::1] entry_pair,
                         const double[::1] delta, const intp[::1] batch_sizes,
-                        intp[::1] path_out, double[::1] best_score_out):
+                        intp[::1] path_out, double[::1] best_score_out not None):
     """Most probable labelling of every sequence of a packed batch whose rows
     have transition matrices of their own (input-conditioned transitions).
 
@@ -562,17 +572,10 @@ def viterbi_conditioned(const double[:, ::1] emissions, const double[:, ::1] tra
         Receives each sequence's best score (``-inf``: no allowed labelling).
     """
     cdef intp n_tokens = emissions.shape[0], n_labels = emissions.shape[1]
-    cdef intp max_length = batch_sizes.shape[0], t, total = 0, column, length
+    cdef intp max_length = batch_sizes.shape[0], t, column, length
     cdef int64_t e, size
     _check_transitions(n_labels, transitions)
-    for t in range(max_length):
-        if batch_sizes[t] <= 0 or (t > 0 and batch_sizes[t] > batch_sizes[t - 1]):
-            raise ValueError("batch_sizes must be positive and non-increasing")
-        total += batch_sizes[t]
-    if total != n_tokens or path_out.shape[0] != n_tokens:
-        raise ValueError(f"batch_sizes sum to {total}: not the {n_tokens} emission rows")
-    if best_score_out.shape[0] != (batch_sizes[0] if max_length else 0):
-        raise ValueError("best_score_out must have one entry per sequence")
+    _check_batch(batch_sizes, n_tokens, path_out, best_score_out)
     size = n_labels * n_labels
     if entry_ptr.shape[0] != n_tokens + 1 or entry_ptr[0] != 0:
         raise ValueError("entry_ptr must have one entry per row, plus one, from 0")
