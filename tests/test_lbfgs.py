@@ -24,10 +24,12 @@ from skcrf._training._lbfgs import (
 )
 from skcrf._training._lbfgs_kernels import (
     BLOCK,
+    all_finite,
     block_runs,
     dot,
     lbfgs_pair,
     owlqn_trial,
+    search_start,
     trial_point,
     two_loop,
 )
@@ -229,7 +231,8 @@ def test_lbfgs_pair_matches_numpy(c1):
     x[:3] = [-0.0, 0.0, 0.0]
     g[:3] = [2.0, -2.0, 0.1]
     s, y = np.empty(n), -g_prev
-    pg, xx, pgpg, ys, yy = lbfgs_pair(x, x_prev, g, s, y, c1)
+    pg, xx, pgpg, ys, yy, n_nonzero = lbfgs_pair(x, x_prev, g, s, y, c1)
+    assert n_nonzero == np.count_nonzero(x)  # -0.0 is 0
     np.testing.assert_array_equal(s, x - x_prev)
     np.testing.assert_array_equal(y, -g_prev + g)
     if c1 == 0.0:
@@ -239,8 +242,9 @@ def test_lbfgs_pair_matches_numpy(c1):
     for got, expected in [(xx, x @ x), (pgpg, pg @ pg), (ys, y @ s), (yy, y @ y)]:
         assert got == pytest.approx(expected, rel=1e-12)
     x[5] = np.nan
-    pg, *_ = lbfgs_pair(x, x_prev, g, s, y, c1)
+    pg, *_, n_nonzero = lbfgs_pair(x, x_prev, g, s, y, c1)
     assert np.isnan(pg[5]) == (c1 > 0.0)
+    assert n_nonzero == np.count_nonzero(x)  # NaN is not 0
 
 
 def test_two_loop_with_no_memory_is_scaled_steepest_descent():
@@ -352,6 +356,34 @@ def test_the_optimizer_on_threads_gives_the_same_iterates(c1):
     ]
     assert results[0].x.tobytes() == results[1].x.tobytes()
     assert results[0].fun == results[1].fun and results[0].n_evals == results[1].n_evals
+
+
+def test_search_start_copies_x_and_negates_g_on_any_threads():
+    rng = np.random.default_rng(11)
+    x, g = rng.standard_normal((2, LONG))
+    g[:4] = [0.0, -0.0, np.inf, np.nan]
+    expected_y = np.negative(g)
+    for n_threads in (1, 2, 3):
+        x_prev, y = np.full((2, LONG), 7.0)
+        search_start(x, g, x_prev, y, n_threads)
+        assert x_prev.tobytes() == x.tobytes()
+        assert y.tobytes() == expected_y.tobytes()  # signed zeros and NaN's sign too
+    with pytest.raises(ValueError, match="same length"):
+        search_start(x, g[:-1], np.empty(LONG), np.empty(LONG))
+
+
+@pytest.mark.parametrize("n_threads", [1, 2, 3])
+def test_all_finite_finds_a_non_finite_value_in_any_block(n_threads):
+    assert all_finite(np.empty(0), n_threads)
+    values = np.random.default_rng(4).standard_normal(LONG)
+    assert all_finite(values, n_threads)
+    # the first and last element of each block, and the remainder's last
+    for where in sorted({0, LONG - 1, *range(BLOCK - 1, LONG, BLOCK), *range(0, LONG, BLOCK)}):
+        for bad in (np.nan, np.inf, -np.inf):
+            values[where] = bad
+            assert not all_finite(values, n_threads)
+            values[where] = 1.0e308  # large but finite
+            assert all_finite(values, n_threads)
 
 
 def test_two_loop_kernel_rejects_bad_slots_and_lengths():

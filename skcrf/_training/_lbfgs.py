@@ -76,8 +76,15 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._utils._array_checks import all_finite
-from ._lbfgs_kernels import dot, lbfgs_pair, owlqn_trial, trial_point, two_loop
+from ._lbfgs_kernels import (
+    all_finite,
+    dot,
+    lbfgs_pair,
+    owlqn_trial,
+    search_start,
+    trial_point,
+    two_loop,
+)
 
 __all__ = [
     "Handover",
@@ -253,6 +260,9 @@ class IterationInfo(NamedTuple):
         The accepted step length along the search direction.
     n_evals_linesearch : int
         Objective evaluations the line search used in this iteration.
+    n_nonzero : int
+        Components of ``x`` that are not 0 (the training log's active
+        features), counted in the pass that makes the iteration's pair.
     """
 
     k: int
@@ -263,6 +273,7 @@ class IterationInfo(NamedTuple):
     gnorm: float
     step: float
     n_evals_linesearch: int
+    n_nonzero: int
 
 
 @dataclass
@@ -475,9 +486,9 @@ class _Objective:
         return f, g
 
 
-def _is_finite(f, g):
-    # (compiled: no temporary array of the gradient's length)
-    return math.isfinite(f) and all_finite(g)
+def _is_finite(f, g, n_threads=1):
+    # (compiled, on the passes' threads: no temporary array of the gradient's length)
+    return math.isfinite(f) and all_finite(g, n_threads)
 
 
 class _Options(NamedTuple):
@@ -542,7 +553,7 @@ def _backtracking(objective, x0, f0, dg_init, d, step, opts):
         x = _trial_point(x0, step, d, opts.n_threads)
         f, g = objective(x)
         count += 1
-        finite = _is_finite(f, g)
+        finite = _is_finite(f, g, opts.n_threads)
         if not finite or f > f0 + step * dg_test:
             factor = _BACKTRACK_SHRINK
         elif kind == "BacktrackingArmijo":
@@ -583,7 +594,7 @@ def _backtracking_owlqn(objective, x0, f0, pg0, d, step, opts):
         x, l1, decrease = owlqn_trial(x0, pg0, d, step, opts.n_threads)
         f, g = objective(x, l1)
         count += 1
-        finite = _is_finite(f, g)
+        finite = _is_finite(f, g, opts.n_threads)
         if finite and f <= f0 + opts.ftol * decrease:
             return _SearchOutcome(None, x, f, g, step, count)
         if step < opts.min_step:
@@ -807,7 +818,7 @@ def _more_thuente(objective, x0, f0, dg_init, d, step, opts):
         f, g = objective(x)
         count += 1
 
-        if not _is_finite(f, g):
+        if not _is_finite(f, g, opts.n_threads):
             if count >= opts.max_linesearch:
                 return _failure(LBFGSStatus.NON_FINITE, step, count)
             nonfinite_step = step
@@ -1117,7 +1128,7 @@ def minimize_lbfgs(
     objective = _Objective(loss_gradient, c1, n, fresh_gradient)
 
     f, g = objective(x)
-    if not _is_finite(f, g):
+    if not _is_finite(f, g, n_threads):
         raise ValueError("The objective or its gradient is not finite at x0.")
     pg = pseudo_gradient(x, g, c1) if owlqn else g
 
@@ -1162,8 +1173,7 @@ def minimize_lbfgs(
     while True:
         slot = (newest + 1) % m
         x_prev = s_mem[slot]
-        np.copyto(x_prev, x)
-        np.negative(g, out=y_mem[slot])
+        search_start(x, g, x_prev, y_mem[slot], n_threads)
         del x
         if owlqn:
             del g
@@ -1187,14 +1197,16 @@ def minimize_lbfgs(
         del d
         if owlqn:
             del pg
-        pg, xx, pgpg, ys, yy = lbfgs_pair(x, x_prev, g, s_mem[slot], y_mem[slot], c1, n_threads)
+        pg, xx, pgpg, ys, yy, n_nonzero = lbfgs_pair(
+            x, x_prev, g, s_mem[slot], y_mem[slot], c1, n_threads
+        )
         del x_prev
 
         xnorm = math.sqrt(xx)
         gnorm = math.sqrt(pgpg)
         if callback is not None:
             # no local keeps the info: g must go before the next line search
-            if callback(IterationInfo(k, x, f, g, xnorm, gnorm, step, n_evals)):
+            if callback(IterationInfo(k, x, f, g, xnorm, gnorm, step, n_evals, n_nonzero)):
                 return finish(LBFGSStatus.CALLBACK_STOP, k)
 
         if gnorm / max(1.0, xnorm) <= epsilon:

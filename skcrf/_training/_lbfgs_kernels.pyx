@@ -7,10 +7,13 @@ by one history pair and takes the next dot product with the updated values
 (four vector reads and writes per pair instead of seven), and projects
 OWL-QN's direction in its last pass; :func:`owlqn_trial` makes a line
 search's trial point with its projection, L1 norm and decrease term;
-:func:`lbfgs_pair` makes the new pair, the pseudo-gradient and the dot
-products after a step. Each element gets the same arithmetic as numpy's (a
-product and a sum, never fused on the baseline build); dot products are
-summed in another order, so their last bits may differ from numpy's.
+:func:`lbfgs_pair` makes the new pair, the pseudo-gradient, the dot
+products and the count of nonzero weights after a step; :func:`search_start`
+saves a line search's start and :func:`all_finite` checks a gradient, so
+none of the optimizer's passes over a vector is left to one thread. Each
+element gets the same arithmetic as numpy's (a product and a sum, never
+fused on the baseline build); dot products are summed in another order, so
+their last bits may differ from numpy's.
 
 Threads: a vector is cut into blocks of :data:`BLOCK` elements; a sum is the
 sum of its blocks' sums, added in block order, whatever the number of
@@ -22,7 +25,8 @@ existed. Each pass hands contiguous runs of blocks to the threads of
 
 import numpy as np
 
-from libc.math cimport fabs
+from libc.math cimport fabs, isfinite
+from libc.stdint cimport int64_t
 
 from skcrf._utils._threads import thread_map
 
@@ -280,11 +284,13 @@ cdef class _PairPass(_Pass):
     cdef double* y
     cdef double* pg
     cdef double* partials   # 4 per block: x . x, pg . pg, y . s, y . y
+    cdef int64_t* nonzero   # per block: components of x that are not 0
     cdef double c1
     cdef Py_ssize_t n, n_blocks
 
     cdef void run(self, Py_ssize_t first, Py_ssize_t stop) noexcept nogil:
         cdef Py_ssize_t b, i
+        cdef int64_t nz
         cdef double xx, pp, ys, yy, p, clipped, c1 = self.c1
         cdef const double* x = self.x
         cdef const double* g = self.g
@@ -295,8 +301,10 @@ cdef class _PairPass(_Pass):
             pp = 0.0
             ys = 0.0
             yy = 0.0
+            nz = 0
             for i in range(b * _BLOCK, min(self.n, (b + 1) * _BLOCK)):
                 s[i] = x[i] - self.x_prev[i]
+                nz += x[i] != 0.0
                 y[i] = y[i] + g[i]
                 if c1 > 0.0:
                     if x[i] > 0.0:
@@ -323,6 +331,7 @@ cdef class _PairPass(_Pass):
             self.partials[self.n_blocks + b] = pp
             self.partials[2 * self.n_blocks + b] = ys
             self.partials[3 * self.n_blocks + b] = yy
+            self.nonzero[b] = nz
 
 
 def lbfgs_pair(
@@ -330,11 +339,12 @@ def lbfgs_pair(
     double[::1] s, double[::1] y, double c1, Py_ssize_t n_threads=1,
 ):
     """After an accepted step: the pair ``s = x - x_prev``, ``y += g`` (``y``
-    holds ``-g_prev``), OWL-QN's pseudo-gradient (``c1 > 0``) and the dot
-    products the iteration needs.
+    holds ``-g_prev``), OWL-QN's pseudo-gradient (``c1 > 0``), the dot
+    products the iteration needs and the number of nonzero components of
+    ``x`` (the training log's active features).
 
-    Returns ``(pg, x . x, pg . pg, y . s, y . y)``; ``pg`` is ``g_array``
-    itself for ``c1 == 0``, else a new array (see
+    Returns ``(pg, x . x, pg . pg, y . s, y . y, n_nonzero)``; ``pg`` is
+    ``g_array`` itself for ``c1 == 0``, else a new array (see
     :func:`skcrf._training._lbfgs.pseudo_gradient`).
     """
     cdef const double[::1] g = g_array
@@ -345,13 +355,77 @@ def lbfgs_pair(
     cdef double[::1] pg = pg_array if c1 > 0.0 else s  # s: never written through pg
     n_blocks, runs = block_runs(n, n_threads)
     cdef double[::1] partials = np.empty(4 * n_blocks)
+    nonzero = np.empty(n_blocks, dtype=np.int64)
+    cdef int64_t[::1] nonzero_view = nonzero
     cdef _PairPass pair = _PairPass()
     pair.x, pair.x_prev, pair.g, pair.s, pair.y = &x[0], &x_prev[0], &g[0], &s[0], &y[0]
-    pair.pg, pair.partials, pair.c1, pair.n, pair.n_blocks = (
-        &pg[0], &partials[0], c1, n, n_blocks)
+    pair.pg, pair.partials, pair.nonzero, pair.c1, pair.n, pair.n_blocks = (
+        &pg[0], &partials[0], &nonzero_view[0], c1, n, n_blocks)
     _each_run(pair, runs)
     sums = [_ordered_sum(&partials[k * n_blocks], n_blocks) for k in range(4)]
-    return (pg_array, *sums)
+    return (pg_array, *sums, int(nonzero.sum()))
+
+
+cdef class _StartPass(_Pass):
+    """``x_prev = x`` and ``y = -g`` over runs of blocks (see search_start)."""
+    cdef const double* x
+    cdef const double* g
+    cdef double* x_prev
+    cdef double* y
+    cdef Py_ssize_t n
+
+    cdef void run(self, Py_ssize_t first, Py_ssize_t stop) noexcept nogil:
+        cdef Py_ssize_t i
+        for i in range(first * _BLOCK, min(self.n, stop * _BLOCK)):
+            self.x_prev[i] = self.x[i]
+            self.y[i] = -self.g[i]
+
+
+def search_start(
+    const double[::1] x, const double[::1] g, double[::1] x_prev, double[::1] y,
+    Py_ssize_t n_threads=1,
+):
+    """Before a line search: ``x_prev = x`` and ``y = -g`` (the history slot
+    the next pair is made in), in one pass on ``n_threads``."""
+    cdef Py_ssize_t n = x.shape[0]
+    if g.shape[0] != n or x_prev.shape[0] != n or y.shape[0] != n:
+        raise ValueError("x, g, x_prev and y must have the same length")
+    if n == 0:
+        return
+    _, runs = block_runs(n, n_threads)
+    cdef _StartPass start = _StartPass()
+    start.x, start.g, start.x_prev, start.y, start.n = &x[0], &g[0], &x_prev[0], &y[0], n
+    _each_run(start, runs)
+
+
+cdef class _FinitePass(_Pass):
+    """Whether each block's values are all finite (see all_finite)."""
+    cdef const double* values
+    cdef unsigned char* finite
+    cdef Py_ssize_t n
+
+    cdef void run(self, Py_ssize_t first, Py_ssize_t stop) noexcept nogil:
+        cdef Py_ssize_t b, i
+        cdef bint finite
+        for b in range(first, stop):
+            finite = True
+            for i in range(b * _BLOCK, min(self.n, (b + 1) * _BLOCK)):
+                finite &= isfinite(self.values[i]) != 0  # (no early exit: the loop vectorizes)
+            self.finite[b] = finite
+
+
+def all_finite(const double[::1] values, Py_ssize_t n_threads=1):
+    """Whether every value is finite (no NaN, no infinity), on ``n_threads``."""
+    cdef Py_ssize_t n = values.shape[0]
+    if n == 0:
+        return True
+    n_blocks, runs = block_runs(n, n_threads)
+    finite = np.empty(n_blocks, dtype=np.uint8)
+    cdef unsigned char[::1] finite_view = finite
+    cdef _FinitePass check = _FinitePass()
+    check.values, check.finite, check.n = &values[0], &finite_view[0], n
+    _each_run(check, runs)
+    return bool(finite.all())
 
 
 cdef class _AxpyPass(_Pass):

@@ -209,7 +209,7 @@ class TrainingLog:
             "loss": float(info.fun),
             "feature_norm": float(info.xnorm),
             "error_norm": float(info.gnorm),
-            "active_features": int(np.count_nonzero(info.x)),
+            "active_features": int(info.n_nonzero),
             "linesearch_trials": int(info.n_evals_linesearch),
             "linesearch_step": float(info.step),
             "time": time.perf_counter() - self._tick,
