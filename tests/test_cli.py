@@ -499,6 +499,14 @@ def test_crfpp_learn_and_test_round_trip(capsys, tmp_path):
         capsys, "crfpp", "test", "-m", str(model), "-o", str(tmp_path / "o"), str(test)
     )
     assert status == 0 and written == "" and (tmp_path / "o").read_text() == out
+    # never onto the model or an input (opening it would truncate it)
+    kept = model.read_bytes(), test.read_bytes()
+    for output, read in [(model, model), (tmp_path / "." / "test.txt", test)]:
+        status, written, err = run(
+            capsys, "crfpp", "test", "-m", str(model), "-o", str(output), str(test)
+        )
+        assert status == 1 and written == "" and f"is {read}, which the command reads" in err
+    assert (model.read_bytes(), test.read_bytes()) == kept
     status, out, _ = run(capsys, "crfpp", "test", "-m", str(model), "-v1", str(test))
     assert re.fullmatch(r"# \d\.\d{6}\na\tD/\d\.\d{6}\ndog\tN/\d\.\d{6}\n\n# .*", out, re.S)
     status, out, _ = run(capsys, "crfpp", "test", "-m", str(model), "-n", "3", str(test))

@@ -185,6 +185,25 @@ def test_check_statistics_of_no_sequence(capsys, tmp_path):
     assert err.count("Pr=-nan  Rc=-nan  F1=-nan\n") == 3
 
 
+def test_outputs_never_overwrite_what_the_command_reads(capsys, tmp_path):
+    # opening the output truncates it: the model or the input would be lost
+    model, data = tmp_path / "m.wapiti", tmp_path / "in.data"
+    model.write_bytes(open(TINY_MODEL, "rb").read())
+    data.write_bytes(open(TINY_TEST, "rb").read())
+    before = model.read_bytes(), data.read_bytes()
+    link = tmp_path / "link"
+    link.symlink_to(data)
+    for argv, read in [
+        (["label", "-m", str(model), str(data), str(model)], model),
+        (["label", "-m", str(model), str(data), str(link)], data),
+        (["dump", str(model), str(tmp_path / "." / "m.wapiti")], model),
+    ]:
+        status, out, err = run(capsys, "wapiti", *argv)
+        assert status == 1 and out == "", argv
+        assert f"is {read}, which the command reads" in err, err
+    assert (model.read_bytes(), data.read_bytes()) == before
+
+
 def test_dump_holds_wapiti_dumps_blocks(capsys, tmp_path):
     # the same blocks (an observation's nonzero weights), in skcrf's order
     status, out, err = run(capsys, "wapiti", "dump", TINY_MODEL)

@@ -4,7 +4,7 @@ import argparse
 import os
 import sys
 import time
-from typing import Any
+from typing import Any, TextIO
 
 from .._utils._data_files import DataFileError
 
@@ -46,6 +46,30 @@ def run(command: Any, argv: list[str]) -> int:
         return 130
     print(f"skcrf: {message}", file=sys.stderr)
     return 1
+
+
+def open_output(path: str, command: str, *reads: str) -> TextIO:
+    """``path`` opened for the command's text output, unless the command reads that file.
+
+    Opening truncates the file: were it the model or an input (another name
+    for it included), the command would destroy what it reads, and a model
+    mapped in place would crash the process. ``reads``: the files the
+    command reads ("-" and empty names are skipped).
+    """
+    for read in reads:
+        if read and read != "-" and _same_file(path, read):
+            raise CommandError(
+                f"{command}: the output file {path} is {read}, which the command reads; "
+                "give another output file"
+            )
+    return open(path, "w", encoding="utf-8", newline="\n")
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one of them does not exist (yet)
+        return False
 
 
 class ByteProgress:

@@ -41,7 +41,7 @@ from typing import Any, TextIO
 
 from .._template._parse import parse_templates
 from .._utils._data_files import DataFileError, read_columns
-from ._common import ArgumentParser, CommandError
+from ._common import ArgumentParser, CommandError, open_output
 from ._models import open_model, template_model, token_features, train_template_model
 
 #: crf_learn's L-BFGS memory: the correction pairs it keeps.
@@ -292,7 +292,7 @@ def test(argv: list[str]) -> int:
     labels = sorted(((str(c), c) for c in model.classes), key=lambda p: p[0].encode())
     out: TextIO = sys.stdout
     if args.output:
-        out = open(args.output, "w", encoding="utf-8", newline="\n")
+        out = open_output(args.output, "skcrf crfpp test", args.model, *(args.files or ["-"]))
     try:
         for path in args.files or ["-"]:
             _test_file(model, path, args, labels, out)

@@ -66,7 +66,7 @@ from typing import Any, TextIO
 
 from .._template._parse import parse_templates
 from .._utils._data_files import DataFileError, column_sequences, read_columns
-from ._common import ArgumentParser, CommandError
+from ._common import ArgumentParser, CommandError, open_output
 from ._crfpp import _check_columns, _read_template
 from ._models import open_model, template_model, token_features, train_template_model
 
@@ -594,7 +594,7 @@ def label(argv: list[str]) -> int:
     lattice = _Lattice(model) if args.score and not args.post else None
     out: TextIO = sys.stdout
     if output_path:
-        out = open(output_path, "w", encoding="utf-8", newline="\n")
+        out = open_output(output_path, "skcrf wapiti label", args.model, input_path)
     try:
         batch: list[Any] = []
         sequences = column_sequences(input_path, labelled=args.check, keep_text=not args.label)
@@ -635,7 +635,7 @@ def dump(argv: list[str]) -> int:
     sys.stderr.write("* Dump model\n")
     text = "".join(_dump_lines(model, args.prec))
     if len(args.files) == 2:
-        with open(args.files[1], "w", encoding="utf-8", newline="\n") as f:
+        with open_output(args.files[1], "skcrf wapiti dump", args.files[0]) as f:
             f.write(text)
     else:
         sys.stdout.write(text)
