@@ -415,7 +415,11 @@ cdef class _FinitePass(_Pass):
 
 
 def all_finite(const double[::1] values, Py_ssize_t n_threads=1):
-    """Whether every value is finite (no NaN, no infinity), on ``n_threads``."""
+    """Whether every value is finite (no NaN, no infinity), on ``n_threads``.
+
+    :func:`skcrf._utils._array_checks.all_finite` in the passes' blocks, so
+    that a gradient's check shares out as the optimizer's other passes do.
+    """
     cdef Py_ssize_t n = values.shape[0]
     if n == 0:
         return True
