@@ -336,10 +336,16 @@ def test_train_writes_wapiti_models(capsys, files, tmp_path, patterns):
     # -W: the same model in Wapiti's format; from_wapiti reads it back and
     # labels (and scores) as the skcrf model file does
     ours, wapiti_format = str(tmp_path / "m.skcrf"), str(tmp_path / "m.wapiti")
-    for options, model in (([], ours), (["-W"], wapiti_format)):
-        status, _, err = run(capsys, "wapiti", "train", *options, "-i", "30", "-p",
-                             files[patterns], files["train"], model)  # fmt: skip
-        assert status == 0, err
+    mask = os.umask(0o027)
+    try:
+        for options, model in (([], ours), (["-W"], wapiti_format)):
+            status, _, err = run(capsys, "wapiti", "train", *options, "-i", "30", "-p",
+                                 files[patterns], files["train"], model)  # fmt: skip
+            assert status == 0, err
+            # a new file's permissions (not a temp file's 0o600)
+            assert os.stat(model).st_mode & 0o777 == 0o640
+    finally:
+        os.umask(mask)
     with open(wapiti_format, "rb") as f:
         assert f.read(7) == b"#mdl#2#"  # a crf model
     outputs = []

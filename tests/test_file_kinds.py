@@ -1,6 +1,8 @@
 """Model readers refuse paths that are not regular files (devices, FIFOs,
 directories) with an error naming the path, before reading anything: such a
-path never ends, or blocks until a writer comes."""
+path never ends, or blocks until a writer comes. Model writers take a path as
+``open(path, "wb")`` does: a link is written through, a device or FIFO is
+written to (never replaced by a file), a directory is refused."""
 
 import json
 import os
@@ -167,3 +169,83 @@ def test_regular_files_still_read(tmp_path):
     )
     with pytest.raises(FileNotFoundError):
         read_crfsuite(tmp_path / "missing.crfsuite")
+
+
+# -- writers -------------------------------------------------------------------
+
+
+def _save_npz(path):
+    from skcrf._persist._npz import save_state
+
+    save_state(FittedState(params={}, model=_fitted_model()), path)
+
+
+WRITERS = {
+    "write_crfsuite": lambda path: write_crfsuite(_fitted_model(), path),
+    "save_state": _save_npz,
+}
+
+
+@pytest.mark.parametrize("name", list(WRITERS))
+def test_writers_refuse_a_directory_and_leave_no_temp_file(tmp_path, name):
+    target = tmp_path / "models"
+    target.mkdir()
+    with pytest.raises(IsADirectoryError, match="Is a directory") as error:
+        WRITERS[name](target)
+    assert error.value.filename == str(target)  # the path given, not a temp file
+    assert sorted(os.listdir(tmp_path)) == ["models"]
+    assert os.listdir(target) == []
+
+
+@pytest.mark.parametrize("name", list(WRITERS))
+def test_writer_errors_name_the_path_given(tmp_path, name):
+    target = tmp_path / "missing" / "m.model"
+    with pytest.raises(FileNotFoundError) as error:
+        WRITERS[name](target)
+    assert error.value.filename == str(target)
+    assert os.listdir(tmp_path) == []
+
+
+@unix_only
+@pytest.mark.parametrize("name", list(WRITERS))
+def test_writers_write_into_a_fifo_and_leave_it_a_fifo(tmp_path, name):
+    # (as a device such as /dev/null: renaming a temp file over it would
+    # have replaced the device by a regular file)
+    WRITERS[name](tmp_path / "regular")
+    expected = (tmp_path / "regular").read_bytes()
+    fifo = str(tmp_path / "pipe")
+    os.mkfifo(fifo)
+    received = {}
+
+    def read_all():
+        with open(fifo, "rb") as f:
+            received["data"] = f.read()
+
+    reader = threading.Thread(target=read_all, daemon=True)
+    reader.start()
+    WRITERS[name](fifo)
+    reader.join(20)
+    assert not reader.is_alive()
+    assert received["data"] == expected
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert sorted(os.listdir(tmp_path)) == ["pipe", "regular"]  # no temp file
+
+
+@unix_only
+@pytest.mark.parametrize("name", list(WRITERS))
+def test_writers_replace_a_links_target_and_keep_the_link(tmp_path, name):
+    WRITERS[name](tmp_path / "regular")
+    expected = (tmp_path / "regular").read_bytes()
+    (tmp_path / "store").mkdir()
+    target = tmp_path / "store" / "v1.model"
+    target.write_bytes(b"old model")
+    link = tmp_path / "current.model"
+    link.symlink_to(target)
+    WRITERS[name](link)
+    assert link.is_symlink() and os.readlink(link) == str(target)
+    assert target.read_bytes() == expected
+    assert os.listdir(tmp_path / "store") == ["v1.model"]  # the temp file went there
+    dangling = tmp_path / "next.model"
+    dangling.symlink_to(tmp_path / "store" / "v2.model")
+    WRITERS[name](dangling)
+    assert dangling.is_symlink() and (tmp_path / "store" / "v2.model").read_bytes() == expected

@@ -330,10 +330,10 @@ def _save_wapiti_model(model: Any, patterns: str, path: str) -> None:
     Each attribute is an observation (its name starts with its kind, ``u``,
     ``b`` or ``*``), with its ``L`` label weights then its ``L * L`` pair
     weights; the plain transitions go to the first bare ``b`` or ``*``
-    pattern's observation. The file is written whole, then renamed.
+    pattern's observation. The file is written whole, then renamed
+    (:func:`~skcrf._utils._atomic.write_atomically`).
     """
-    import os
-    import tempfile
+    from .._utils._atomic import write_atomically
 
     lines = _pattern_lines(patterns)
     bare = [line for line in lines if line[0] in "b*" and "%" not in line]
@@ -377,15 +377,8 @@ def _save_wapiti_model(model: Any, patterns: str, path: str) -> None:
     out.append(f"#qrk#{len(observations)}\n")
     out += [f"{len(name.encode())}:{name},\n" for name in observations]
     out += [f"{k}={_hex(w)}\n" for k, w in enumerate(flat) if w != 0.0]
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, temporary = tempfile.mkstemp(dir=folder, prefix=".skcrf-wapiti-")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            f.write("".join(out))
-        os.replace(temporary, path)
-    except BaseException:
-        os.unlink(temporary)
-        raise
+    text = "".join(out).encode("utf-8")
+    write_atomically(path, lambda file: file.write(text))
 
 
 def _error_rates(paths: list[Any], references: list[Any]) -> tuple[float, float, int]:

@@ -1,6 +1,8 @@
 """Atomic file writes: a reader sees the old file or the whole new one."""
 
+import errno
 import os
+import stat
 import tempfile
 
 
@@ -23,13 +25,35 @@ def write_atomically(path, write):
 
     A reader never sees a half-written file, and a failed write leaves the
     old file. The file gets the permissions of a new file (``0o666`` less
-    the umask), not the temp file's ``0o600``.
+    the umask), not the temp file's ``0o600``. ``path`` is taken as
+    ``open(path, "wb")`` takes it: a symbolic link is written through (its
+    target is replaced, the link stays), a directory is refused, and a
+    device, FIFO or socket (``/dev/null``) is written to as it is: there is
+    no file to replace, and renaming over it would put a regular file in
+    its place. Errors name ``path``, never the temp file.
     """
     path = os.fsdecode(path)
+    try:
+        mode = os.stat(path).st_mode  # (through links)
+    except OSError:
+        mode = None  # a new file (or one that open() would refuse too)
+    if mode is not None and stat.S_ISDIR(mode):
+        raise IsADirectoryError(
+            errno.EISDIR, "Is a directory (give the name of a file to write)", path
+        )
+    if mode is not None and not stat.S_ISREG(mode):
+        with open(path, "wb") as file:
+            write(file)
+        return
+    if os.path.islink(path):
+        path = os.path.realpath(path)
     directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp_path = tempfile.mkstemp(
-        prefix=f".{os.path.basename(path)[:100]}.", suffix=".tmp", dir=directory
-    )
+    try:
+        fd, tmp_path = tempfile.mkstemp(
+            prefix=f".{os.path.basename(path)[:100]}.", suffix=".tmp", dir=directory
+        )
+    except OSError as error:  # a missing or read-only folder: as open(path) words it
+        raise type(error)(error.errno, error.strerror, path) from None
     try:
         with os.fdopen(fd, "wb") as file:
             if hasattr(os, "fchmod"):
