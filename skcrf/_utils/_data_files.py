@@ -316,6 +316,21 @@ def _scale(text: str, name: str, number: int, attribute: str) -> float:
     return value
 
 
+def _sequence_weight(text: str, name: str, number: int) -> float:
+    """The ``W`` of ``@weight:W``: a finite number >= 0 (1 when empty)."""
+    try:
+        value = float(text) if text else 1.0
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value >= 0.0):
+        raise DataFileError(
+            name,
+            number,
+            f"the sequence weight '@weight:{text}' is not a finite number >= 0",
+        )
+    return value
+
+
 def read_crfsuite_data(
     source: Any,
     *,
@@ -391,7 +406,7 @@ def read_crfsuite_data(
                             number,
                             f"unknown declaration {field!r} (CRFsuite knows '@weight:W' only)",
                         )
-                    weight = _scale(parts[1], name, number, "@weight")
+                    weight = _sequence_weight(parts[1], name, number)
                     continue
                 if len(parts) != 1:
                     raise DataFileError(
