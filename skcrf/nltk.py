@@ -275,6 +275,8 @@ class CRFTagger(TaggerI):
         # The features depend on the token alone, so they are kept per token.
         features = self._feature_cache.get(token)
         if features is None:
+            if not isinstance(token, str):  # (None would have no features: refused)
+                raise TypeError(f"a token must be a str; got {type(token).__name__}")
             features = self._feature_cache[token] = _default_features(token)
         return features
 
@@ -282,13 +284,23 @@ class CRFTagger(TaggerI):
         """Forget the default features remembered per token."""
         self._feature_cache.clear()
 
-    def _sentence_features(self, tokens):
-        """The estimator's input for one sentence."""
+    def _sentence_features(self, tokens, where):
+        """The estimator's input for one sentence (``where.format(j)`` names token j)."""
         if self._default_features():
             # names as dict keys with value 1: the same attributes as the list,
             # on the encoder's fast path (the default names are distinct)
             cached = self._cached_dict
-            return [cached(token) for token in tokens]
+            try:
+                return [cached(token) for token in tokens]
+            except TypeError:
+                for j, token in enumerate(tokens):
+                    if not isinstance(token, str):
+                        raise TypeError(
+                            f"{where.format(j)} is {type(token).__name__} {token!r:.60}: "
+                            "the default features read tokens as str (give a "
+                            "feature_func for other tokens)"
+                        ) from None
+                raise
         feature_func = self._feature_func
         return [feature_func(tokens, i) for i in range(len(tokens))]
 
@@ -363,7 +375,7 @@ class CRFTagger(TaggerI):
                         f"train_data[{i}][{j}] must be a (token, tag) pair; got {pair!r}."
                     )
             tokens = [token for token, _ in sentence]
-            X.append(self._sentence_features(tokens))
+            X.append(self._sentence_features(tokens, f"train_data[{i}][{{}}][0]"))
             y.append([tag for _, tag in sentence])
         estimator = _Estimator(
             verbose=self._verbose, n_jobs=self._n_jobs, **self._estimator_params
@@ -429,7 +441,10 @@ class CRFTagger(TaggerI):
             checked.append(list(tokens))
         sentences = checked
         # one batched prediction: every sentence through the compiled decoder
-        X = [self._sentence_features(tokens) for tokens in sentences]
+        X = [
+            self._sentence_features(tokens, f"sentences[{s}][{{}}]")
+            for s, tokens in enumerate(sentences)
+        ]
         tags = self._estimator.predict(X)
         return [list(zip(tokens, labels)) for tokens, labels in zip(sentences, tags)]
 

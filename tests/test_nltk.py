@@ -293,6 +293,25 @@ def test_verbose_prints_iterations(capfd):
 def test_train_data_errors():
     with pytest.raises(ValueError, match=r"train_data\[0\]\[1\] must be a \(token, tag\) pair"):
         CRFTagger().train([[("a", "X"), "b"]], None)
+    with pytest.raises(TypeError, match=r"train_data\[0\]\[1\]\[0\] is int 3: the default"):
+        CRFTagger().train([[("a", "X"), (3, "Y")]], None)
+
+
+@pytest.mark.parametrize("token", [None, 2, ["x"], b"dog"])
+def test_tokens_that_are_not_str_are_named(token):
+    # the default features read str: None would get none (an empty token's)
+    # and be tagged, an int would fail inside them
+    tagger = CRFTagger(training_opt={"max_iterations": 3})
+    tagger.train(TOY, None)
+    with pytest.raises(TypeError, match=r"sentences\[1\]\[2\] is .*: the default features"):
+        tagger.tag_sents([["dog"], ["a", "dog", token]])
+    with pytest.raises(TypeError, match=r"sentences\[0\]\[0\] is "):
+        tagger.tag([token])
+    assert [word for word, _ in tagger.tag(["dog", ""])] == ["dog", ""]  # an empty str is a token
+    # a feature function of the user's takes any token
+    custom = CRFTagger(feature_func=lambda tokens, i: [f"W_{tokens[i]}"])
+    custom.train([[(token, "X"), ("dog", "Y")]], None)
+    assert [tag for _, tag in custom.tag([token, "dog"])] == ["X", "Y"]
 
 
 # -- against NLTK on the treebank ------------------------------------------------
