@@ -619,6 +619,13 @@ def test_crfpp_test_on_a_wapiti_model_and_refusals(capsys, tmp_path):
     crfsuite_model = os.path.join(FIXTURES, "seed.crfsuite")
     status, _, err = run(capsys, "crfpp", "test", "-m", crfsuite_model, data)
     assert status == 1 and "the model has no template" in err
+    # and the other way round: a template's model reads no CRFsuite data
+    attributes = tmp_path / "attributes.txt"
+    attributes.write_text("B-NP\tw=He\n", encoding="utf-8")
+    status, out, err = run(capsys, "tag", "-m", model, str(attributes))
+    assert status == 1 and out == ""
+    assert "the model featurizes raw tokens with a template" in err
+    assert "skcrf crfpp test or skcrf wapiti label" in err
     garbage = tmp_path / "garbage.model"
     garbage.write_bytes(b"\x00\x01garbage")
     status, _, err = run(capsys, "crfpp", "test", "-m", str(garbage), data)

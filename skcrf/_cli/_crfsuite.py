@@ -21,7 +21,7 @@ from .._utils._data_files import (
     read_crfsuite_data,
 )
 from ._common import ArgumentParser, ByteProgress, CommandError, utc_timestamp
-from ._models import open_model
+from ._models import attribute_model, open_model
 
 #: Sequences tagged per call of the tagger (streaming, in batches).
 TAG_BATCH = 256
@@ -434,7 +434,7 @@ def tag(argv: list[str]) -> int:
         return 0
     if not args.model:
         raise CommandError("skcrf tag: give the model with -m MODEL (see skcrf tag -h)")
-    model = open_model(args.model)
+    model = attribute_model(open_model(args.model), args.model)
     classes = list(model.classes)
     state: dict[str, Any] = {
         "index": {label: k for k, label in enumerate(classes)},

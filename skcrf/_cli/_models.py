@@ -156,6 +156,17 @@ def template_model(model: Model, path: str) -> Model:
     return model
 
 
+def attribute_model(model: Model, path: str) -> Model:
+    """``model``, which must read attributes (``skcrf tag`` gives it CRFsuite data)."""
+    if model.template is not None:
+        raise CommandError(
+            f"{path}: the model featurizes raw tokens with a template (trained by skcrf "
+            "crfpp learn, skcrf wapiti train or featurizer=...), so it cannot read "
+            "attributes: tag column files with skcrf crfpp test or skcrf wapiti label"
+        )
+    return model
+
+
 def train_template_model(
     plan: Any, X: list[Any], y: list[Any], params: dict[str, Any], callback: Callable[..., Any]
 ) -> Model:
