@@ -198,12 +198,19 @@ def test_writers_refuse_a_directory_and_leave_no_temp_file(tmp_path, name):
 
 
 @pytest.mark.parametrize("name", list(WRITERS))
-def test_writer_errors_name_the_path_given(tmp_path, name):
-    target = tmp_path / "missing" / "m.model"
-    with pytest.raises(FileNotFoundError) as error:
-        WRITERS[name](target)
-    assert error.value.filename == str(target)
-    assert os.listdir(tmp_path) == []
+def test_writer_errors_name_the_path_given(tmp_path, name, monkeypatch):
+    # the errors open(path, "wb") gives, on the path, with no temp file left
+    # (a temp file next to "" or "dir/" would be in the parent folder)
+    (tmp_path / "work").mkdir()
+    monkeypatch.chdir(tmp_path / "work")
+    target = str(tmp_path / "missing" / "m.model")
+    cases = [(target, FileNotFoundError), ("", FileNotFoundError)]
+    cases += [(p + os.sep, IsADirectoryError) for p in ("new", str(tmp_path / "work" / "new"))]
+    for path, kind in cases:
+        with pytest.raises(kind) as error:
+            WRITERS[name](path)
+        assert error.value.filename == path
+    assert os.listdir(tmp_path) == ["work"] and os.listdir(tmp_path / "work") == []
 
 
 @unix_only

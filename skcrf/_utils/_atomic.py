@@ -20,6 +20,9 @@ def _umask():
     return mask  # pragma: no cover
 
 
+_SEPARATORS = tuple(sep for sep in (os.sep, os.altsep) if sep)
+
+
 def write_atomically(path, write):
     """Call ``write(file)`` on a temp file next to ``path``, fsync it, rename it to ``path``.
 
@@ -27,17 +30,20 @@ def write_atomically(path, write):
     old file. The file gets the permissions of a new file (``0o666`` less
     the umask), not the temp file's ``0o600``. ``path`` is taken as
     ``open(path, "wb")`` takes it: a symbolic link is written through (its
-    target is replaced, the link stays), a directory is refused, and a
-    device, FIFO or socket (``/dev/null``) is written to as it is: there is
-    no file to replace, and renaming over it would put a regular file in
+    target is replaced, the link stays), a directory (or a path ending in
+    a separator) and an empty path are refused with ``open``'s errors, and
+    a device, FIFO or socket (``/dev/null``) is written to as it is: there
+    is no file to replace, and renaming over it would put a regular file in
     its place. Errors name ``path``, never the temp file.
     """
     path = os.fsdecode(path)
+    if not path:
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), path)
     try:
         mode = os.stat(path).st_mode  # (through links)
     except OSError:
         mode = None  # a new file (or one that open() would refuse too)
-    if mode is not None and stat.S_ISDIR(mode):
+    if (mode is not None and stat.S_ISDIR(mode)) or path.endswith(_SEPARATORS):
         raise IsADirectoryError(
             errno.EISDIR, "Is a directory (give the name of a file to write)", path
         )
