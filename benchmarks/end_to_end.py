@@ -1,7 +1,7 @@
 """End to end, raw tokens to tags: skcrf (feature dicts, and templates) against sklearn-crfsuite.
 
     NLTK_DATA=/work/shared/nltk_data PYTHONPATH=. python benchmarks/end_to_end.py
-    ... --part predict   (or fit; default both)
+    ... --part predict   (or fit, or threads; default all three)
 
 Three feature sets (``benchmarks/_tasks.py``), each as the Python function
 a user writes and as a template (``skcrf.templates`` recipes giving the same
@@ -29,6 +29,15 @@ from the raw tokens, after a warm-up (``predict_single`` of one sentence
 and one ``predict`` of the test sentences, every engine alike: timed as a
 server's later calls); ``batch`` is the median of 5 calls in the process. Every (engine, task) runs in its own process,
 alternated, ``--repeats`` times; medians; tags checked equal.
+
+Threads (``--part threads``): the gain of ``n_jobs=2`` over ``n_jobs=1``
+for one ``predict`` of the test sentences from the raw tokens (the dicts
+built in the timed call for ``skcrf dicts``), both thread counts in one
+process, alternated call by call (the order swapped every round), so that
+both see the same machine: a second thread is what a busy neighbour takes
+first, and runs in separate processes minutes apart measured the machine
+as much as the threads. The ratio is the median of the rounds' ratios, over
+``--repeats`` processes of ``--rounds`` rounds each.
 
 Training (``--part fit``): from the raw training tokens to a fitted model
 (100 iterations, same settings), each engine in its own process:
@@ -123,6 +132,38 @@ print(json.dumps({{
     "tags": [list(map(str, seq)) for seq in single],
     "batch_equal": [list(seq) for seq in batch] == [list(seq) for seq in single],
 }}))
+"""
+)
+
+_THREADS = (
+    _COMMON
+    + """
+import statistics
+import skcrf
+kind, task, model, split, rounds = sys.argv[1:6]
+_, _, sentences, _ = raw_task(task, split)
+features = TOKEN_FEATURES[task]
+template = kind == "template"
+tagger = (skcrf.CRFTagger.load(model + ".skcrf") if template
+          else skcrf.CRFTagger.from_crfsuite(model + ".crfsuite"))
+
+def featurize(tokens):
+    if template:
+        return tokens
+    return [features(tokens, i) for i in range(len(tokens))]
+
+def timed(n_jobs):
+    tagger.set_params(n_jobs=n_jobs)
+    start = time.perf_counter()
+    tagger.predict([featurize(tokens) for tokens in sentences])
+    return time.perf_counter() - start
+
+timed(1), timed(2)  # warm-up: the prediction threads, the Viterbi bound
+one, two = [], []
+for k in range(int(rounds)):
+    for n_jobs in ((1, 2) if k % 2 == 0 else (2, 1)):
+        (one if n_jobs == 1 else two).append(timed(n_jobs))
+print(json.dumps({{"one_s": one, "two_s": two, "tokens": sum(map(len, sentences))}}))
 """
 )
 
@@ -221,6 +262,35 @@ def _predict_rows(split, tmp, repeats):
     return rows
 
 
+def _thread_rows(split, tmp, repeats, rounds):
+    rows = []
+    for task in TASKS:
+        model = os.path.join(tmp, task)
+        if not os.path.exists(model + ".skcrf"):
+            _run(_TRAIN, task, split, model)
+        for kind in ("dicts", "template"):
+            runs = [
+                json.loads(_run(_THREADS, kind, task, model, split, str(rounds)))
+                for _ in range(repeats)
+            ]
+            one = [t for r in runs for t in r["one_s"]]
+            two = [t for r in runs for t in r["two_s"]]
+            row = {
+                "task": task,
+                "engine": f"skcrf {kind}",
+                "tokens": runs[0]["tokens"],
+                "n_jobs_1_tokens_per_s": runs[0]["tokens"] / statistics.median(one),
+                "n_jobs_2_tokens_per_s": runs[0]["tokens"] / statistics.median(two),
+                "ratio": statistics.median(a / b for a, b in zip(one, two)),
+                "ratio_per_process": [
+                    statistics.median(a / b for a, b in zip(r["one_s"], r["two_s"])) for r in runs
+                ],
+            }
+            rows.append(row)
+            print(f"{task} {kind}: 2 threads / 1 thread {row['ratio']:.2f}x", file=sys.stderr)
+    return rows
+
+
 def _fit_rows(split, repeats):
     rows = []
     for task in TASKS:
@@ -245,7 +315,7 @@ def _fit_rows(split, repeats):
     return rows
 
 
-def _report(predict, fit, repeats, fit_repeats):
+def _report(predict, fit, repeats, fit_repeats, threads=(), rounds=None):
     lines = []
     if predict:
         lines += [
@@ -264,6 +334,25 @@ def _report(predict, fit, repeats, fit_repeats):
             f"{r['batch_tokens_per_s']:,.0f} | {r['batch_ratio']:.2f}× | "
             f"{r['batch_featurizing_share']:.0%} | {r['same_tags']} |"
             for r in predict
+        ]
+    if threads:
+        lines += [
+            "",
+            "Raw test tokens to tags, one `predict` of the test sentences, n_jobs=2 "
+            f"against n_jobs=1 in the same process, alternated over {rounds} rounds a "
+            "process; ratio = median of the rounds' ratios (target ≥ 1.8× for the "
+            "template, issue 41).",
+            "",
+            "| task | engine | n_jobs=1 tokens/s | n_jobs=2 tokens/s | 2 ÷ 1 thread "
+            "| per process |",
+            "|---|---|--:|--:|--:|---|",
+        ]
+        lines += [
+            f"| {r['task']} | {r['engine']} | {r['n_jobs_1_tokens_per_s']:,.0f} | "
+            f"{r['n_jobs_2_tokens_per_s']:,.0f} | {r['ratio']:.2f}× | "
+            + ", ".join(f"{x:.2f}" for x in r["ratio_per_process"])
+            + " |"
+            for r in threads
         ]
     if fit:
         lines += [
@@ -287,21 +376,24 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--fit-repeats", type=int, default=3)
-    parser.add_argument("--part", choices=("predict", "fit", "all"), default="all")
+    parser.add_argument("--rounds", type=int, default=21, help="rounds a process (threads)")
+    parser.add_argument("--part", choices=("predict", "fit", "threads", "all"), default="all")
     parser.add_argument("--output", default=str(HERE / "results" / "end_to_end.json"))
     args = parser.parse_args()
     sys.path.insert(0, str(HERE))
     from _tasks import save_split
 
-    predict, fit = [], []
+    predict, fit, threads = [], [], []
     with tempfile.TemporaryDirectory() as tmp:
         split = os.path.join(tmp, "split.json")
         save_split(split)
         if args.part in ("predict", "all"):
             predict = _predict_rows(split, tmp, args.repeats)
+        if args.part in ("threads", "all"):
+            threads = _thread_rows(split, tmp, args.repeats, args.rounds)
         if args.part in ("fit", "all"):
             fit = _fit_rows(split, args.fit_repeats)
-    print(_report(predict, fit, args.repeats, args.fit_repeats))
+    print(_report(predict, fit, args.repeats, args.fit_repeats, threads, args.rounds))
     output = Path(args.output)
     previous = json.loads(output.read_text()) if output.exists() else {}
     document = {
@@ -309,9 +401,17 @@ def main():
         "predict_repeats": args.repeats if predict else previous.get("predict_repeats"),
         "fit": fit or previous.get("fit", []),
         "fit_repeats": args.fit_repeats if fit else previous.get("fit_repeats"),
+        "threads": threads or previous.get("threads", []),
+        "threads_repeats": args.repeats if threads else previous.get("threads_repeats"),
+        "threads_rounds": args.rounds if threads else previous.get("threads_rounds"),
     }
     document["report"] = _report(
-        document["predict"], document["fit"], document["predict_repeats"], document["fit_repeats"]
+        document["predict"],
+        document["fit"],
+        document["predict_repeats"],
+        document["fit_repeats"],
+        document["threads"],
+        document["threads_rounds"],
     )
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(json.dumps(document, indent=1))
