@@ -175,6 +175,25 @@ def test_bad_sample_weight_is_a_clear_error(weights, message):
     assert not hasattr(tagger, "classes_")
 
 
+@pytest.mark.parametrize(
+    "params, fit_params, message",
+    [
+        ({"c2": 1e308}, {}, r"c2=1e\+308 is too large"),
+        ({}, {"sample_weight": np.full(len(X), 1e308)}, r"largest weight of a token is 1e\+308"),
+        ({"class_weight": {Y[0][0]: 1e308}}, {}, r"largest weight of a token is 1e\+308"),
+    ],
+)
+def test_an_objective_that_overflows_at_the_start_names_its_cause(params, fit_params, message):
+    # finite, accepted one by one, but the loss or gradient at w = 0 is not
+    tagger = CRFTagger(c2=0.1, max_iterations=5).fit(X, Y)
+    before = (tagger.state_features_, tagger.transition_features_, tagger.predict(X))
+    tagger.set_params(**params)
+    with pytest.raises(ValueError, match=r"Training cannot start.*overflows float64") as info:
+        tagger.fit(X, Y, **fit_params)
+    assert info.match(message)
+    assert (tagger.state_features_, tagger.transition_features_, tagger.predict(X)) == before
+
+
 def test_generator_length_is_checked_after_reading():
     with pytest.raises(ValueError, match=f"3 weights for {len(X)} sequences"):
         CRFTagger(c2=0.1).fit(iter(X), iter(Y), sample_weight=[1, 2, 3])

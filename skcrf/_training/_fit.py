@@ -50,7 +50,7 @@ from .._utils._threads import effective_n_threads
 from ._defaults import ALGORITHM_DEFAULTS as ALGORITHM_DEFAULTS
 from ._defaults import FEATURE_DEFAULTS as FEATURE_DEFAULTS
 from ._defaults import TRAINER_PARAMETERS as TRAINER_PARAMETERS
-from ._lbfgs import Handover, LBFGSResult, LBFGSStatus, minimize_lbfgs
+from ._lbfgs import Handover, LBFGSResult, LBFGSStatus, NonFiniteStartError, minimize_lbfgs
 from ._monitor import TrainingMonitor
 from ._objective import CRFObjective, drop_zeros, select_features
 from ._online_train import OnlineStatus, train_online
@@ -679,6 +679,24 @@ def minimize(
     return result
 
 
+def _overflow_at_start(c2, token_weights):
+    """Why the objective is not finite with every weight at zero, in the user's terms."""
+    causes = []
+    if not np.isfinite(2.0 * c2):
+        causes.append(f"c2={c2:g} is too large (the gradient holds 2 * c2 * w)")
+    if token_weights is not None and len(token_weights):
+        causes.append(
+            "the sample or class weights may be too large (the largest weight of a "
+            f"token is {float(np.max(token_weights)):g}; the loss sums weight x log-loss)"
+        )
+    if not causes:
+        causes.append("the feature values may be too large")
+    return (
+        "Training cannot start: the loss or its gradient is not finite with every "
+        f"weight at zero, so a term of the objective overflows float64: {'; '.join(causes)}."
+    )
+
+
 def outcome(algorithm, result, monitor, *, stacklevel=2, warn=True):
     """The status to report and the weights to keep; closes the log (``warn``: see :func:`fit`)."""
     status, weights = result.status, result.x
@@ -832,16 +850,19 @@ def fit(
         )
         del data, observed  # the objective keeps the counts as it needs them
         with objective:
-            result = minimize(
-                objective.loss_gradient,
-                Handover(model.weights),  # freed after the first iteration
-                settings,
-                monitor,
-                stacklevel=stacklevel + 1,
-                fresh_gradient=True,  # CRFObjective's gradient is a new array
-                n_threads=effective_n_threads(n_jobs),
-                warn=warn,
-            )
+            try:
+                result = minimize(
+                    objective.loss_gradient,
+                    Handover(model.weights),  # freed after the first iteration
+                    settings,
+                    monitor,
+                    stacklevel=stacklevel + 1,
+                    fresh_gradient=True,  # CRFObjective's gradient is a new array
+                    n_threads=effective_n_threads(n_jobs),
+                    warn=warn,
+                )
+            except NonFiniteStartError:
+                raise ValueError(_overflow_at_start(settings["c2"], weights)) from None
         del objective  # (its blocks: the encoded data) before the tables come back
     else:
         result = train_online(

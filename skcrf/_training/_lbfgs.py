@@ -91,6 +91,7 @@ __all__ = [
     "IterationInfo",
     "LBFGSResult",
     "LBFGSStatus",
+    "NonFiniteStartError",
     "minimize_lbfgs",
     "pseudo_gradient",
     "two_loop_direction",
@@ -237,6 +238,14 @@ _DESCRIPTIONS = {
         "and backing off did not find a finite one."
     ),
 }
+
+
+class NonFiniteStartError(ValueError):
+    """The objective or its gradient is not finite at the start point.
+
+    A ValueError: the input, not the optimizer, is at fault (callers that
+    know the objective's terms word which one may overflow).
+    """
 
 
 class IterationInfo(NamedTuple):
@@ -1129,7 +1138,7 @@ def minimize_lbfgs(
 
     f, g = objective(x)
     if not _is_finite(f, g, n_threads):
-        raise ValueError("The objective or its gradient is not finite at x0.")
+        raise NonFiniteStartError("The objective or its gradient is not finite at x0.")
     pg = pseudo_gradient(x, g, c1) if owlqn else g
 
     def finish(status, n_iter):
