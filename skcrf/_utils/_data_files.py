@@ -299,13 +299,18 @@ def _split_colons(field: str) -> list[str]:
     return parts
 
 
-def _scale(text: str, name: str, number: int, attribute: str) -> float:
+def _number(text: str) -> float:
+    """``float(text)``; 1 for an empty text, NaN for one that is not a number."""
     if not text:
         return 1.0
     try:
-        value = float(text)
+        return float(text)
     except ValueError:
-        value = math.nan
+        return math.nan
+
+
+def _scale(text: str, name: str, number: int, attribute: str) -> float:
+    value = _number(text)
     if not math.isfinite(value):
         raise DataFileError(
             name,
@@ -318,10 +323,7 @@ def _scale(text: str, name: str, number: int, attribute: str) -> float:
 
 def _sequence_weight(text: str, name: str, number: int) -> float:
     """The ``W`` of ``@weight:W``: a finite number >= 0 (1 when empty)."""
-    try:
-        value = float(text) if text else 1.0
-    except ValueError:
-        value = math.nan
+    value = _number(text)
     if not (math.isfinite(value) and value >= 0.0):
         raise DataFileError(
             name,
