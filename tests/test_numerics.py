@@ -283,6 +283,45 @@ def test_huge_values_stop_without_numpy_warnings():
     fit_quietly(CRFTagger(), X, [["A"], ["B"]])
 
 
+def test_a_failed_line_search_names_a_large_feature_value():
+    X = [[{"a": 1.0, "b": 1.0}, {"c": 1.0}], [{"a": 2.0}, {"b": 1e12, "c": 3.0}]] * 5
+    y = [["x", "y"], ["y", "x"]] * 5
+    with pytest.warns(ConvergenceWarning, match=r"Line search failed") as record:
+        tagger = CRFTagger(max_iterations=50).fit(X, y)
+    assert tagger.status_.is_linesearch_failure
+    message = str(record[0].message)
+    assert "too large for the line search: 1e+12 at X[1][1] (feature 'b')" in message
+    # values near 1: the same warning (here: the iterations run out) names none
+    with pytest.warns(ConvergenceWarning) as record:
+        CRFTagger(max_iterations=1).fit(X[1:2] + [[{"a": 1.0}, {"b": 1.0}]], y[:2])
+    assert "feature values" not in str(record[0].message)
+
+
+def test_largest_value_finds_the_largest_magnitude_and_its_token():
+    from skcrf._featurize._encoded import Encoded
+    from skcrf._featurize._validation import largest_value
+
+    encoded = Encoded(
+        indptr=np.array([0, 2, 2, 3, 5]),
+        ids=np.array([4, 1, 0, 2, 3], dtype=np.int32),
+        values=np.array([3.0, -1.0, 2.0, 0.5, -7.0]),
+        lengths=np.array([1, 3]),
+    )
+    assert largest_value(encoded, "X_dev") == (-7.0, "X_dev[1][2]", 3)
+    encoded = encoded._replace(values=np.array([3.0, -1.0, 2.0, 0.5, 7.0]))
+    assert largest_value(encoded) == (7.0, "X[1][2]", 3)
+    empty = Encoded(np.zeros(2, np.int64), np.zeros(0, np.int32), np.zeros(0), np.array([1]))
+    assert largest_value(empty) is None
+
+
+def test_a_numpy_c2_too_large_to_start_is_an_error_without_numpy_warnings():
+    X, y = [[{"a": 1.0}, {"b": 1.0}]] * 2, [["x", "y"]] * 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        with pytest.raises(ValueError, match=r"c2=1e\+308 is too large"):
+            CRFTagger(c2=np.float64(1e308)).fit(X, y)
+
+
 def test_check_emissions_names_the_token():
     from skcrf._featurize._validation import check_emissions
 

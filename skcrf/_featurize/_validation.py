@@ -65,6 +65,7 @@ __all__ = [
     "check_sequences",
     "check_single_sequence",
     "check_sums",
+    "largest_value",
     "token_attributes",
 ]
 
@@ -557,6 +558,26 @@ def check_sums(encoded, vocabulary, name="X"):
         f"largest is {float(values[position])!r}, at {name}[{i}][{j}]). Scale the "
         "feature values down."
     )
+
+
+def largest_value(encoded, name="X"):
+    """The token feature value of largest magnitude and where it is.
+
+    Returns
+    -------
+    (value, where, attribute) or None
+        The value, the token that holds it (``'X[i][j]'``) and its
+        attribute id; None without values. Vector features kept dense
+        (``encoded.dense``) are not looked at.
+    """
+    values = encoded.values
+    if not len(values):
+        return None
+    high, low = int(values.argmax()), int(values.argmin())  # |values| without a copy
+    position = high if values[high] >= -values[low] else low
+    row = int(np.searchsorted(encoded.indptr, position, side="right")) - 1
+    i, j = locate_row(row, encoded.lengths)
+    return float(values[position]), f"{name}[{i}][{j}]", int(encoded.ids[position])
 
 
 def check_emissions(emissions, lengths, name="X"):

@@ -24,6 +24,7 @@ Conventions
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections import Counter
 from typing import Any, NamedTuple
@@ -40,7 +41,13 @@ from .._featurize._labels import (
 )
 from .._featurize._stream import encode_data
 from .._featurize._transitions import TRANSITION_KEY, TransitionParts, with_transitions
-from .._featurize._validation import check_reusable, check_sequences, check_sums, locate_row
+from .._featurize._validation import (
+    check_reusable,
+    check_sequences,
+    check_sums,
+    largest_value,
+    locate_row,
+)
 from .._featurize._vocabulary import Vocabulary
 from .._inference._constraints import Constraints, transition_constraints
 from .._inference._decode import Decoder
@@ -625,6 +632,7 @@ def minimize(
     fresh_gradient=False,
     n_threads=1,
     warn=True,
+    linesearch_hint=None,
 ):
     """L-BFGS / OWL-QN on ``loss_gradient`` (CRFsuite's 'lbfgs').
 
@@ -635,7 +643,9 @@ def minimize(
     ``fresh_gradient``: ``loss_gradient`` returns a new gradient array at
     every call, kept without a copy (:func:`minimize_lbfgs`);
     ``n_threads``: the threads of the optimizer's vector passes;
-    ``warn=False``: no warning (a caller whose log reports the status).
+    ``warn=False``: no warning (a caller whose log reports the status);
+    ``linesearch_hint``: a callable giving a sentence (or "") that the
+    warning adds when the line search failed.
     """
     if len(x0) == 0:
         # No feature exists (say, only empty tokens in one-token sequences):
@@ -669,20 +679,41 @@ def minimize(
     if warn and unconverged:
         from sklearn.exceptions import ConvergenceWarning  # not at import: see skcrf.pycrfsuite
 
+        hint = ""
+        if linesearch_hint is not None and result.status.is_linesearch_failure:
+            hint = linesearch_hint()
         warnings.warn(
             f"{owner} stopped before converging: {result.message} "
             f"({result.status.name}, after {result.n_iter} iterations). The "
-            "weights are those of the last accepted iteration.",
+            "weights are those of the last accepted iteration." + (hint and f" {hint}"),
             ConvergenceWarning,
             stacklevel=stacklevel + 1,
         )
     return result
 
 
+#: Feature values of this magnitude and more are named when the line search
+#: fails (the objective's curvature grows with the square of the values: in
+#: a small test, a value of 1e5 stopped the fit after one iteration, 1e3 did
+#: not).
+_LARGE_VALUE = 1e4
+
+
+def _large_values_hint(largest, attributes):
+    """A sentence naming the largest feature value if it is large (``largest_value``'s)."""
+    if largest is None or abs(largest[0]) < _LARGE_VALUE:
+        return ""
+    value, where, attribute = largest
+    return (
+        f"The feature values may be too large for the line search: {value:g} at "
+        f"{where} (feature {attributes[attribute]!r}); scale them down (to about 1)."
+    )
+
+
 def _overflow_at_start(c2, token_weights):
     """Why the objective is not finite with every weight at zero, in the user's terms."""
     causes = []
-    if not np.isfinite(2.0 * c2):
+    if not math.isfinite(2.0 * float(c2)):
         causes.append(f"c2={c2:g} is too large (the gradient holds 2 * c2 * w)")
     if token_weights is not None and len(token_weights):
         causes.append(
@@ -838,6 +869,7 @@ def fit(
         # explicit zeros, which only feature selection needed): the encoded
         # CSR loses its zeros first, in place, and goes once the blocks exist,
         # before L-BFGS allocates its vectors.
+        largest = largest_value(data.encoded)  # (for a warning: the data go below)
         objective = CRFObjective(
             drop_zeros(data.encoded),
             model,
@@ -860,6 +892,7 @@ def fit(
                     fresh_gradient=True,  # CRFObjective's gradient is a new array
                     n_threads=effective_n_threads(n_jobs),
                     warn=warn,
+                    linesearch_hint=lambda: _large_values_hint(largest, model.attributes),
                 )
             except NonFiniteStartError:
                 raise ValueError(_overflow_at_start(settings["c2"], weights)) from None
