@@ -1,8 +1,6 @@
 """``python -m skcrf``: the ``skcrf`` command (see ``skcrf -h``)."""
 
-import sys
-
-from ._cli import main
+from ._cli import console_main
 
 if __name__ == "__main__":
-    sys.exit(main())
+    console_main()

@@ -289,6 +289,40 @@ def test_python_dash_m_skcrf_and_version():
     assert done.returncode == 1 and "usage: skcrf" in done.stderr
 
 
+def test_the_command_exits_at_once_with_everything_written(capsys, tmp_path):
+    # console_main skips Python's teardown: what the command wrote must all be
+    # out (through a pipe, and into -o's file), with the command's status
+    template = tmp_path / "template"
+    template.write_text("U00:%x[0,0]\nB\n", encoding="utf-8")
+    train = tmp_path / "train.txt"
+    train.write_text("the D\ndog N\n\na D\ncat N\n", encoding="utf-8")
+    model = tmp_path / "m.skcrf"
+    assert run(capsys, "crfpp", "learn", str(template), str(train), str(model))[0] == 0
+    test = tmp_path / "test.txt"
+    test.write_text("the\ncat\n\n" * 20000, encoding="utf-8")  # ~300 kB of output
+    status, expected, err = run(capsys, "crfpp", "test", "-m", str(model), str(test))
+    assert status == 0, err
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    env.pop("PYTHONUNBUFFERED", None)  # (buffered: what a flush must write is there)
+    command = [sys.executable, "-m", "skcrf", "crfpp", "test", "-m", str(model)]
+    done = subprocess.run([*command, str(test)], capture_output=True, text=True, env=env)
+    assert (done.returncode, done.stdout, done.stderr) == (0, expected, "")
+    output = tmp_path / "out.txt"
+    done = subprocess.run([*command, "-o", str(output), str(test)], capture_output=True, env=env)
+    assert done.returncode == 0 and output.read_text(encoding="utf-8") == expected
+    done = subprocess.run([*command, str(tmp_path / "nosuch")], capture_output=True, env=env)
+    assert done.returncode == 1 and b"nosuch" in done.stderr
+    # a reader that stops early (`| head -1`): status 1, no traceback
+    reader = subprocess.Popen(
+        [*command, str(test)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+    )
+    assert reader.stdout.readline() == b"the\tD\n"
+    reader.stdout.close()
+    assert reader.wait(timeout=60) == 1
+    assert b"Traceback" not in reader.stderr.read()
+    reader.stderr.close()
+
+
 # -- against CRFsuite's frontend, when built ------------------------------------------------
 
 

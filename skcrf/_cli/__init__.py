@@ -9,11 +9,12 @@ not wait for scikit-learn to import.
 """
 
 import importlib
+import os
 import sys
 
 from ._common import run
 
-__all__ = ["main"]
+__all__ = ["console_main", "main"]
 
 USAGE = """\
 usage: skcrf COMMAND [ARGS ...]
@@ -60,3 +61,22 @@ def main(argv=None):
     module, function = _COMMANDS[args[0]]
     command = getattr(importlib.import_module(f".{module}", __name__), function)
     return run(command, args[1:])
+
+
+def console_main():
+    """The console script and ``python -m skcrf``: :func:`main`, then exit at once.
+
+    Python's teardown (freeing every module and object) took 10-20 ms here
+    of a 0.2 s ``skcrf crfpp test`` on the Treebank's test part. A command
+    has closed its files and finished its threads when :func:`main`
+    returns, so the process ends without it (as mypy's command does) once
+    the standard streams are flushed. An exception :func:`main` does not
+    handle propagates as usual.
+    """
+    status = main()
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except BrokenPipeError:  # `skcrf tag ... | head`: what `run` answers
+        status = 1
+    os._exit(status)
