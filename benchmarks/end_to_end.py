@@ -80,6 +80,21 @@ def rss_mb():
 
 def peak_mb():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+# the skcrf tagger of a measuring process: the template's, or the dicts' (CRFsuite file)
+def skcrf_tagger(template, model):
+    import skcrf
+    return (skcrf.CRFTagger.load(model + ".skcrf") if template
+            else skcrf.CRFTagger.from_crfsuite(model + ".crfsuite"))
+
+# what a user's code does with one sentence's raw tokens before tagging it
+def featurizer(task, template):
+    features = TOKEN_FEATURES[task]
+    def featurize(tokens):
+        if template:
+            return tokens
+        return [features(tokens, i) for i in range(len(tokens))]
+    return featurize
 """
 
 _MEASURE = (
@@ -87,21 +102,14 @@ _MEASURE = (
     + """
 engine, task, model, split = sys.argv[1:5]
 _, _, sentences, _ = raw_task(task, split)
-features = TOKEN_FEATURES[task]
 template = engine.startswith("skcrf template")
+featurize = featurizer(task, template)
 if engine == "sklearn-crfsuite":
     import sklearn_crfsuite
     tagger = sklearn_crfsuite.CRF(model_filename=model + ".crfsuite")
 else:
-    import skcrf
-    tagger = (skcrf.CRFTagger.load(model + ".skcrf") if template
-              else skcrf.CRFTagger.from_crfsuite(model + ".crfsuite"))
+    tagger = skcrf_tagger(template, model)
     tagger.set_params(n_jobs=int(engine.rsplit("=", 1)[1]))
-
-def featurize(tokens):
-    if template:
-        return tokens
-    return [features(tokens, i) for i in range(len(tokens))]
 
 # warm up as a server would be: its first calls make what later calls
 # reuse (skcrf: the prediction threads, the Viterbi bound)
@@ -138,19 +146,10 @@ print(json.dumps({{
 _THREADS = (
     _COMMON
     + """
-import statistics
-import skcrf
 kind, task, model, split, rounds = sys.argv[1:6]
 _, _, sentences, _ = raw_task(task, split)
-features = TOKEN_FEATURES[task]
-template = kind == "template"
-tagger = (skcrf.CRFTagger.load(model + ".skcrf") if template
-          else skcrf.CRFTagger.from_crfsuite(model + ".crfsuite"))
-
-def featurize(tokens):
-    if template:
-        return tokens
-    return [features(tokens, i) for i in range(len(tokens))]
+featurize = featurizer(task, kind == "template")
+tagger = skcrf_tagger(kind == "template", model)
 
 def timed(n_jobs):
     tagger.set_params(n_jobs=n_jobs)

@@ -66,8 +66,8 @@ def main(argv=None):
 def console_main():
     """The console script and ``python -m skcrf``: :func:`main`, then exit at once.
 
-    Python's teardown (freeing every module and object) took 10-20 ms here
-    of a 0.2 s ``skcrf crfpp test`` on the Treebank's test part. A command
+    Python's teardown (freeing every module and object) took 14-23 ms here
+    of a 0.25-0.3 s ``skcrf crfpp test`` on the Treebank's test part. A command
     has closed its files and finished its threads when :func:`main`
     returns, so the process ends without it (as mypy's command does) once
     the standard streams are flushed. An exception :func:`main` does not

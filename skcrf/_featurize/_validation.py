@@ -539,7 +539,7 @@ def check_sums(encoded, vocabulary, name="X"):
     values = encoded.values
     if not len(values):
         return
-    largest = max(float(values.max()), -float(values.min()))  # |values| without a copy
+    largest = abs(largest_value(encoded, name)[0])
     if largest * len(values) < 1e300:
         return  # no sum of values can overflow: the cheap, common case
     with np.errstate(over="ignore"):
